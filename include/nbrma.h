@@ -1,0 +1,65 @@
+/*
+ * nbrma.h — public interface of nbrma, the nonblocking-epoch RMA subsystem for MPICH.
+ *
+ * Include after <mpi.h>. Every function here is also callable from C++.
+ * Link with -lnbrma before MPICH (mpicc.mpich app.c -lnbrma) or LD_PRELOAD libnbrma.so.
+ */
+#ifndef NBRMA_H
+#define NBRMA_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NBRMA_VERSION_MAJOR 0
+#define NBRMA_VERSION_MINOR 1
+
+/* ---- Nonblocking passive-target synchronization (SC14 §V) -------------------------
+ * Each has the arguments of its blocking twin plus an MPI_Request *. Opening calls
+ * (ilock, ilock_all) return an already-complete request; closing calls (iunlock,
+ * iunlock_all) and flushes return a request that completes through MPI_Wait/MPI_Test. */
+int MPIX_Win_ilock(int lock_type, int rank, int assert, MPI_Win win, MPI_Request *request);
+int MPIX_Win_iunlock(int rank, MPI_Win win, MPI_Request *request);
+int MPIX_Win_ilock_all(int assert, MPI_Win win, MPI_Request *request);
+int MPIX_Win_iunlock_all(MPI_Win win, MPI_Request *request);
+int MPIX_Win_iflush(int rank, MPI_Win win, MPI_Request *request);
+int MPIX_Win_iflush_local(int rank, MPI_Win win, MPI_Request *request);
+int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request);
+int MPIX_Win_iflush_local_all(MPI_Win win, MPI_Request *request);
+
+/* ---- Nonblocking active-target synchronization ------------------------------------
+ * Declared for the ABI; until active target lands they fail with
+ * MPI_ERR_UNSUPPORTED_OPERATION through the window's error handler. */
+int MPIX_Win_ifence(int assert, MPI_Win win, MPI_Request *request);
+int MPIX_Win_istart(MPI_Group group, int assert, MPI_Win win, MPI_Request *request);
+int MPIX_Win_icomplete(MPI_Win win, MPI_Request *request);
+int MPIX_Win_ipost(MPI_Group group, int assert, MPI_Win win, MPI_Request *request);
+int MPIX_Win_iwait(MPI_Win win, MPI_Request *request);
+
+/* ---- Window info keys nbrma understands (besides MPI's own) ------------------------ */
+#define NBRMA_INFO_ACCESS_AFTER_ACCESS_REORDER     "access_after_access_reorder"
+#define NBRMA_INFO_ACCESS_AFTER_EXPOSURE_REORDER   "access_after_exposure_reorder"
+#define NBRMA_INFO_EXPOSURE_AFTER_EXPOSURE_REORDER "exposure_after_exposure_reorder"
+#define NBRMA_INFO_EXPOSURE_AFTER_ACCESS_REORDER   "exposure_after_access_reorder"
+/* MPI-defined keys nbrma honours */
+#define NBRMA_INFO_ACCUMULATE_ORDERING "accumulate_ordering"
+#define NBRMA_INFO_ACCUMULATE_OPS      "accumulate_ops"
+#define NBRMA_INFO_NO_LOCKS            "no_locks"
+#define NBRMA_INFO_ALLOC_SHARED_NONCONTIG "alloc_shared_noncontig"
+
+/* ---- Introspection -----------------------------------------------------------------
+ * Process-wide counters, so a program (or a test) can prove its RMA ran on nbrma.
+ * Names: "windows_created", "epochs_opened", "epochs_completed", "rma_ops",
+ * "lock_grants". Returns MPI_SUCCESS, or MPI_ERR_ARG for an unknown name. */
+int nbrma_get_counter(const char *name, unsigned long long *value);
+
+/* Nonzero when the calling process runs its RMA on nbrma (always 1 in libnbrma). */
+int nbrma_is_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NBRMA_H */

@@ -1,0 +1,87 @@
+// The one transport interface (DESIGN §2). The engine and the sync layer speak
+// only this; shm, sim (and later ucx) implement every operation.
+//
+// Completion model (UCX style): an operation returns Status::ok when it completed
+// inline (results already written, the Completion is NOT called), Status::in_progress
+// when it was posted (the Completion is called exactly once from a later poll()),
+// or an error (nothing was posted).
+#ifndef NBRMA_TRANSPORT_TRANSPORT_HPP
+#define NBRMA_TRANSPORT_TRANSPORT_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.hpp"
+
+namespace nbrma::transport {
+
+// Which memory of a peer an address refers to.
+enum class Region : std::uint8_t {
+    window = 0,   // the window memory (offset = byte displacement from the peer's base;
+                  // for dynamic windows, the absolute virtual address)
+    control = 1,  // the peer's control region (counters, lock word, lock queue nodes)
+};
+
+struct RemoteAddress {
+    Region region;
+    std::uint64_t offset;
+};
+
+enum class AtomicOp : std::uint8_t {
+    fetch_add,     // *dst += operand
+    compare_swap,  // if (*dst == compare) *dst = operand
+    swap,          // *dst = operand
+    fetch_and,
+    fetch_or,
+    fetch_xor,
+};
+
+// Called once, from poll(), when an operation that returned in_progress completes.
+class Completion {
+  public:
+    virtual void on_complete(Status status) = 0;
+
+  protected:
+    ~Completion() = default;
+};
+
+class Transport {
+  public:
+    virtual ~Transport() = default;
+
+    // Number of peers (ranks of the window's communicator) and our own rank.
+    virtual int size() const = 0;
+    virtual int rank() const = 0;
+
+    // Our own control region, for local loads and stores (spinning is always local).
+    virtual void *local_control() = 0;
+
+    // Contiguous byte transfers.
+    virtual Status put(int peer, const void *source, std::size_t length, RemoteAddress target,
+                       Completion *completion) = 0;
+    virtual Status get(int peer, void *destination, std::size_t length, RemoteAddress source,
+                       Completion *completion) = 0;
+
+    // 64-bit atomic on an 8-byte aligned remote word; the previous value is stored in
+    // *result (result may be null for non-fetching use).
+    virtual Status atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
+                          std::uint64_t compare, std::uint64_t *result, Completion *completion) = 0;
+
+    // Whether atomic() works on that region of that peer (the engine otherwise uses the
+    // accumulate lock protocol for element-wise atomicity).
+    virtual bool supports_atomics(int peer, Region region) const = 0;
+
+    // Order: operations to `peer` posted before the fence are complete at the target
+    // before any posted after it is performed.
+    virtual Status fence(int peer) = 0;
+
+    // Complete every operation posted to `peer` so far (remote completion).
+    virtual Status flush(int peer, Completion *completion) = 0;
+
+    // Drain completions; returns how many completion callbacks ran.
+    virtual int poll() = 0;
+};
+
+}  // namespace nbrma::transport
+
+#endif

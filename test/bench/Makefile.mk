@@ -1,0 +1,1 @@
+# Benchmark suite (owned by test/bench).
