@@ -1,0 +1,38 @@
+#include "common/log.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+namespace nbrma {
+
+namespace {
+int log_rank = -1;
+}
+
+Counters &counters() {
+    static Counters instance;
+    return instance;
+}
+
+int verbose_level() {
+    static const int level = [] {
+        const char *value = std::getenv("NBRMA_VERBOSE");
+        return value ? std::atoi(value) : 0;
+    }();
+    return level;
+}
+
+void set_log_rank(int rank) { log_rank = rank; }
+
+void log(int level, const char *format, ...) {
+    if (verbose_level() < level) return;
+    char line[512];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    std::fprintf(stderr, "nbrma[%d]: %s\n", log_rank, line);
+}
+
+}  // namespace nbrma

@@ -1,0 +1,30 @@
+// Process-wide counters (exposed by nbrma_get_counter) and NBRMA_VERBOSE logging,
+// so a user can check that RMA really ran on nbrma.
+#ifndef NBRMA_COMMON_LOG_HPP
+#define NBRMA_COMMON_LOG_HPP
+
+#include <cstdint>
+
+namespace nbrma {
+
+struct Counters {
+    std::uint64_t windows_created = 0;
+    std::uint64_t epochs_opened = 0;
+    std::uint64_t epochs_completed = 0;
+    std::uint64_t rma_ops = 0;
+    std::uint64_t lock_grants = 0;
+};
+
+Counters &counters();
+
+// Value of NBRMA_VERBOSE (0 when unset).
+int verbose_level();
+
+// printf-style line to stderr prefixed "nbrma[rank]: ", when verbose_level() >= level.
+void log(int level, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+void set_log_rank(int rank);
+
+}  // namespace nbrma
+
+#endif

@@ -1,0 +1,29 @@
+#include "common/yield.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+namespace nbrma {
+
+namespace {
+int local_ranks = 1;
+long cores() {
+    static const long count = sysconf(_SC_NPROCESSORS_ONLN);
+    return count > 0 ? count : 1;
+}
+}  // namespace
+
+void set_local_ranks(int ranks) {
+    if (ranks > local_ranks) local_ranks = ranks;
+}
+
+void Backoff::pause() {
+    ++spins_;
+    if (local_ranks > cores() || spins_ > 64) {
+        sched_yield();
+    } else {
+        __builtin_ia32_pause();
+    }
+}
+
+}  // namespace nbrma

@@ -1,0 +1,63 @@
+// Layout of a rank's control region: the per-window memory that peers write
+// one-sidedly (lock word, accumulate lock, matching counters, lock-queue nodes,
+// the attach table of dynamic windows). One layout for every transport: shm maps
+// it, sim allocates it, ucx registers it.
+#ifndef NBRMA_SYNC_CONTROL_REGION_HPP
+#define NBRMA_SYNC_CONTROL_REGION_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nbrma::sync {
+
+// Offsets in bytes from the start of a rank's control region.
+//
+//   0   lock word (this rank as lock target; layout in lock_word.hpp)
+//   8   accumulate lock (0 free, holder rank + 1): element-wise atomicity of
+//       accumulates that cannot be one 64-bit atomic
+//   16  doorbell (bumped by peers that changed a counter; lets a scan skip O(p))
+//   24  number of attached regions (dynamic windows)
+//   64  attach table: {base, length} pairs, attach_capacity entries
+//   ..  per-peer matching counters {a, e, g, d} (DESIGN §4), 32 bytes each
+//   ..  per-target lock-queue nodes, node_stride() bytes each:
+//         +0  grant  — written 1 by whoever hands this rank the lock on that target
+//         +8  next   — written by an exclusive successor: (rank + 1) | (readers << 32)
+//         +16 reader flags — one byte per rank: "I wait behind your exclusive lock"
+class ControlLayout {
+  public:
+    static constexpr std::size_t lock_word = 0;
+    static constexpr std::size_t accumulate_lock = 8;
+    static constexpr std::size_t doorbell = 16;
+    static constexpr std::size_t attach_count = 24;
+    static constexpr std::size_t attach_table = 64;
+    static constexpr int attach_capacity = 64;
+    static constexpr std::size_t counter_bytes = 32;
+
+    explicit ControlLayout(int nranks) : nranks_(nranks) {}
+
+    int nranks() const { return nranks_; }
+
+    std::size_t counters() const { return attach_table + attach_capacity * 16; }
+    std::size_t counter(int peer) const { return counters() + peer * counter_bytes; }
+
+    std::size_t nodes() const { return counters() + nranks_ * counter_bytes; }
+    std::size_t node_stride() const { return 16 + round_up(nranks_, 8); }
+    std::size_t node(int target) const { return nodes() + target * node_stride(); }
+    std::size_t node_grant(int target) const { return node(target); }
+    std::size_t node_next(int target) const { return node(target) + 8; }
+    std::size_t node_reader_flag(int target, int reader) const {
+        return node(target) + 16 + reader;
+    }
+
+    std::size_t size() const { return round_up(nodes() + nranks_ * node_stride(), 64); }
+
+  private:
+    static std::size_t round_up(std::size_t value, std::size_t to) {
+        return (value + to - 1) / to * to;
+    }
+    int nranks_;
+};
+
+}  // namespace nbrma::sync
+
+#endif

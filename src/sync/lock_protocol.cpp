@@ -1,0 +1,215 @@
+// The FIFO reader/writer lock protocol; see lock_protocol.hpp for the algorithm
+// and lock_word.hpp for the word's invariants.
+#include "sync/lock_protocol.hpp"
+
+namespace nbrma::sync {
+
+using transport::AtomicOp;
+using transport::Region;
+using transport::RemoteAddress;
+
+void LockOperation::acquire(transport::Transport &transport, const ControlLayout &layout,
+                            int target, LockMode mode) {
+    transport_ = &transport;
+    layout_ = &layout;
+    target_ = target;
+    me_ = transport.rank();
+    mode_ = mode;
+    enqueued_ = false;
+    failure_ = Status::ok;
+    cas_posted_ = false;
+    cas_expected_ = 0;  // guess: the lock is free
+    phase_ = Phase::acquire_cas;
+}
+
+void LockOperation::release(transport::Transport &transport, const ControlLayout &layout,
+                            int target, LockMode mode) {
+    transport_ = &transport;
+    layout_ = &layout;
+    target_ = target;
+    me_ = transport.rank();
+    mode_ = mode;
+    failure_ = Status::ok;
+    cas_posted_ = false;
+    readers_ = 0;
+    successor_ = -1;
+    LockWord guess;  // guess: nobody queued behind us
+    if (mode == LockMode::exclusive)
+        guess.tail = static_cast<std::uint32_t>(me_ + 1);
+    else
+        guess.active = 1;
+    cas_expected_ = guess.encode();
+    phase_ = Phase::release_cas;
+}
+
+void LockOperation::on_complete(Status status) {
+    --pending_;
+    if (is_error(status) && !is_error(failure_)) failure_ = status;
+}
+
+Status LockOperation::advance() {
+    for (;;) {
+        if (is_error(failure_)) return failure_;
+        if (pending_ > 0) return Status::in_progress;
+        if (phase_ == Phase::finished) return Status::ok;
+        if (phase_ == Phase::idle) return Status::err_other;
+        Status status = step();
+        if (status != Status::ok) return status;
+    }
+}
+
+Status LockOperation::post_cas(std::uint64_t desired) {
+    cas_posted_ = true;
+    Status status = transport_->atomic(target_, AtomicOp::compare_swap,
+                                       RemoteAddress{Region::control, ControlLayout::lock_word},
+                                       desired, cas_expected_, &cas_result_, this);
+    if (status == Status::in_progress) ++pending_;
+    return is_error(status) ? status : Status::ok;
+}
+
+Status LockOperation::post_put(int peer, std::size_t offset, const void *source,
+                               std::size_t length) {
+    Status status =
+        transport_->put(peer, source, length, RemoteAddress{Region::control, offset}, this);
+    if (status == Status::in_progress) ++pending_;
+    return is_error(status) ? status : Status::ok;
+}
+
+std::uint64_t LockOperation::load_local(std::size_t offset) const {
+    auto *word = reinterpret_cast<std::uint64_t *>(
+        static_cast<std::uint8_t *>(transport_->local_control()) + offset);
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+void LockOperation::store_local(std::size_t offset, std::uint64_t value) {
+    auto *word = reinterpret_cast<std::uint64_t *>(
+        static_cast<std::uint8_t *>(transport_->local_control()) + offset);
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
+
+Status LockOperation::grant(int rank) {
+    return post_put(rank, layout_->node_grant(target_), &grant_value_, sizeof grant_value_);
+}
+
+Status LockOperation::step() {
+    switch (phase_) {
+        case Phase::acquire_cas:
+        case Phase::release_cas: {
+            if (cas_posted_) {
+                cas_posted_ = false;
+                LockWord old = LockWord::decode(cas_expected_);
+                if (cas_result_ == cas_expected_)
+                    return phase_ == Phase::acquire_cas ? after_acquire_cas(old)
+                                                        : after_release_cas(old);
+                cas_expected_ = cas_result_;  // lost a race or guessed wrong: retry
+            }
+            LockWord old = LockWord::decode(cas_expected_);
+            LockWord next = old;
+            if (phase_ == Phase::acquire_cas) {
+                if (mode_ == LockMode::exclusive) {
+                    next.tail = static_cast<std::uint32_t>(me_ + 1);
+                    if (old.tail == 0) {
+                        if (old.active > 0) next.head = next.tail;
+                    } else {
+                        next.waiting = 0;  // those readers now wait for the old tail
+                    }
+                } else if (old.tail == 0) {
+                    next.active += 1;
+                } else {
+                    next.waiting += 1;
+                }
+            } else if (mode_ == LockMode::exclusive) {
+                if (old.tail != static_cast<std::uint32_t>(me_ + 1)) {
+                    phase_ = Phase::wait_successor;  // a successor is linking to us
+                    return Status::ok;
+                }
+                next.tail = 0;
+                next.active += old.waiting;
+                next.waiting = 0;
+            } else {
+                next.active -= 1;
+                if (old.active == 1) next.head = 0;  // we grant it below
+            }
+            return post_cas(next.encode());
+        }
+        case Phase::wait_grant: {
+            if (load_local(layout_->node_grant(target_)) == 0) return Status::in_progress;
+            store_local(layout_->node_grant(target_), 0);
+            phase_ = Phase::finished;
+            return Status::ok;
+        }
+        case Phase::wait_successor: {
+            std::uint64_t next = load_local(layout_->node_next(target_));
+            if (next == 0) return Status::in_progress;
+            store_local(layout_->node_next(target_), 0);
+            successor_ = LockNext::rank(next);
+            readers_ = LockNext::readers(next);
+            if (readers_ == 0) {
+                phase_ = Phase::finished;
+                return grant(successor_);
+            }
+            // The readers queued between us go first; the successor waits as head.
+            LockWord add;
+            add.active = readers_;
+            add.head = static_cast<std::uint32_t>(successor_ + 1);
+            phase_ = Phase::wait_readers;
+            Status status = transport_->atomic(
+                target_, AtomicOp::fetch_add,
+                RemoteAddress{Region::control, ControlLayout::lock_word}, add.encode(), 0,
+                nullptr, this);
+            if (status == Status::in_progress) ++pending_;
+            return is_error(status) ? status : Status::ok;
+        }
+        case Phase::wait_readers: {
+            auto *flags = static_cast<std::uint8_t *>(transport_->local_control()) +
+                          layout_->node_reader_flag(target_, 0);
+            std::uint32_t raised = 0;
+            for (int r = 0; r < layout_->nranks(); ++r)
+                if (__atomic_load_n(&flags[r], __ATOMIC_ACQUIRE)) ++raised;
+            if (raised < readers_) return Status::in_progress;
+            phase_ = Phase::finished;
+            for (int r = 0; r < layout_->nranks(); ++r) {
+                if (!__atomic_load_n(&flags[r], __ATOMIC_ACQUIRE)) continue;
+                __atomic_store_n(&flags[r], 0, __ATOMIC_RELAXED);
+                Status status = grant(r);
+                if (is_error(status)) return status;
+            }
+            return Status::ok;
+        }
+        case Phase::idle:
+        case Phase::finished:
+            break;
+    }
+    return Status::err_other;
+}
+
+Status LockOperation::after_acquire_cas(LockWord old) {
+    enqueued_ = true;
+    phase_ = Phase::wait_grant;
+    if (old.tail == 0) {
+        // Shared: no exclusive requester at all. Exclusive: granted unless readers hold it
+        // (then we are head and the last reader out grants us).
+        if (mode_ == LockMode::shared || old.active == 0) phase_ = Phase::finished;
+        return Status::ok;
+    }
+    int tail = static_cast<int>(old.tail) - 1;
+    if (mode_ == LockMode::exclusive) {
+        next_record_ = LockNext::encode(me_, old.waiting);
+        return post_put(tail, layout_->node_next(target_), &next_record_, sizeof next_record_);
+    }
+    return post_put(tail, layout_->node_reader_flag(target_, me_), &flag_value_,
+                    sizeof flag_value_);
+}
+
+Status LockOperation::after_release_cas(LockWord old) {
+    if (mode_ == LockMode::shared) {
+        phase_ = Phase::finished;
+        if (old.active == 1 && old.head != 0) return grant(static_cast<int>(old.head) - 1);
+        return Status::ok;
+    }
+    readers_ = old.waiting;
+    phase_ = readers_ > 0 ? Phase::wait_readers : Phase::finished;
+    return Status::ok;
+}
+
+}  // namespace nbrma::sync

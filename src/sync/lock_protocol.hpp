@@ -1,0 +1,95 @@
+// The passive-target lock protocol: FIFO reader/writer queue lock over the lock
+// word of lock_word.hpp, driven only by transport atomics and puts. Waiting is
+// always on the requester's own control region (no remote polling); the target's
+// CPU never takes part.
+//
+// Acquire exclusive: CAS tail := me. If the queue was empty the lock is ours when
+//   no shared holder is active; otherwise we become `head` and the last shared
+//   holder grants us. If an exclusive requester T was tail, we write
+//   next = (me, readers queued behind T) into T's node and T hands over at release.
+// Acquire shared: CAS; with no exclusive tail, active += 1 and the lock is ours;
+//   otherwise waiting += 1 and we raise our flag in the tail's node: that exclusive
+//   wakes us when it releases.
+// Release exclusive: if still tail, CAS tail := 0 and turn `waiting` into `active`;
+//   else wait locally for the successor's `next`, then either grant it (no readers
+//   between us) or make it `head` behind those readers. Then wake our readers.
+// Release shared: CAS active -= 1; the last holder out grants `head`.
+#ifndef NBRMA_SYNC_LOCK_PROTOCOL_HPP
+#define NBRMA_SYNC_LOCK_PROTOCOL_HPP
+
+#include <cstdint>
+
+#include "common/status.hpp"
+#include "sync/control_region.hpp"
+#include "sync/lock_word.hpp"
+#include "transport/transport.hpp"
+
+namespace nbrma::sync {
+
+enum class LockMode : std::uint8_t { shared, exclusive };
+
+// One lock acquisition or release in flight. Must keep its address until finished
+// (the transport holds it as the Completion); reusable afterwards.
+class LockOperation final : public transport::Completion {
+  public:
+    void acquire(transport::Transport &transport, const ControlLayout &layout, int target,
+                 LockMode mode);
+    void release(transport::Transport &transport, const ControlLayout &layout, int target,
+                 LockMode mode);
+
+    // Runs as far as possible without blocking: ok = finished (granted, or released),
+    // in_progress = call again later, an error otherwise (the operation is abandoned).
+    Status advance();
+
+    bool finished() const { return phase_ == Phase::finished; }
+    // For an acquisition: the request holds its place in the FIFO.
+    bool enqueued() const { return enqueued_; }
+    int target() const { return target_; }
+    LockMode mode() const { return mode_; }
+
+    void on_complete(Status status) override;
+
+  private:
+    enum class Phase : std::uint8_t {
+        idle,
+        acquire_cas,        // CAS the word to join the queue
+        wait_grant,         // spin (locally) on our node's grant
+        release_cas,        // CAS the word to leave (exclusive: only if still tail)
+        wait_successor,     // exclusive: spin locally until the successor linked, then
+                            // grant it or make it head behind our readers (fetch-add)
+        wait_readers,       // exclusive: spin locally until our readers registered
+        finished,
+    };
+
+    Status step();
+    Status post_cas(std::uint64_t desired);
+    Status post_put(int peer, std::size_t offset, const void *source, std::size_t length);
+    std::uint64_t load_local(std::size_t offset) const;
+    void store_local(std::size_t offset, std::uint64_t value);
+    Status after_acquire_cas(LockWord old);
+    Status after_release_cas(LockWord old);
+    Status grant(int rank);
+
+    transport::Transport *transport_ = nullptr;
+    const ControlLayout *layout_ = nullptr;
+    int target_ = -1;
+    int me_ = -1;
+    LockMode mode_ = LockMode::shared;
+    Phase phase_ = Phase::idle;
+    bool enqueued_ = false;
+    int pending_ = 0;             // transport operations in flight
+    Status failure_ = Status::ok;
+    bool cas_posted_ = false;     // a CAS result is awaited in cas_result_
+    std::uint64_t cas_expected_ = 0;
+    std::uint64_t cas_result_ = 0;
+    std::uint32_t readers_ = 0;   // exclusive release: readers queued behind us
+    int successor_ = -1;
+    // Sources of puts must outlive them.
+    std::uint64_t next_record_ = 0;
+    std::uint64_t grant_value_ = 1;
+    std::uint8_t flag_value_ = 1;
+};
+
+}  // namespace nbrma::sync
+
+#endif

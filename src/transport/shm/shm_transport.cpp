@@ -1,0 +1,133 @@
+#include "transport/shm/shm_transport.hpp"
+
+#include <sys/prctl.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace nbrma::transport::shm {
+
+void allow_cross_memory_attach() {
+#ifdef PR_SET_PTRACER
+    // With Yama ptrace_scope=1, siblings may not process_vm_* each other unless allowed.
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#endif
+}
+
+ShmTransport::ShmTransport(int rank, std::size_t control_size, std::vector<ShmPeer> peers)
+    : rank_(rank), control_size_(control_size), peers_(std::move(peers)) {}
+
+std::uint8_t *ShmTransport::mapped(int peer, RemoteAddress address, std::size_t length,
+                                   Status *status) {
+    const ShmPeer &p = peers_[peer];
+    *status = Status::ok;
+    if (address.region == Region::control) {
+        if (address.offset + length > control_size_) *status = Status::err_range;
+        return p.control + address.offset;
+    }
+    if (!p.window) return nullptr;
+    if (address.offset + length > p.window_size) *status = Status::err_range;
+    return p.window + address.offset;
+}
+
+Status ShmTransport::cross_memory(int peer, void *local, std::size_t length,
+                                  std::uint64_t offset, bool write) {
+    const ShmPeer &p = peers_[peer];
+    if (peer == rank_) {
+        auto *remote = reinterpret_cast<void *>(p.remote_base + offset);
+        if (write)
+            std::memmove(remote, local, length);
+        else
+            std::memmove(local, remote, length);
+        return Status::ok;
+    }
+    auto *cursor = static_cast<std::uint8_t *>(local);
+    std::uint64_t remote = p.remote_base + offset;
+    while (length > 0) {
+        iovec local_iov{cursor, length};
+        iovec remote_iov{reinterpret_cast<void *>(remote), length};
+        ssize_t moved = write ? process_vm_writev(p.pid, &local_iov, 1, &remote_iov, 1, 0)
+                              : process_vm_readv(p.pid, &local_iov, 1, &remote_iov, 1, 0);
+        if (moved < 0) {
+            if (errno == EINTR) continue;
+            return errno == EFAULT ? Status::err_range : Status::err_transport;
+        }
+        if (moved == 0) return Status::err_transport;
+        cursor += moved;
+        remote += static_cast<std::uint64_t>(moved);
+        length -= static_cast<std::size_t>(moved);
+    }
+    return Status::ok;
+}
+
+Status ShmTransport::put(int peer, const void *source, std::size_t length, RemoteAddress target,
+                         Completion *) {
+    Status status;
+    std::uint8_t *destination = mapped(peer, target, length, &status);
+    if (is_error(status)) return status;
+    if (!destination)
+        return cross_memory(peer, const_cast<void *>(source), length, target.offset, true);
+    std::memcpy(destination, source, length);
+    return Status::ok;
+}
+
+Status ShmTransport::get(int peer, void *destination, std::size_t length, RemoteAddress source,
+                         Completion *) {
+    Status status;
+    std::uint8_t *origin = mapped(peer, source, length, &status);
+    if (is_error(status)) return status;
+    if (!origin) return cross_memory(peer, destination, length, source.offset, false);
+    std::memcpy(destination, origin, length);
+    return Status::ok;
+}
+
+Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
+                            std::uint64_t compare, std::uint64_t *result, Completion *) {
+    Status status;
+    auto *word = reinterpret_cast<std::uint64_t *>(mapped(peer, target, 8, &status));
+    if (is_error(status)) return status;
+    if (!word) return Status::err_unsupported;
+    if (reinterpret_cast<std::uintptr_t>(word) % 8 != 0) return Status::err_arg;
+    std::uint64_t previous = 0;
+    switch (op) {
+        case AtomicOp::fetch_add:
+            previous = __atomic_fetch_add(word, operand, __ATOMIC_SEQ_CST);
+            break;
+        case AtomicOp::compare_swap:
+            previous = compare;
+            __atomic_compare_exchange_n(word, &previous, operand, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
+            break;
+        case AtomicOp::swap:
+            previous = __atomic_exchange_n(word, operand, __ATOMIC_SEQ_CST);
+            break;
+        case AtomicOp::fetch_and:
+            previous = __atomic_fetch_and(word, operand, __ATOMIC_SEQ_CST);
+            break;
+        case AtomicOp::fetch_or:
+            previous = __atomic_fetch_or(word, operand, __ATOMIC_SEQ_CST);
+            break;
+        case AtomicOp::fetch_xor:
+            previous = __atomic_fetch_xor(word, operand, __ATOMIC_SEQ_CST);
+            break;
+    }
+    if (result) *result = previous;
+    return Status::ok;
+}
+
+bool ShmTransport::supports_atomics(int peer, Region region) const {
+    return region == Region::control || peers_[peer].window != nullptr;
+}
+
+Status ShmTransport::fence(int) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return Status::ok;
+}
+
+Status ShmTransport::flush(int, Completion *) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return Status::ok;
+}
+
+}  // namespace nbrma::transport::shm

@@ -1,0 +1,63 @@
+// The node-local transport. Control regions and the window memory of
+// MPI_Win_allocate[_shared] live in one shared segment mapped by every local rank:
+// direct loads/stores and CPU atomics. Memory the user passed to MPI_Win_create or
+// MPI_Win_attach is reached with Linux cross-memory attach (process_vm_readv/writev):
+// one copy, no target involvement, but no atomics (the engine then uses the
+// accumulate lock). Every operation completes inline.
+#ifndef NBRMA_TRANSPORT_SHM_SHM_TRANSPORT_HPP
+#define NBRMA_TRANSPORT_SHM_SHM_TRANSPORT_HPP
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace nbrma::transport::shm {
+
+struct ShmPeer {
+    std::uint8_t *control = nullptr;  // the peer's mapped control region
+    std::uint8_t *window = nullptr;   // the peer's mapped window memory, or null (CMA)
+    std::uint64_t window_size = 0;    // bytes reachable in the window region
+    std::uint64_t remote_base = 0;    // CMA: the peer's base address (0 for dynamic windows)
+    pid_t pid = 0;                    // CMA: the peer's process
+};
+
+class ShmTransport final : public Transport {
+  public:
+    ShmTransport(int rank, std::size_t control_size, std::vector<ShmPeer> peers);
+
+    int size() const override { return static_cast<int>(peers_.size()); }
+    int rank() const override { return rank_; }
+    void *local_control() override { return peers_[rank_].control; }
+
+    Status put(int peer, const void *source, std::size_t length, RemoteAddress target,
+               Completion *completion) override;
+    Status get(int peer, void *destination, std::size_t length, RemoteAddress source,
+               Completion *completion) override;
+    Status atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
+                  std::uint64_t compare, std::uint64_t *result,
+                  Completion *completion) override;
+    bool supports_atomics(int peer, Region region) const override;
+    Status fence(int peer) override;
+    Status flush(int peer, Completion *completion) override;
+    int poll() override { return 0; }
+
+  private:
+    // Local address of (peer, region, offset) when directly mapped, else null.
+    std::uint8_t *mapped(int peer, RemoteAddress address, std::size_t length, Status *status);
+    Status cross_memory(int peer, void *local, std::size_t length, std::uint64_t offset,
+                        bool write);
+
+    int rank_;
+    std::size_t control_size_;
+    std::vector<ShmPeer> peers_;
+};
+
+// Lets peers (siblings under mpiexec) use cross-memory attach on this process.
+void allow_cross_memory_attach();
+
+}  // namespace nbrma::transport::shm
+
+#endif
