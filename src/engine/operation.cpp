@@ -1,0 +1,333 @@
+#include "engine/operation.hpp"
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "common/yield.hpp"
+#include "engine/reduce.hpp"
+#include "sync/control_region.hpp"
+
+namespace nbrma::engine {
+
+using transport::AtomicOp;
+using transport::Region;
+using transport::RemoteAddress;
+
+namespace {
+
+// Counts a batch of transport operations; over shm they all complete inline.
+class Pending final : public transport::Completion {
+  public:
+    Status track(Status posted) {
+        if (posted == Status::in_progress) ++count_;
+        if (is_error(posted) && !is_error(failure_)) failure_ = posted;
+        return failure_;
+    }
+    void on_complete(Status status) override {
+        --count_;
+        if (is_error(status) && !is_error(failure_)) failure_ = status;
+    }
+    Status wait(transport::Transport &transport) {
+        Backoff backoff;
+        while (count_ > 0) {
+            if (transport.poll() == 0 && count_ > 0) backoff.pause();
+        }
+        return failure_;
+    }
+
+  private:
+    int count_ = 0;
+    Status failure_ = Status::ok;
+};
+
+bool is_predefined(MPI_Datatype type) {
+    int envelope[4];
+    if (PMPI_Type_get_envelope(type, &envelope[0], &envelope[1], &envelope[2], &envelope[3]) !=
+        MPI_SUCCESS)
+        return false;
+    return envelope[3] == MPI_COMBINER_NAMED;
+}
+
+bool is_fetching(RmaKind kind) {
+    return kind == RmaKind::get_accumulate || kind == RmaKind::fetch_and_op ||
+           kind == RmaKind::compare_and_swap;
+}
+
+}  // namespace
+
+const char *rma_kind_name(RmaKind kind) {
+    switch (kind) {
+        case RmaKind::put: return "put";
+        case RmaKind::get: return "get";
+        case RmaKind::accumulate: return "accumulate";
+        case RmaKind::get_accumulate: return "get_accumulate";
+        case RmaKind::fetch_and_op: return "fetch_and_op";
+        case RmaKind::compare_and_swap: return "compare_and_swap";
+    }
+    return "?";
+}
+
+Operation::~Operation() {
+    for (MPI_Datatype &type : retained_) PMPI_Type_free(&type);
+}
+
+void Operation::retain_types() {
+    for (MPI_Datatype *type : {&call_.origin_type, &call_.result_type, &call_.target_type}) {
+        if (*type == MPI_DATATYPE_NULL || is_predefined(*type)) continue;
+        MPI_Datatype copy;
+        if (PMPI_Type_dup(*type, &copy) != MPI_SUCCESS) continue;
+        retained_.push_back(copy);
+        *type = copy;
+    }
+}
+
+Status Operation::check(const RmaCall &call) {
+    if (call.origin_count < 0 || call.target_count < 0 || call.result_count < 0)
+        return Status::err_count;
+    const TypeLayout *target = nullptr;
+    Status status = type_layout_get(call.target_type, &target);
+    if (is_error(status)) return status;
+    const std::size_t target_bytes = target->size * static_cast<std::size_t>(call.target_count);
+    bool uses_origin = !(call.kind == RmaKind::get_accumulate && call.op == MPI_NO_OP) &&
+                       call.kind != RmaKind::get;
+    bool uses_result = call.kind == RmaKind::get || is_fetching(call.kind);
+    if (call.kind == RmaKind::get) {
+        // A get's "origin" is the result buffer.
+        uses_origin = false;
+    }
+    if (uses_origin) {
+        const TypeLayout *origin = nullptr;
+        status = type_layout_get(call.origin_type, &origin);
+        if (is_error(status)) return status;
+        if (origin->size * static_cast<std::size_t>(call.origin_count) != target_bytes)
+            return Status::err_type;
+    }
+    if (uses_result) {
+        const TypeLayout *result = nullptr;
+        status = type_layout_get(call.result_type, &result);
+        if (is_error(status)) return status;
+        if (result->size * static_cast<std::size_t>(call.result_count) != target_bytes)
+            return Status::err_type;
+    }
+    if (call.kind == RmaKind::put || call.kind == RmaKind::get) return Status::ok;
+    // Accumulates: one predefined element type on both sides, a predefined op.
+    if (target->basic == MPI_DATATYPE_NULL && target_bytes > 0) return Status::err_type;
+    if (call.kind == RmaKind::compare_and_swap) {
+        if (!is_predefined(call.target_type)) return Status::err_type;
+        return Status::ok;
+    }
+    return reduce_check(call.op, target->basic);
+}
+
+Status Operation::execute(const TargetView &view) {
+    ++counters().rma_ops;
+    log(3, "%s to %d at +%llu", rma_kind_name(call_.kind), call_.target,
+        static_cast<unsigned long long>(view.byte_offset));
+    switch (call_.kind) {
+        case RmaKind::put: return execute_put(view);
+        case RmaKind::get: return execute_get(view);
+        default: return execute_accumulate(view);
+    }
+}
+
+Status Operation::execute_put(const TargetView &view) {
+    const TypeLayout *origin, *target;
+    if (is_error(type_layout_get(call_.origin_type, &origin)) ||
+        is_error(type_layout_get(call_.target_type, &target)))
+        return Status::err_type;
+    const std::size_t bytes = origin->size * static_cast<std::size_t>(call_.origin_count);
+    if (bytes == 0) return Status::ok;
+    std::vector<std::uint8_t> staging;
+    const std::uint8_t *source = static_cast<const std::uint8_t *>(call_.origin);
+    if (!origin->contiguous) {
+        staging.resize(bytes);
+        type_pack(*origin, call_.origin, static_cast<std::size_t>(call_.origin_count),
+                  staging.data());
+        source = staging.data();
+    }
+    Pending pending;
+    std::size_t cursor = 0;
+    type_for_each_segment(*target, static_cast<std::size_t>(call_.target_count),
+                          [&](std::int64_t offset, std::size_t length) {
+                              pending.track(view.transport->put(
+                                  call_.target, source + cursor, length,
+                                  RemoteAddress{Region::window, view.byte_offset + offset},
+                                  &pending));
+                              cursor += length;
+                          });
+    return pending.wait(*view.transport);
+}
+
+Status Operation::execute_get(const TargetView &view) {
+    const TypeLayout *origin, *target;
+    if (is_error(type_layout_get(call_.result_type, &origin)) ||
+        is_error(type_layout_get(call_.target_type, &target)))
+        return Status::err_type;
+    const std::size_t bytes = origin->size * static_cast<std::size_t>(call_.result_count);
+    if (bytes == 0) return Status::ok;
+    std::vector<std::uint8_t> staging;
+    std::uint8_t *destination = static_cast<std::uint8_t *>(call_.result);
+    if (!origin->contiguous) {
+        staging.resize(bytes);
+        destination = staging.data();
+    }
+    Pending pending;
+    std::size_t cursor = 0;
+    type_for_each_segment(*target, static_cast<std::size_t>(call_.target_count),
+                          [&](std::int64_t offset, std::size_t length) {
+                              pending.track(view.transport->get(
+                                  call_.target, destination + cursor, length,
+                                  RemoteAddress{Region::window, view.byte_offset + offset},
+                                  &pending));
+                              cursor += length;
+                          });
+    Status status = pending.wait(*view.transport);
+    if (!is_error(status) && !staging.empty())
+        type_unpack(*origin, staging.data(), call_.result,
+                    static_cast<std::size_t>(call_.result_count));
+    return status;
+}
+
+Status Operation::execute_accumulate(const TargetView &view) {
+    const TypeLayout *target;
+    if (is_error(type_layout_get(call_.target_type, &target))) return Status::err_type;
+    const std::size_t bytes = target->size * static_cast<std::size_t>(call_.target_count);
+    if (bytes == 0) return Status::ok;
+
+    // The origin operand, packed (compare_and_swap: the new value).
+    std::vector<std::uint8_t> origin_packed;
+    const bool uses_origin = !(call_.kind == RmaKind::get_accumulate && call_.op == MPI_NO_OP);
+    if (uses_origin) {
+        const TypeLayout *origin;
+        if (is_error(type_layout_get(call_.origin_type, &origin))) return Status::err_type;
+        origin_packed.resize(bytes);
+        type_pack(*origin, call_.origin,
+                  call_.kind == RmaKind::accumulate || call_.kind == RmaKind::get_accumulate
+                      ? static_cast<std::size_t>(call_.origin_count)
+                      : 1,
+                  origin_packed.data());
+    }
+    std::vector<std::uint8_t> fetched(is_fetching(call_.kind) ? bytes : 0);
+
+    Status status;
+    AtomicOp atomic_op;
+    bool operand_zero = false;
+    const bool word_sized = target->basic_size == 8;
+    bool use_atomics = view.hardware_atomics && word_sized &&
+                       view.transport->supports_atomics(call_.target, Region::window);
+    if (call_.kind == RmaKind::compare_and_swap) {
+        atomic_op = AtomicOp::compare_swap;
+    } else if (use_atomics) {
+        use_atomics = reduce_as_atomic(call_.op, target->basic, &atomic_op, &operand_zero);
+    }
+    if (use_atomics)
+        status = accumulate_with_atomics(view, atomic_op, operand_zero, *target,
+                                         origin_packed.data(), fetched.data());
+    else
+        status = accumulate_under_lock(view, *target, origin_packed.data(), fetched.data());
+    if (is_error(status) || fetched.empty()) return status;
+
+    const TypeLayout *result;
+    if (is_error(type_layout_get(call_.result_type, &result))) return Status::err_type;
+    std::size_t result_count =
+        call_.kind == RmaKind::get_accumulate ? static_cast<std::size_t>(call_.result_count) : 1;
+    type_unpack(*result, fetched.data(), call_.result, result_count);
+    return Status::ok;
+}
+
+Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op,
+                                          bool operand_zero, const TypeLayout &target,
+                                          std::uint8_t *origin_packed, std::uint8_t *fetched) {
+    std::uint64_t compare = 0;
+    if (call_.kind == RmaKind::compare_and_swap) std::memcpy(&compare, call_.compare, 8);
+    Pending pending;
+    std::size_t cursor = 0;
+    type_for_each_segment(
+        target, static_cast<std::size_t>(call_.target_count),
+        [&](std::int64_t offset, std::size_t length) {
+            for (std::size_t word = 0; word < length; word += 8, cursor += 8) {
+                std::uint64_t operand = 0;
+                if (!operand_zero && origin_packed) std::memcpy(&operand, origin_packed + cursor, 8);
+                std::uint64_t *previous =
+                    fetched ? reinterpret_cast<std::uint64_t *>(fetched + cursor) : nullptr;
+                pending.track(view.transport->atomic(
+                    call_.target, op,
+                    RemoteAddress{Region::window, view.byte_offset + offset + word}, operand,
+                    compare, previous, &pending));
+            }
+        });
+    return pending.wait(*view.transport);
+}
+
+// Element-wise atomicity for what one 64-bit atomic cannot do: a per-target
+// accumulate lock in the target's control region serializes read-modify-write.
+Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout &target,
+                                        const std::uint8_t *origin_packed,
+                                        std::uint8_t *fetched) {
+    transport::Transport &transport = *view.transport;
+    const std::uint64_t me = static_cast<std::uint64_t>(transport.rank()) + 1;
+    const RemoteAddress lock{Region::control, sync::ControlLayout::accumulate_lock};
+    Backoff backoff;
+    for (;;) {
+        Pending pending;
+        std::uint64_t previous = ~0ull;
+        Status status = pending.track(
+            transport.atomic(call_.target, AtomicOp::compare_swap, lock, me, 0, &previous,
+                             &pending));
+        if (is_error(status)) return status;
+        status = pending.wait(transport);
+        if (is_error(status)) return status;
+        if (previous == 0) break;
+        backoff.pause();
+    }
+
+    const std::size_t bytes = target.size * static_cast<std::size_t>(call_.target_count);
+    std::vector<std::uint8_t> current(bytes);
+    Pending pending;
+    std::size_t cursor = 0;
+    type_for_each_segment(target, static_cast<std::size_t>(call_.target_count),
+                          [&](std::int64_t offset, std::size_t length) {
+                              pending.track(transport.get(
+                                  call_.target, current.data() + cursor, length,
+                                  RemoteAddress{Region::window, view.byte_offset + offset},
+                                  &pending));
+                              cursor += length;
+                          });
+    Status status = pending.wait(transport);
+    bool write_back = false;
+    if (!is_error(status)) {
+        if (fetched) std::memcpy(fetched, current.data(), bytes);
+        if (call_.kind == RmaKind::compare_and_swap) {
+            if (std::memcmp(current.data(), call_.compare, bytes) == 0) {
+                std::memcpy(current.data(), origin_packed, bytes);
+                write_back = true;
+            }
+        } else if (call_.op != MPI_NO_OP) {
+            status = reduce_apply(call_.op, target.basic, origin_packed, current.data(),
+                                  bytes / target.basic_size);
+            write_back = !is_error(status);
+        }
+    }
+    if (write_back) {
+        Pending writes;
+        cursor = 0;
+        type_for_each_segment(target, static_cast<std::size_t>(call_.target_count),
+                              [&](std::int64_t offset, std::size_t length) {
+                                  writes.track(transport.put(
+                                      call_.target, current.data() + cursor, length,
+                                      RemoteAddress{Region::window, view.byte_offset + offset},
+                                      &writes));
+                                  cursor += length;
+                              });
+        status = writes.wait(transport);
+        Status fenced = transport.fence(call_.target);
+        if (!is_error(status)) status = fenced;
+    }
+    Pending unlock;
+    Status released = unlock.track(
+        transport.atomic(call_.target, AtomicOp::swap, lock, 0, 0, nullptr, &unlock));
+    if (!is_error(released)) released = unlock.wait(transport);
+    return is_error(status) ? status : released;
+}
+
+}  // namespace nbrma::engine

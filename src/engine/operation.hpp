@@ -1,0 +1,92 @@
+// One RMA communication call (put, get, accumulate family) as the engine keeps it:
+// checked at the call, possibly recorded in a deferred epoch, executed over the
+// transport when its epoch may touch the target (SC14 §VII-A record and replay).
+#ifndef NBRMA_ENGINE_OPERATION_HPP
+#define NBRMA_ENGINE_OPERATION_HPP
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.hpp"
+#include "engine/datatype.hpp"
+#include "engine/request.hpp"
+#include "transport/transport.hpp"
+
+namespace nbrma::engine {
+
+enum class RmaKind : std::uint8_t {
+    put,
+    get,
+    accumulate,
+    get_accumulate,
+    fetch_and_op,
+    compare_and_swap,
+};
+
+const char *rma_kind_name(RmaKind kind);
+
+struct RmaCall {
+    RmaKind kind = RmaKind::put;
+    const void *origin = nullptr;
+    MPI_Aint origin_count = 0;
+    MPI_Datatype origin_type = MPI_DATATYPE_NULL;
+    void *result = nullptr;
+    MPI_Aint result_count = 0;
+    MPI_Datatype result_type = MPI_DATATYPE_NULL;
+    const void *compare = nullptr;
+    int target = 0;
+    MPI_Aint displacement = 0;
+    MPI_Aint target_count = 0;
+    MPI_Datatype target_type = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_REPLACE;
+};
+
+// What an operation needs to know about its window when it runs.
+struct TargetView {
+    transport::Transport *transport = nullptr;
+    std::uint64_t byte_offset = 0;  // displacement * disp_unit (dynamic: the address)
+    bool hardware_atomics = false;  // accumulate_ops allows single 64-bit atomics
+};
+
+class Operation {
+  public:
+    Operation(const RmaCall &call, std::uint64_t age, Request *request)
+        : call_(call), age_(age), request_(request) {}
+    Operation(const Operation &) = delete;
+    Operation &operator=(const Operation &) = delete;
+    ~Operation();
+
+    // Checks types, sizes and ops (not the window range: see Window).
+    static Status check(const RmaCall &call);
+
+    // A deferred operation outlives the call: keep its derived datatypes alive.
+    void retain_types();
+
+    // Moves the data. Completes inline over shm; waits for the transport otherwise.
+    Status execute(const TargetView &view);
+
+    const RmaCall &call() const { return call_; }
+    std::uint64_t age() const { return age_; }
+    Request *request() const { return request_; }
+
+  private:
+    Status execute_put(const TargetView &view);
+    Status execute_get(const TargetView &view);
+    Status execute_accumulate(const TargetView &view);
+    Status accumulate_with_atomics(const TargetView &view, transport::AtomicOp op,
+                                   bool operand_zero, const TypeLayout &target,
+                                   std::uint8_t *origin_packed, std::uint8_t *fetched);
+    Status accumulate_under_lock(const TargetView &view, const TypeLayout &target,
+                                 const std::uint8_t *origin_packed, std::uint8_t *fetched);
+
+    RmaCall call_;
+    std::uint64_t age_;
+    Request *request_;
+    std::vector<MPI_Datatype> retained_;
+};
+
+}  // namespace nbrma::engine
+
+#endif

@@ -1,0 +1,44 @@
+// Engine-side requests: what an epoch-closing call, a flush or an R-call returns.
+// The MPI layer wraps each in an MPICH generalized request; the engine only marks
+// completion and calls the hook. A request lives until the engine has completed it
+// and the MPI side has released it (two references).
+#ifndef NBRMA_ENGINE_REQUEST_HPP
+#define NBRMA_ENGINE_REQUEST_HPP
+
+#include "common/status.hpp"
+
+namespace nbrma::engine {
+
+class Request {
+  public:
+    using Hook = void (*)(Request *request);
+
+    static Request *create();  // two references: the engine's and the MPI layer's
+
+    bool complete() const { return complete_; }
+    Status status() const { return status_; }
+
+    // Engine side: mark complete (once) and drop the engine's reference.
+    void finish(Status status);
+    // Either side: drop a reference; the last one deletes.
+    void release();
+
+    // Called by finish(); the MPI layer completes the generalized request there.
+    void set_hook(Hook hook, void *user) {
+        hook_ = hook;
+        user_ = user;
+    }
+    void *user() const { return user_; }
+
+  private:
+    Request() = default;
+    bool complete_ = false;
+    Status status_ = Status::ok;
+    int references_ = 2;
+    Hook hook_ = nullptr;
+    void *user_ = nullptr;
+};
+
+}  // namespace nbrma::engine
+
+#endif

@@ -1,0 +1,97 @@
+// An nbrma window as the engine sees it: the epochs in application order (the
+// deferred-epoch queue), the activation rule, passive-target synchronization,
+// RMA calls with operation ages, and flush requests. Transport-agnostic: it is
+// driven over shm by the MPI layer and over sim by the unit tests.
+#ifndef NBRMA_ENGINE_WINDOW_HPP
+#define NBRMA_ENGINE_WINDOW_HPP
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "engine/epoch.hpp"
+#include "engine/operation.hpp"
+#include "engine/request.hpp"
+#include "sync/control_region.hpp"
+#include "transport/transport.hpp"
+
+namespace nbrma::engine {
+
+enum class Flavor : std::uint8_t { create, allocate, shared, dynamic };
+
+struct WindowConfig {
+    Flavor flavor = Flavor::allocate;
+    std::vector<std::uint64_t> sizes;  // window bytes of every rank (unused for dynamic)
+    std::vector<int> disp_units;       // of every rank
+    bool hardware_atomics = true;      // accumulate_ops permits single 64-bit atomics
+    bool no_locks = false;             // info no_locks=true: lock calls are erroneous
+};
+
+class Window {
+  public:
+    Window(transport::Transport &transport, const sync::ControlLayout &layout,
+           WindowConfig config);
+    ~Window();
+    Window(const Window &) = delete;
+    Window &operator=(const Window &) = delete;
+
+    // Passive target (opening calls never block; closing calls yield a request that
+    // completes when the epoch does).
+    Status lock(int lock_type, int target, int assert);
+    Status unlock(int target, Request **request);
+    Status lock_all(int assert);
+    Status unlock_all(Request **request);
+    // target == -1: every target. The request completes when every call issued before
+    // it (toward that target) is complete; later calls may still be in flight.
+    Status flush(int target, Request **request);
+
+    // request may be null (non-R calls).
+    Status rma(const RmaCall &call, Request **request);
+
+    // Dynamic windows: publish/withdraw a region in our control region's attach table.
+    Status attach(const void *base, std::uint64_t size);
+    Status detach(const void *base);
+
+    bool has_open_epoch() const;
+    bool idle() const { return epochs_.empty() && flushes_.empty(); }
+    // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
+    // epochs, complete flushes. True if anything moved.
+    bool progress();
+
+    int rank() const { return transport_.rank(); }
+    int size() const { return transport_.size(); }
+    const WindowConfig &config() const { return config_; }
+    transport::Transport &transport() { return transport_; }
+    std::size_t epochs_pending() const { return epochs_.size(); }
+
+  private:
+    struct Flush {
+        int target;         // -1: all
+        std::uint64_t age;  // calls with age <= this must be complete
+        Request *request;
+    };
+
+    Epoch *covering_epoch(int target) const;
+    Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
+    bool may_activate(std::size_t index) const;
+    void activate(Epoch &epoch);
+    void start_target(Epoch &epoch, int rank, TargetState &state);
+    bool advance(Epoch &epoch);
+    bool run_pending(Epoch &epoch, int rank, TargetState &state);
+    bool flush_done(const Flush &flush) const;
+
+    transport::Transport &transport_;
+    const sync::ControlLayout &layout_;
+    WindowConfig config_;
+    std::deque<std::unique_ptr<Epoch>> epochs_;  // not completed, in application order
+    std::vector<Epoch *> open_locks_;            // by target: the open lock epoch
+    Epoch *open_lock_all_ = nullptr;
+    std::vector<Flush> flushes_;
+    std::uint64_t next_epoch_id_ = 1;
+    std::uint64_t next_age_ = 1;
+};
+
+}  // namespace nbrma::engine
+
+#endif
