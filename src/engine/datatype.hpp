@@ -1,0 +1,90 @@
+// Flattened views of MPI datatypes: the engine moves bytes, so every origin and
+// target datatype is turned once into a list of (offset, length) byte segments plus
+// the facts accumulate needs (the one basic type, its size). Layouts of predefined
+// types come from a static table; layouts of derived types are cached on the type
+// itself through an MPI attribute, so they die with the type and a handle value
+// reused after MPI_Type_free can never hit a stale entry.
+//
+// Layouts are immutable once returned and stay valid until the datatype is freed
+// (predefined ones: until MPI_Finalize). Not thread safe.
+#ifndef NBRMA_ENGINE_DATATYPE_HPP
+#define NBRMA_ENGINE_DATATYPE_HPP
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace nbrma::engine {
+
+struct TypeSegment {
+    std::int64_t offset;  // bytes, relative to the buffer address (may be negative)
+    std::size_t length;   // bytes, never 0
+};
+
+struct TypeLayout {
+    // ONE element of the type, in typemap order, adjacent segments merged.
+    std::vector<TypeSegment> segments;
+    std::size_t size;  // bytes of data in one element (MPI_Type_size)
+    MPI_Aint extent;   // MPI_Type_get_extent
+    MPI_Aint true_lb, true_extent;
+    // The single predefined type every leaf uses (a pair type such as MPI_DOUBLE_INT
+    // counts as one basic type); MPI_DATATYPE_NULL if leaves mix types or there are
+    // no leaves at all.
+    MPI_Datatype basic;
+    // MPI_Type_size(basic), 0 if there is no single basic type. For pair types this
+    // is the packed size (MPI_SHORT_INT: 6), which is also the element stride that
+    // reduce_apply expects.
+    std::size_t basic_size;
+    // One segment at offset 0 whose length == extent == size: `count` elements are
+    // then simply count*size bytes at the buffer address.
+    bool contiguous;
+};
+
+// err_type for MPI_DATATYPE_NULL, uncommitted derived types and types with no
+// defined layout (MPI_LB, MPI_UB on their own); err_unsupported for Fortran 90
+// parameterized types; err_no_memory if flattening ran out of memory.
+[[nodiscard]] Status type_layout_get(MPI_Datatype type, const TypeLayout **layout);
+
+// Calls f(offset, length) for every merged segment of `count` elements (element i
+// shifted by i*extent), in typemap order. Segments that touch across an element
+// boundary are merged too, so contiguous data always comes out as one call.
+template <class F>
+void type_for_each_segment(const TypeLayout &layout, std::size_t count, F &&f) {
+    if (count == 0 || layout.segments.empty()) return;
+    if (layout.contiguous) {
+        f(std::int64_t{0}, count * layout.size);
+        return;
+    }
+    std::int64_t pending_offset = 0;
+    std::size_t pending_length = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::int64_t shift = static_cast<std::int64_t>(i) * static_cast<std::int64_t>(layout.extent);
+        for (const TypeSegment &segment : layout.segments) {
+            const std::int64_t offset = segment.offset + shift;
+            if (pending_length != 0 &&
+                pending_offset + static_cast<std::int64_t>(pending_length) == offset) {
+                pending_length += segment.length;
+                continue;
+            }
+            if (pending_length != 0) f(pending_offset, pending_length);
+            pending_offset = offset;
+            pending_length = segment.length;
+        }
+    }
+    f(pending_offset, pending_length);
+}
+
+// Gather `count` elements at `buffer` into contiguous `packed` (count*size bytes),
+// and scatter back. The packed form is the typemap's data in order with no gaps,
+// the form reduce_apply works on.
+void type_pack(const TypeLayout &layout, const void *buffer, std::size_t count, void *packed);
+void type_unpack(const TypeLayout &layout, const void *packed, void *buffer, std::size_t count);
+
+}  // namespace nbrma::engine
+
+#endif

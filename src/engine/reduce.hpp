@@ -1,0 +1,49 @@
+// Element-wise reduction for MPI_Accumulate / MPI_Get_accumulate / MPI_Fetch_and_op:
+// which predefined op may be applied to which predefined type (MPI-4.0 §6.9.2), the
+// reduction itself, and the cases a single 64-bit transport atomic can perform.
+//
+// Buffers hold elements in packed form: element i of `basic` starts at byte
+// i * MPI_Type_size(basic) and may be unaligned. For plain types that is the native
+// array layout. Pair types (MPI_DOUBLE_INT, ...) are {value, index} with no padding,
+// i.e. what type_pack produces, not the padded C struct; note that a segment of an
+// MPI_SHORT_INT layout can split a pair, so such data must be packed first.
+#ifndef NBRMA_ENGINE_REDUCE_HPP
+#define NBRMA_ENGINE_REDUCE_HPP
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "common/status.hpp"
+#include "transport/transport.hpp"
+
+namespace nbrma::engine {
+
+// target[i] = origin[i] (op) target[i] for `count` elements of predefined `basic`
+// type. MPI_REPLACE: target = origin. MPI_NO_OP: nothing. Validates like
+// reduce_check; origin and target must not overlap partially.
+[[nodiscard]] Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *target,
+                                  std::size_t count);
+
+// MPI's rules for which predefined op goes with which type class:
+//   MPI_MAX/MIN: C integer, Fortran integer, floating point, MPI_AINT/OFFSET/COUNT
+//   MPI_SUM/PROD: the above plus complex
+//   MPI_LAND/LOR/LXOR: C integer, logical (MPI_C_BOOL, MPI_CXX_BOOL, MPI_LOGICAL)
+//   MPI_BAND/BOR/BXOR: C integer, Fortran integer, MPI_BYTE, MPI_AINT/OFFSET/COUNT
+//   MPI_MAXLOC/MINLOC: pair types only
+//   MPI_REPLACE/NO_OP: any predefined type
+// err_op for user-defined ops (MPI forbids them in RMA), MPI_OP_NULL and mismatches;
+// err_type when `basic` is not a predefined type (e.g. MPI_DATATYPE_NULL from a mixed
+// layout); err_unsupported for valid combinations we cannot compute in C++ (e.g.
+// MPI_REAL16, MPI_COMPLEX32, MPIX_C_FLOAT16 arithmetic).
+[[nodiscard]] Status reduce_check(MPI_Op op, MPI_Datatype basic);
+
+// True (and *atomic_op set) when op on `basic` can be one 64-bit network/CPU atomic:
+// 8-byte integer types with MPI_SUM (fetch_add), MPI_BAND/BOR/BXOR (fetch_and/or/xor),
+// MPI_REPLACE (swap) and MPI_NO_OP (fetch_add whose operand must be 0, reported
+// through *operand_zero so the caller ignores the origin value).
+bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op, bool *operand_zero);
+
+}  // namespace nbrma::engine
+
+#endif

@@ -1,0 +1,243 @@
+// Communication calls: each becomes an engine RmaCall. The _c (large-count) forms
+// share the path; MPI_Count and MPI_Aint are both 64-bit here.
+#include "engine/progress.hpp"
+#include "mpi/errors.hpp"
+#include "mpi/state.hpp"
+
+using namespace nbrma;
+using namespace nbrma::mpi;
+using engine::RmaCall;
+using engine::RmaKind;
+
+namespace {
+
+static_assert(sizeof(MPI_Count) == sizeof(MPI_Aint), "counts share one path");
+
+int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *request,
+          bool wants_request) {
+    WindowState *state = window_find(win);
+    if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
+    if (wants_request && !request)
+        return raise(call_name, win, Status::err_request, "null request pointer");
+    if (call.target == MPI_PROC_NULL) {
+        if (!wants_request) return MPI_SUCCESS;
+        engine::Request *done = engine::Request::create();
+        done->finish(Status::ok);
+        return request_wrap(done, request);
+    }
+    engine::Request *pending = nullptr;
+    Status status = state->engine->rma(call, wants_request ? &pending : nullptr);
+    if (is_error(status)) {
+        const char *detail = nullptr;
+        switch (status) {
+            case Status::err_sync: detail = "no passive epoch is open toward the target"; break;
+            case Status::err_range: detail = "displacement and count exceed the target window"; break;
+            case Status::err_type: detail = "origin and target data sizes differ, or bad type"; break;
+            default: break;
+        }
+        return raise(call_name, win, status, detail);
+    }
+    if (wants_request) return request_wrap(pending, request);
+    return MPI_SUCCESS;
+}
+
+RmaCall make(RmaKind kind, const void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,
+             int target, MPI_Aint displacement, MPI_Aint target_count, MPI_Datatype target_type) {
+    RmaCall call;
+    call.kind = kind;
+    call.origin = origin;
+    call.origin_count = origin_count;
+    call.origin_type = origin_type;
+    call.target = target;
+    call.displacement = displacement;
+    call.target_count = target_count;
+    call.target_type = target_type;
+    return call;
+}
+
+int put(const char *name, const void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,
+        int target, MPI_Aint disp, MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
+        MPI_Request *request, bool r) {
+    return issue(name, win,
+                 make(RmaKind::put, origin, origin_count, origin_type, target, disp, target_count,
+                      target_type),
+                 request, r);
+}
+
+int get(const char *name, void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,
+        int target, MPI_Aint disp, MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
+        MPI_Request *request, bool r) {
+    RmaCall call = make(RmaKind::get, nullptr, 0, MPI_DATATYPE_NULL, target, disp, target_count,
+                        target_type);
+    call.result = origin;
+    call.result_count = origin_count;
+    call.result_type = origin_type;
+    return issue(name, win, call, request, r);
+}
+
+int accumulate(const char *name, const void *origin, MPI_Aint origin_count,
+               MPI_Datatype origin_type, int target, MPI_Aint disp, MPI_Aint target_count,
+               MPI_Datatype target_type, MPI_Op op, MPI_Win win, MPI_Request *request, bool r) {
+    RmaCall call = make(RmaKind::accumulate, origin, origin_count, origin_type, target, disp,
+                        target_count, target_type);
+    call.op = op;
+    return issue(name, win, call, request, r);
+}
+
+int get_accumulate(const char *name, const void *origin, MPI_Aint origin_count,
+                   MPI_Datatype origin_type, void *result, MPI_Aint result_count,
+                   MPI_Datatype result_type, int target, MPI_Aint disp, MPI_Aint target_count,
+                   MPI_Datatype target_type, MPI_Op op, MPI_Win win, MPI_Request *request,
+                   bool r) {
+    RmaCall call = make(RmaKind::get_accumulate, origin, origin_count, origin_type, target, disp,
+                        target_count, target_type);
+    call.result = result;
+    call.result_count = result_count;
+    call.result_type = result_type;
+    call.op = op;
+    return issue(name, win, call, request, r);
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+            int target_rank, MPI_Aint target_disp, int target_count,
+            MPI_Datatype target_datatype, MPI_Win win) {
+    return put("MPI_Put", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, win, nullptr, false);
+}
+int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+              MPI_Datatype target_datatype, MPI_Win win) {
+    return put("MPI_Put_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, win, nullptr, false);
+}
+int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+             int target_rank, MPI_Aint target_disp, int target_count,
+             MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
+    return put("MPI_Rput", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, win, request, true);
+}
+int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+               MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
+    return put("MPI_Rput_c", origin_addr, origin_count, origin_datatype, target_rank,
+               target_disp, target_count, target_datatype, win, request, true);
+}
+
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
+    return get("MPI_Get", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, win, nullptr, false);
+}
+int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+              MPI_Datatype target_datatype, MPI_Win win) {
+    return get("MPI_Get_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, win, nullptr, false);
+}
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
+             MPI_Request *request) {
+    return get("MPI_Rget", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+               target_count, target_datatype, win, request, true);
+}
+int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+               MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
+    return get("MPI_Rget_c", origin_addr, origin_count, origin_datatype, target_rank,
+               target_disp, target_count, target_datatype, win, request, true);
+}
+
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                   int target_rank, MPI_Aint target_disp, int target_count,
+                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
+    return accumulate("MPI_Accumulate", origin_addr, origin_count, origin_datatype, target_rank,
+                      target_disp, target_count, target_datatype, op, win, nullptr, false);
+}
+int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                     MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                     MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                     MPI_Win win) {
+    return accumulate("MPI_Accumulate_c", origin_addr, origin_count, origin_datatype,
+                      target_rank, target_disp, target_count, target_datatype, op, win, nullptr,
+                      false);
+}
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
+    return accumulate("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank,
+                      target_disp, target_count, target_datatype, op, win, request, true);
+}
+int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
+                      MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                      MPI_Win win, MPI_Request *request) {
+    return accumulate("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype,
+                      target_rank, target_disp, target_count, target_datatype, op, win, request,
+                      true);
+}
+
+int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                       void *result_addr, int result_count, MPI_Datatype result_datatype,
+                       int target_rank, MPI_Aint target_disp, int target_count,
+                       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
+    return get_accumulate("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype,
+                          result_addr, result_count, result_datatype, target_rank, target_disp,
+                          target_count, target_datatype, op, win, nullptr, false);
+}
+int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                         MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
+                         MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                         MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                         MPI_Win win) {
+    return get_accumulate("MPI_Get_accumulate_c", origin_addr, origin_count, origin_datatype,
+                          result_addr, result_count, result_datatype, target_rank, target_disp,
+                          target_count, target_datatype, op, win, nullptr, false);
+}
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        void *result_addr, int result_count, MPI_Datatype result_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                        MPI_Request *request) {
+    return get_accumulate("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype,
+                          result_addr, result_count, result_datatype, target_rank, target_disp,
+                          target_count, target_datatype, op, win, request, true);
+}
+int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                          MPI_Datatype origin_datatype, void *result_addr,
+                          MPI_Count result_count, MPI_Datatype result_datatype, int target_rank,
+                          MPI_Aint target_disp, MPI_Count target_count,
+                          MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                          MPI_Request *request) {
+    return get_accumulate("MPI_Rget_accumulate_c", origin_addr, origin_count, origin_datatype,
+                          result_addr, result_count, result_datatype, target_rank, target_disp,
+                          target_count, target_datatype, op, win, request, true);
+}
+
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) {
+    RmaCall call = make(RmaKind::fetch_and_op, origin_addr, 1, datatype, target_rank,
+                        target_disp, 1, datatype);
+    call.result = result_addr;
+    call.result_count = 1;
+    call.result_type = datatype;
+    call.op = op;
+    return issue("MPI_Fetch_and_op", win, call, nullptr, false);
+}
+
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
+                         MPI_Win win) {
+    RmaCall call = make(RmaKind::compare_and_swap, origin_addr, 1, datatype, target_rank,
+                        target_disp, 1, datatype);
+    call.compare = compare_addr;
+    call.result = result_addr;
+    call.result_count = 1;
+    call.result_type = datatype;
+    return issue("MPI_Compare_and_swap", win, call, nullptr, false);
+}
+
+}  // extern "C"

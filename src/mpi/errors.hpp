@@ -1,0 +1,21 @@
+// The src/mpi boundary: internal Status → MPI error class, raised through the
+// window's error handler with a message naming the call and the cause (DESIGN §7).
+#ifndef NBRMA_MPI_ERRORS_HPP
+#define NBRMA_MPI_ERRORS_HPP
+
+#include <mpi.h>
+
+#include "common/status.hpp"
+
+namespace nbrma::mpi {
+
+int error_class(Status status);
+
+// Returns MPI_SUCCESS for non-errors; otherwise an error code of the right class whose
+// string reads "<call>: <cause>", after invoking the window's error handler (or
+// MPI_COMM_WORLD's when win is MPI_WIN_NULL / not an nbrma window).
+int raise(const char *call, MPI_Win win, Status status, const char *detail = nullptr);
+
+}  // namespace nbrma::mpi
+
+#endif

@@ -1,0 +1,68 @@
+// nbrma's side table of windows (O(1) by handle), the state kept per window beside
+// the real MPICH window underneath, and the wrapping of engine requests into MPICH
+// generalized requests.
+#ifndef NBRMA_MPI_STATE_HPP
+#define NBRMA_MPI_STATE_HPP
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "engine/request.hpp"
+#include "engine/window.hpp"
+#include "sync/control_region.hpp"
+#include "transport/shm/shm_segment.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace nbrma::mpi {
+
+struct WindowInfo {
+    std::string accumulate_ordering = "rar,raw,war,waw";
+    std::string accumulate_ops = "same_op_no_op";
+    bool no_locks = false;
+    bool alloc_shared_noncontig = false;
+    bool reorder[4] = {false, false, false, false};  // SC14 §VI-B, used by a later issue
+};
+
+struct WindowState {
+    MPI_Win handle = MPI_WIN_NULL;
+    MPI_Comm comm = MPI_COMM_NULL;  // nbrma's duplicate, for its own collectives
+    engine::Flavor flavor = engine::Flavor::allocate;
+    // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, DESIGN §1).
+    void *base = nullptr;
+    MPI_Aint size = 0;
+    int disp_unit = 1;
+    int create_flavor = MPI_WIN_FLAVOR_CREATE;
+    int model = MPI_WIN_UNIFIED;
+    WindowInfo info;
+    std::unique_ptr<sync::ControlLayout> layout;
+    std::unique_ptr<transport::shm::ShmSegment> segment;
+    std::unique_ptr<transport::shm::ShmTransport> transport;
+    std::unique_ptr<engine::Window> engine;
+    std::uint8_t *shared_base = nullptr;  // window memory of rank 0 in the segment (allocate flavors)
+    std::vector<MPI_Aint> shared_offsets;  // per rank, from shared_base
+    std::vector<MPI_Aint> sizes;
+    std::vector<int> disp_units;
+};
+
+// Null if `win` is not an nbrma window.
+WindowState *window_find(MPI_Win win);
+void window_insert(WindowState *state);
+void window_erase(MPI_Win win);
+
+// Hands an engine request to the application as an MPI_Request (a generalized request
+// completed by nbrma's progress). Takes the MPI-side reference of `request`.
+int request_wrap(engine::Request *request, MPI_Request *handle);
+
+// Blocking twin: waits for the request (progressing both engines), releases it.
+Status request_wait(engine::Request *request);
+
+void parse_info(MPI_Info info, WindowInfo *out);
+
+// Installs the hook that keeps MPICH's progress moving while nbrma waits.
+void ensure_initialized();
+
+}  // namespace nbrma::mpi
+
+#endif
