@@ -1,7 +1,5 @@
 #include "mpi/errors.hpp"
 
-#include <cstdio>
-#include <map>
 
 namespace nbrma::mpi {
 
@@ -30,30 +28,23 @@ int error_class(Status status) {
     return MPI_ERR_INTERN;
 }
 
-namespace {
-// One dynamic error code per class; its string is rewritten before each raise so
-// MPI_Error_string names the failing call and the cause.
-int code_for(int error_class) {
-    static std::map<int, int> codes;
-    auto found = codes.find(error_class);
-    if (found != codes.end()) return found->second;
-    int code = error_class;
-    if (PMPI_Add_error_code(error_class, &code) != MPI_SUCCESS) code = error_class;
-    codes[error_class] = code;
-    return code;
-}
-}  // namespace
+// MPICH builds its own error codes with MPIR_Err_create_code: the code carries the
+// class and an error-stack message, so MPI_Error_string reads "<class text>, error
+// stack: <call>(<line>): <message>". MPICH 4.0.2's MPI_Add_error_code path cannot carry
+// a message for a predefined class (its MPI_Error_string prints garbage), so nbrma
+// uses MPICH's own routine when the library exports it (weak: the class alone otherwise).
+extern "C" int MPIR_Err_create_code(int last_code, int fatal, const char function[], int line,
+                                    int error_class, const char generic[], const char specific[],
+                                    ...) __attribute__((weak));
 
 int raise(const char *call, MPI_Win win, Status status, const char *detail) {
     if (!is_error(status)) return MPI_SUCCESS;
     const int klass = error_class(status);
-    const int code = code_for(klass);
-    if (code != klass) {
-        char message[MPI_MAX_ERROR_STRING];
-        std::snprintf(message, sizeof message, "%s: %s%s%s", call, status_string(status),
-                      detail ? ": " : "", detail ? detail : "");
-        PMPI_Add_error_string(code, message);
-    }
+    int code = klass;
+    if (MPIR_Err_create_code)
+        code = MPIR_Err_create_code(MPI_SUCCESS, 0, call, __LINE__, klass, "**fail",
+                                    "%s: %s%s%s", call, status_string(status),
+                                    detail ? ": " : "", detail ? detail : "");
     if (win != MPI_WIN_NULL)
         PMPI_Win_call_errhandler(win, code);
     else
