@@ -58,14 +58,16 @@ void append_block(Flat &into, const Flat &child, MPI_Aint child_extent, std::int
     merge_leaves(into, child);
     for (std::int64_t j = 0; j < blocklength; ++j) {
         const std::int64_t shift = base + j * static_cast<std::int64_t>(child_extent);
-        for (const TypeSegment &s : child.segments) append_segment(into.segments, s.offset + shift, s.length);
+        for (const TypeSegment &s : child.segments)
+            append_segment(into.segments, s.offset + shift, s.length);
     }
 }
 
 // Visits every point of a multi-dimensional index grid (subarray, darray); `dims` is
 // ordered outermost first, each entry the byte offsets taken along that dimension,
 // so typemap order is plain odometer order.
-void append_grid(Flat &into, const Flat &child, const std::vector<std::vector<std::int64_t>> &dims) {
+void append_grid(Flat &into, const Flat &child,
+                 const std::vector<std::vector<std::int64_t>> &dims) {
     for (const auto &d : dims)
         if (d.empty()) return;
     merge_leaves(into, child);
@@ -73,7 +75,8 @@ void append_grid(Flat &into, const Flat &child, const std::vector<std::vector<st
     for (;;) {
         std::int64_t base = 0;
         for (std::size_t d = 0; d < dims.size(); ++d) base += dims[d][position[d]];
-        for (const TypeSegment &s : child.segments) append_segment(into.segments, s.offset + base, s.length);
+        for (const TypeSegment &s : child.segments)
+            append_segment(into.segments, s.offset + base, s.length);
         std::size_t d = dims.size();
         while (d > 0) {
             --d;
@@ -104,7 +107,8 @@ std::vector<std::int64_t> array_strides(const int *sizes, int ndims, int order, 
 }
 
 // Reorders per-dimension offset lists (indexed by dimension) outermost first.
-std::vector<std::vector<std::int64_t>> outermost_first(std::vector<std::vector<std::int64_t>> dims, int order) {
+std::vector<std::vector<std::int64_t>> outermost_first(std::vector<std::vector<std::int64_t>> dims,
+                                                       int order) {
     if (order == MPI_ORDER_FORTRAN) std::reverse(dims.begin(), dims.end());
     return dims;
 }
@@ -154,7 +158,8 @@ void add_predefined(Predefined &table, MPI_Datatype type, std::vector<TypeSegmen
     layout.basic = type;
     layout.basic_size = layout.size;
     layout.contiguous = segments.size() == 1 && segments[0].offset == 0 &&
-                        static_cast<MPI_Aint>(segments[0].length) == extent && segments[0].length == layout.size;
+                        static_cast<MPI_Aint>(segments[0].length) == extent &&
+                        segments[0].length == layout.size;
     layout.segments = std::move(segments);
     table.layouts.emplace(type, std::move(layout));
 }
@@ -164,21 +169,70 @@ const Predefined &predefined() {
         Predefined t;
         const MPI_Datatype plain[] = {
             // C
-            MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_WCHAR, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_INT,
-            MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG_INT, MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG,
-            MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_BYTE, MPI_PACKED, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T,
-            MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_C_BOOL, MPI_C_FLOAT_COMPLEX,
-            MPI_C_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_AINT, MPI_OFFSET, MPI_COUNT,
+            MPI_CHAR,
+            MPI_SIGNED_CHAR,
+            MPI_UNSIGNED_CHAR,
+            MPI_WCHAR,
+            MPI_SHORT,
+            MPI_UNSIGNED_SHORT,
+            MPI_INT,
+            MPI_UNSIGNED,
+            MPI_LONG,
+            MPI_UNSIGNED_LONG,
+            MPI_LONG_LONG_INT,
+            MPI_LONG_LONG,
+            MPI_UNSIGNED_LONG_LONG,
+            MPI_FLOAT,
+            MPI_DOUBLE,
+            MPI_LONG_DOUBLE,
+            MPI_BYTE,
+            MPI_PACKED,
+            MPI_INT8_T,
+            MPI_INT16_T,
+            MPI_INT32_T,
+            MPI_INT64_T,
+            MPI_UINT8_T,
+            MPI_UINT16_T,
+            MPI_UINT32_T,
+            MPI_UINT64_T,
+            MPI_C_BOOL,
+            MPI_C_FLOAT_COMPLEX,
+            MPI_C_COMPLEX,
+            MPI_C_DOUBLE_COMPLEX,
+            MPI_C_LONG_DOUBLE_COMPLEX,
+            MPI_AINT,
+            MPI_OFFSET,
+            MPI_COUNT,
             MPI_2INT,
 #ifdef MPIX_C_FLOAT16
             MPIX_C_FLOAT16,
 #endif
             // C++
-            MPI_CXX_BOOL, MPI_CXX_FLOAT_COMPLEX, MPI_CXX_DOUBLE_COMPLEX, MPI_CXX_LONG_DOUBLE_COMPLEX,
+            MPI_CXX_BOOL,
+            MPI_CXX_FLOAT_COMPLEX,
+            MPI_CXX_DOUBLE_COMPLEX,
+            MPI_CXX_LONG_DOUBLE_COMPLEX,
             // Fortran (usable from C; accumulate from Fortran codes lands here too)
-            MPI_CHARACTER, MPI_LOGICAL, MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX,
-            MPI_DOUBLE_COMPLEX, MPI_2INTEGER, MPI_2REAL, MPI_2DOUBLE_PRECISION, MPI_REAL4, MPI_REAL8, MPI_REAL16,
-            MPI_COMPLEX8, MPI_COMPLEX16, MPI_COMPLEX32, MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8,
+            MPI_CHARACTER,
+            MPI_LOGICAL,
+            MPI_INTEGER,
+            MPI_REAL,
+            MPI_DOUBLE_PRECISION,
+            MPI_COMPLEX,
+            MPI_DOUBLE_COMPLEX,
+            MPI_2INTEGER,
+            MPI_2REAL,
+            MPI_2DOUBLE_PRECISION,
+            MPI_REAL4,
+            MPI_REAL8,
+            MPI_REAL16,
+            MPI_COMPLEX8,
+            MPI_COMPLEX16,
+            MPI_COMPLEX32,
+            MPI_INTEGER1,
+            MPI_INTEGER2,
+            MPI_INTEGER4,
+            MPI_INTEGER8,
             MPI_INTEGER16,
         };
         for (MPI_Datatype type : plain) add_predefined(t, type, {});
@@ -226,14 +280,17 @@ std::vector<std::int64_t> darray_indices(int gsize, int distrib, int darg, int p
     if (distrib == MPI_DISTRIBUTE_NONE) {
         for (int i = 0; i < gsize; ++i) indices.push_back(i);
     } else if (distrib == MPI_DISTRIBUTE_BLOCK) {
-        const std::int64_t block = darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + psize - 1) / psize : darg;
+        const std::int64_t block =
+            darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + psize - 1) / psize : darg;
         const std::int64_t start = coord * block;
         const std::int64_t end = std::min<std::int64_t>(start + block, gsize);
         for (std::int64_t i = start; i < end; ++i) indices.push_back(i);
     } else {
         const std::int64_t block = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
-        for (std::int64_t s = coord * block; s < gsize; s += static_cast<std::int64_t>(psize) * block)
-            for (std::int64_t i = s; i < std::min<std::int64_t>(s + block, gsize); ++i) indices.push_back(i);
+        for (std::int64_t s = coord * block; s < gsize;
+             s += static_cast<std::int64_t>(psize) * block)
+            for (std::int64_t i = s; i < std::min<std::int64_t>(s + block, gsize); ++i)
+                indices.push_back(i);
     }
     return indices;
 }
@@ -248,14 +305,16 @@ Status flatten_child(MPI_Datatype child, Flat &flat, MPI_Aint &extent) {
 
 Status flatten(MPI_Datatype type, Flat &out) {
     int ni = 0, na = 0, nd = 0, combiner = 0;
-    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return Status::err_type;
+    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+        return Status::err_type;
     if (combiner == MPI_COMBINER_NAMED) {
         // MPI_LB/MPI_UB are bound markers inside (legacy) struct types, not data.
         if (type == MPI_LB || type == MPI_UB) return Status::ok;
         const TypeLayout *leaf = predefined_layout(type);
         if (leaf == nullptr) return Status::err_type;
         note_leaf(out, type);
-        for (const TypeSegment &s : leaf->segments) append_segment(out.segments, s.offset, s.length);
+        for (const TypeSegment &s : leaf->segments)
+            append_segment(out.segments, s.offset, s.length);
         return Status::ok;
     }
     if (combiner == MPI_COMBINER_F90_REAL || combiner == MPI_COMBINER_F90_COMPLEX ||
@@ -265,7 +324,8 @@ Status flatten(MPI_Datatype type, Flat &out) {
     std::vector<int> ints(static_cast<std::size_t>(ni));
     std::vector<MPI_Aint> addrs(static_cast<std::size_t>(na));
     std::vector<MPI_Datatype> types(static_cast<std::size_t>(nd), MPI_DATATYPE_NULL);
-    if (PMPI_Type_get_contents(type, ni, na, nd, ints.data(), addrs.data(), types.data()) != MPI_SUCCESS)
+    if (PMPI_Type_get_contents(type, ni, na, nd, ints.data(), addrs.data(), types.data()) !=
+        MPI_SUCCESS)
         return Status::err_type;
     ContentsGuard guard(types);
 
@@ -321,7 +381,8 @@ Status flatten(MPI_Datatype type, Flat &out) {
             return Status::ok;
         }
         case MPI_COMBINER_INDEXED_BLOCK:
-            for (int i = 0; i < ints[0]; ++i) append_block(out, child, e, std::int64_t{ints[2 + i]} * e, ints[1]);
+            for (int i = 0; i < ints[0]; ++i)
+                append_block(out, child, e, std::int64_t{ints[2 + i]} * e, ints[1]);
             return Status::ok;
         case MPI_COMBINER_HINDEXED_BLOCK:
             for (int i = 0; i < ints[0]; ++i) append_block(out, child, e, addrs[i], ints[1]);
@@ -333,7 +394,8 @@ Status flatten(MPI_Datatype type, Flat &out) {
             const std::vector<std::int64_t> stride = array_strides(sizes, n, order, e);
             std::vector<std::vector<std::int64_t>> dims(static_cast<std::size_t>(n));
             for (int d = 0; d < n; ++d)
-                for (int i = 0; i < subsizes[d]; ++i) dims[d].push_back((std::int64_t{starts[d]} + i) * stride[d]);
+                for (int i = 0; i < subsizes[d]; ++i)
+                    dims[d].push_back((std::int64_t{starts[d]} + i) * stride[d]);
             append_grid(out, child, outermost_first(std::move(dims), order));
             return Status::ok;
         }
@@ -351,7 +413,8 @@ Status flatten(MPI_Datatype type, Flat &out) {
             const std::vector<std::int64_t> stride = array_strides(gsizes, n, order, e);
             std::vector<std::vector<std::int64_t>> dims(static_cast<std::size_t>(n));
             for (int d = 0; d < n; ++d)
-                for (std::int64_t i : darray_indices(gsizes[d], distribs[d], dargs[d], psizes[d], coord[d]))
+                for (std::int64_t i :
+                     darray_indices(gsizes[d], distribs[d], dargs[d], psizes[d], coord[d]))
                     dims[d].push_back(i * stride[d]);
             append_grid(out, child, outermost_first(std::move(dims), order));
             return Status::ok;
@@ -389,14 +452,16 @@ Status cache_setup() {
     if (type_keyval != MPI_KEYVAL_INVALID) return Status::ok;
     if (PMPI_Comm_dup(MPI_COMM_SELF, &probe_comm) != MPI_SUCCESS) return Status::err_other;
     if (PMPI_Comm_set_errhandler(probe_comm, MPI_ERRORS_RETURN) != MPI_SUCCESS ||
-        PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, delete_layout, &type_keyval, nullptr) != MPI_SUCCESS) {
+        PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, delete_layout, &type_keyval, nullptr) !=
+            MPI_SUCCESS) {
         (void)PMPI_Comm_free(&probe_comm);
         probe_comm = MPI_COMM_NULL;
         type_keyval = MPI_KEYVAL_INVALID;
         return Status::err_other;
     }
     if (finalize_keyval == MPI_KEYVAL_INVALID &&
-        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release_cache, &finalize_keyval, nullptr) == MPI_SUCCESS)
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, release_cache, &finalize_keyval, nullptr) ==
+            MPI_SUCCESS)
         (void)PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr);
     return Status::ok;
 }
@@ -438,14 +503,16 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
         return Status::ok;
     }
     int ni = 0, na = 0, nd = 0, combiner = 0;
-    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return Status::err_type;
+    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+        return Status::err_type;
     if (combiner == MPI_COMBINER_NAMED) return Status::err_type;  // MPI_LB, MPI_UB, or unknown
 
     Status s = cache_setup();
     if (s != Status::ok) return s;
     void *cached = nullptr;
     int found = 0;
-    if (PMPI_Type_get_attr(type, type_keyval, &cached, &found) != MPI_SUCCESS) return Status::err_type;
+    if (PMPI_Type_get_attr(type, type_keyval, &cached, &found) != MPI_SUCCESS)
+        return Status::err_type;
     if (found) {
         *result = static_cast<const TypeLayout *>(cached);
         return Status::ok;
@@ -457,7 +524,8 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
     auto layout = std::make_unique<TypeLayout>();
     s = build_layout(type, *layout);
     if (s != Status::ok) return s;
-    if (PMPI_Type_set_attr(type, type_keyval, layout.get()) != MPI_SUCCESS) return Status::err_other;
+    if (PMPI_Type_set_attr(type, type_keyval, layout.get()) != MPI_SUCCESS)
+        return Status::err_other;
     *result = layout.release();  // owned by the attribute from now on
     return Status::ok;
 }

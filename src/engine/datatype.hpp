@@ -63,7 +63,8 @@ void type_for_each_segment(const TypeLayout &layout, std::size_t count, F &&f) {
     std::int64_t pending_offset = 0;
     std::size_t pending_length = 0;
     for (std::size_t i = 0; i < count; ++i) {
-        const std::int64_t shift = static_cast<std::int64_t>(i) * static_cast<std::int64_t>(layout.extent);
+        const std::int64_t shift =
+            static_cast<std::int64_t>(i) * static_cast<std::int64_t>(layout.extent);
         for (const TypeSegment &segment : layout.segments) {
             const std::int64_t offset = segment.offset + shift;
             if (pending_length != 0 &&

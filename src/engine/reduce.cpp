@@ -11,7 +11,23 @@ namespace nbrma::engine {
 
 namespace {
 
-enum class OpKind : std::uint8_t { max, min, sum, prod, land, lor, lxor, band, bor, bxor, maxloc, minloc, replace, no_op, invalid };
+enum class OpKind : std::uint8_t {
+    max,
+    min,
+    sum,
+    prod,
+    land,
+    lor,
+    lxor,
+    band,
+    bor,
+    bxor,
+    maxloc,
+    minloc,
+    replace,
+    no_op,
+    invalid
+};
 
 // MPI_Op is an int handle in MPICH, but the values are not contiguous; an if-chain
 // keeps this independent of them.
@@ -35,17 +51,28 @@ OpKind op_kind(MPI_Op op) {
 
 // The type classes of MPI-4.0 §6.9.2 ("multi" = MPI_AINT/OFFSET/COUNT; "other" =
 // predefined types no reduction accepts, such as MPI_CHAR and MPI_PACKED).
-enum class Class : std::uint8_t { c_integer, f_integer, floating, complex, logical, byte, multi, pair, other };
+enum class Class : std::uint8_t {
+    c_integer,
+    f_integer,
+    floating,
+    complex,
+    logical,
+    byte,
+    multi,
+    pair,
+    other
+};
 
 bool allowed(OpKind op, Class c) {
     switch (op) {
         case OpKind::max:
         case OpKind::min:
-            return c == Class::c_integer || c == Class::f_integer || c == Class::floating || c == Class::multi;
+            return c == Class::c_integer || c == Class::f_integer || c == Class::floating ||
+                   c == Class::multi;
         case OpKind::sum:
         case OpKind::prod:
-            return c == Class::c_integer || c == Class::f_integer || c == Class::floating || c == Class::complex ||
-                   c == Class::multi;
+            return c == Class::c_integer || c == Class::f_integer || c == Class::floating ||
+                   c == Class::complex || c == Class::multi;
         case OpKind::land:
         case OpKind::lor:
         case OpKind::lxor:
@@ -53,7 +80,8 @@ bool allowed(OpKind op, Class c) {
         case OpKind::band:
         case OpKind::bor:
         case OpKind::bxor:
-            return c == Class::c_integer || c == Class::f_integer || c == Class::byte || c == Class::multi;
+            return c == Class::c_integer || c == Class::f_integer || c == Class::byte ||
+                   c == Class::multi;
         case OpKind::maxloc:
         case OpKind::minloc:
             return c == Class::pair;
@@ -114,32 +142,52 @@ void apply(OpKind op, const unsigned char *o, unsigned char *t, std::size_t n) {
         // Signed overflow is undefined in C++; MPI expects two's complement wrap-around.
         using W = unsigned long long;
         switch (op) {
-            case OpKind::max: return each<T>(o, t, n, [](T a, T b) { return a > b ? a : b; });
-            case OpKind::min: return each<T>(o, t, n, [](T a, T b) { return a < b ? a : b; });
-            case OpKind::sum: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(W(a) + W(b)); });
-            case OpKind::prod: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(W(a) * W(b)); });
-            case OpKind::land: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a != 0 && b != 0); });
-            case OpKind::lor: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a != 0 || b != 0); });
-            case OpKind::lxor: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>((a != 0) != (b != 0)); });
-            case OpKind::band: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a & b); });
-            case OpKind::bor: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a | b); });
-            case OpKind::bxor: return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a ^ b); });
-            default: return;
+            case OpKind::max:
+                return each<T>(o, t, n, [](T a, T b) { return a > b ? a : b; });
+            case OpKind::min:
+                return each<T>(o, t, n, [](T a, T b) { return a < b ? a : b; });
+            case OpKind::sum:
+                return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(W(a) + W(b)); });
+            case OpKind::prod:
+                return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(W(a) * W(b)); });
+            case OpKind::land:
+                return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a != 0 && b != 0); });
+            case OpKind::lor:
+                return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a != 0 || b != 0); });
+            case OpKind::lxor:
+                return each<T>(o, t, n,
+                               [](T a, T b) { return static_cast<T>((a != 0) != (b != 0)); });
+            case OpKind::band:
+                return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a & b); });
+            case OpKind::bor:
+                return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a | b); });
+            case OpKind::bxor:
+                return each<T>(o, t, n, [](T a, T b) { return static_cast<T>(a ^ b); });
+            default:
+                return;
         }
     } else if constexpr (std::is_floating_point_v<T>) {
         switch (op) {
-            case OpKind::max: return each<T>(o, t, n, [](T a, T b) { return a > b ? a : b; });
-            case OpKind::min: return each<T>(o, t, n, [](T a, T b) { return a < b ? a : b; });
-            case OpKind::sum: return each<T>(o, t, n, [](T a, T b) { return a + b; });
-            case OpKind::prod: return each<T>(o, t, n, [](T a, T b) { return a * b; });
-            default: return;
+            case OpKind::max:
+                return each<T>(o, t, n, [](T a, T b) { return a > b ? a : b; });
+            case OpKind::min:
+                return each<T>(o, t, n, [](T a, T b) { return a < b ? a : b; });
+            case OpKind::sum:
+                return each<T>(o, t, n, [](T a, T b) { return a + b; });
+            case OpKind::prod:
+                return each<T>(o, t, n, [](T a, T b) { return a * b; });
+            default:
+                return;
         }
     } else {
         static_assert(is_complex<T>::value, "unexpected element type");
         switch (op) {
-            case OpKind::sum: return each<T>(o, t, n, [](T a, T b) { return a + b; });
-            case OpKind::prod: return each<T>(o, t, n, [](T a, T b) { return a * b; });
-            default: return;
+            case OpKind::sum:
+                return each<T>(o, t, n, [](T a, T b) { return a + b; });
+            case OpKind::prod:
+                return each<T>(o, t, n, [](T a, T b) { return a * b; });
+            default:
+                return;
         }
     }
 }
@@ -147,10 +195,14 @@ void apply(OpKind op, const unsigned char *o, unsigned char *t, std::size_t n) {
 template <class S>
 void apply_logical(OpKind op, const unsigned char *o, unsigned char *t, std::size_t n) {
     switch (op) {
-        case OpKind::land: return each<S>(o, t, n, [](S a, S b) { return static_cast<S>(a != 0 && b != 0); });
-        case OpKind::lor: return each<S>(o, t, n, [](S a, S b) { return static_cast<S>(a != 0 || b != 0); });
-        case OpKind::lxor: return each<S>(o, t, n, [](S a, S b) { return static_cast<S>((a != 0) != (b != 0)); });
-        default: return;
+        case OpKind::land:
+            return each<S>(o, t, n, [](S a, S b) { return static_cast<S>(a != 0 && b != 0); });
+        case OpKind::lor:
+            return each<S>(o, t, n, [](S a, S b) { return static_cast<S>(a != 0 || b != 0); });
+        case OpKind::lxor:
+            return each<S>(o, t, n, [](S a, S b) { return static_cast<S>((a != 0) != (b != 0)); });
+        default:
+            return;
     }
 }
 
@@ -317,7 +369,8 @@ Status check(OpKind op, const TypeInfo *info) {
     if (op == OpKind::invalid) return Status::err_op;
     if (info == nullptr) return Status::err_type;
     if (!allowed(op, info->cls)) return Status::err_op;
-    if (info->fn == nullptr && op != OpKind::replace && op != OpKind::no_op) return Status::err_unsupported;
+    if (info->fn == nullptr && op != OpKind::replace && op != OpKind::no_op)
+        return Status::err_unsupported;
     return Status::ok;
 }
 
@@ -331,7 +384,8 @@ Status reduce_check(MPI_Op op, MPI_Datatype basic) {
     }
 }
 
-Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *target, std::size_t count) {
+Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *target,
+                    std::size_t count) {
     try {
         const OpKind kind = op_kind(op);
         const TypeInfo *info = type_info(basic);
@@ -342,14 +396,16 @@ Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *tar
             std::memmove(target, origin, count * info->size);
             return Status::ok;
         }
-        info->fn(kind, static_cast<const unsigned char *>(origin), static_cast<unsigned char *>(target), count);
+        info->fn(kind, static_cast<const unsigned char *>(origin),
+                 static_cast<unsigned char *>(target), count);
         return Status::ok;
     } catch (...) {
         return Status::err_no_memory;
     }
 }
 
-bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op, bool *operand_zero) {
+bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op,
+                      bool *operand_zero) {
     try {
         const OpKind kind = op_kind(op);
         const TypeInfo *info = type_info(basic);
@@ -362,12 +418,23 @@ bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic
         transport::AtomicOp mapped;
         switch (kind) {
             case OpKind::sum:
-            case OpKind::no_op: mapped = transport::AtomicOp::fetch_add; break;
-            case OpKind::band: mapped = transport::AtomicOp::fetch_and; break;
-            case OpKind::bor: mapped = transport::AtomicOp::fetch_or; break;
-            case OpKind::bxor: mapped = transport::AtomicOp::fetch_xor; break;
-            case OpKind::replace: mapped = transport::AtomicOp::swap; break;
-            default: return false;
+            case OpKind::no_op:
+                mapped = transport::AtomicOp::fetch_add;
+                break;
+            case OpKind::band:
+                mapped = transport::AtomicOp::fetch_and;
+                break;
+            case OpKind::bor:
+                mapped = transport::AtomicOp::fetch_or;
+                break;
+            case OpKind::bxor:
+                mapped = transport::AtomicOp::fetch_xor;
+                break;
+            case OpKind::replace:
+                mapped = transport::AtomicOp::swap;
+                break;
+            default:
+                return false;
         }
         if (atomic_op != nullptr) *atomic_op = mapped;
         if (operand_zero != nullptr) *operand_zero = kind == OpKind::no_op;

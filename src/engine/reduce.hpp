@@ -42,7 +42,8 @@ namespace nbrma::engine {
 // 8-byte integer types with MPI_SUM (fetch_add), MPI_BAND/BOR/BXOR (fetch_and/or/xor),
 // MPI_REPLACE (swap) and MPI_NO_OP (fetch_add whose operand must be 0, reported
 // through *operand_zero so the caller ignores the origin value).
-bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op, bool *operand_zero);
+bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op,
+                      bool *operand_zero);
 
 }  // namespace nbrma::engine
 

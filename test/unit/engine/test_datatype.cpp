@@ -1,0 +1,500 @@
+// Unit tests of datatype flattening: layouts of predefined, derived and nested types,
+// segment iteration and merging, pack/unpack, the attribute cache across
+// MPI_Type_free, and a cross-check of type_pack against MPICH's own MPI_Pack for
+// every supported combiner (including subarray and darray).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "engine/datatype.hpp"
+
+using nbrma::Status;
+using nbrma::engine::type_for_each_segment;
+using nbrma::engine::type_layout_get;
+using nbrma::engine::type_pack;
+using nbrma::engine::type_unpack;
+using nbrma::engine::TypeLayout;
+using nbrma::engine::TypeSegment;
+
+namespace {
+
+using Segs = std::vector<std::pair<std::int64_t, std::size_t>>;
+
+Segs segs(const TypeLayout &l) {
+    Segs out;
+    for (const TypeSegment &s : l.segments) out.emplace_back(s.offset, s.length);
+    return out;
+}
+
+Segs walk(const TypeLayout &l, std::size_t count) {
+    Segs out;
+    type_for_each_segment(l, count, [&](std::int64_t o, std::size_t n) { out.emplace_back(o, n); });
+    return out;
+}
+
+// Owns a committed derived type.
+struct Type {
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    explicit Type(MPI_Datatype type, bool commit = true) : t(type) {
+        if (commit) MPI_Type_commit(&t);
+    }
+    ~Type() {
+        if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    }
+    Type(const Type &) = delete;
+    Type &operator=(const Type &) = delete;
+};
+
+const TypeLayout *get(MPI_Datatype t) {
+    const TypeLayout *l = nullptr;
+    EXPECT_EQ(type_layout_get(t, &l), Status::ok);
+    return l;
+}
+
+}  // namespace
+
+TEST(DatatypeLayout, PredefinedInt) {
+    const TypeLayout *l = get(MPI_INT);
+    ASSERT_NE(l, nullptr);
+    EXPECT_EQ(segs(*l), (Segs{{0, 4}}));
+    EXPECT_EQ(l->size, 4u);
+    EXPECT_EQ(l->extent, 4);
+    EXPECT_EQ(l->basic, MPI_INT);
+    EXPECT_EQ(l->basic_size, 4u);
+    EXPECT_TRUE(l->contiguous);
+}
+
+TEST(DatatypeLayout, PredefinedCoverage) {
+    const MPI_Datatype types[] = {
+        MPI_CHAR,
+        MPI_SIGNED_CHAR,
+        MPI_UNSIGNED_CHAR,
+        MPI_WCHAR,
+        MPI_SHORT,
+        MPI_UNSIGNED_SHORT,
+        MPI_INT,
+        MPI_UNSIGNED,
+        MPI_LONG,
+        MPI_UNSIGNED_LONG,
+        MPI_LONG_LONG,
+        MPI_UNSIGNED_LONG_LONG,
+        MPI_FLOAT,
+        MPI_DOUBLE,
+        MPI_LONG_DOUBLE,
+        MPI_C_FLOAT_COMPLEX,
+        MPI_C_DOUBLE_COMPLEX,
+        MPI_C_LONG_DOUBLE_COMPLEX,
+        MPI_CXX_BOOL,
+        MPI_CXX_FLOAT_COMPLEX,
+        MPI_CXX_DOUBLE_COMPLEX,
+        MPI_CXX_LONG_DOUBLE_COMPLEX,
+        MPI_BYTE,
+        MPI_PACKED,
+        MPI_INT8_T,
+        MPI_INT16_T,
+        MPI_INT32_T,
+        MPI_INT64_T,
+        MPI_UINT8_T,
+        MPI_UINT16_T,
+        MPI_UINT32_T,
+        MPI_UINT64_T,
+        MPI_AINT,
+        MPI_OFFSET,
+        MPI_COUNT,
+        MPI_C_BOOL,
+        MPI_FLOAT_INT,
+        MPI_DOUBLE_INT,
+        MPI_LONG_INT,
+        MPI_2INT,
+        MPI_SHORT_INT,
+        MPI_LONG_DOUBLE_INT,
+    };
+    for (MPI_Datatype t : types) {
+        const TypeLayout *l = nullptr;
+        ASSERT_EQ(type_layout_get(t, &l), Status::ok) << std::hex << t;
+        int size = 0;
+        MPI_Aint lb, extent;
+        MPI_Type_size(t, &size);
+        MPI_Type_get_extent(t, &lb, &extent);
+        EXPECT_EQ(l->size, static_cast<std::size_t>(size)) << std::hex << t;
+        EXPECT_EQ(l->extent, extent) << std::hex << t;
+        EXPECT_EQ(l->basic, t);
+        EXPECT_EQ(l->basic_size, l->size);
+    }
+}
+
+TEST(DatatypeLayout, PairTypesAreBasic) {
+    const TypeLayout *di = get(MPI_DOUBLE_INT);
+    EXPECT_EQ(segs(*di), (Segs{{0, 12}}));
+    EXPECT_EQ(di->size, 12u);
+    EXPECT_EQ(di->extent, 16);
+    EXPECT_EQ(di->basic, MPI_DOUBLE_INT);
+    EXPECT_EQ(di->basic_size, 12u);
+    EXPECT_FALSE(di->contiguous);
+
+    const TypeLayout *si = get(MPI_SHORT_INT);
+    EXPECT_EQ(segs(*si), (Segs{{0, 2}, {4, 4}}));
+    EXPECT_EQ(si->size, 6u);
+    EXPECT_EQ(si->extent, 8);
+
+    const TypeLayout *two = get(MPI_2INT);
+    EXPECT_EQ(segs(*two), (Segs{{0, 8}}));
+    EXPECT_TRUE(two->contiguous);
+
+    // A derived type of pairs keeps the pair as its basic type.
+    MPI_Datatype v;
+    MPI_Type_contiguous(3, MPI_DOUBLE_INT, &v);
+    Type vt(v);
+    const TypeLayout *l = get(vt.t);
+    EXPECT_EQ(segs(*l), (Segs{{0, 12}, {16, 12}, {32, 12}}));
+    EXPECT_EQ(l->basic, MPI_DOUBLE_INT);
+    EXPECT_EQ(l->basic_size, 12u);
+}
+
+TEST(DatatypeLayout, RejectsNullUncommittedAndMarkers) {
+    const TypeLayout *l = nullptr;
+    EXPECT_EQ(type_layout_get(MPI_DATATYPE_NULL, &l), Status::err_type);
+    EXPECT_EQ(type_layout_get(MPI_LB, &l), Status::err_type);
+    EXPECT_EQ(type_layout_get(MPI_UB, &l), Status::err_type);
+
+    MPI_Datatype v;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &v);
+    EXPECT_EQ(type_layout_get(v, &l), Status::err_type);
+    MPI_Type_commit(&v);
+    ASSERT_EQ(type_layout_get(v, &l), Status::ok);
+    EXPECT_EQ(segs(*l), (Segs{{0, 4}, {8, 4}}));
+    MPI_Type_free(&v);
+}
+
+TEST(DatatypeLayout, Vector) {
+    MPI_Datatype v;
+    MPI_Type_vector(3, 2, 4, MPI_INT, &v);
+    Type t(v);
+    const TypeLayout *l = get(t.t);
+    EXPECT_EQ(segs(*l), (Segs{{0, 8}, {16, 8}, {32, 8}}));
+    EXPECT_EQ(l->size, 24u);
+    EXPECT_EQ(l->extent, 40);
+    EXPECT_EQ(l->true_lb, 0);
+    EXPECT_EQ(l->true_extent, 40);
+    EXPECT_EQ(l->basic, MPI_INT);
+    EXPECT_EQ(l->basic_size, 4u);
+    EXPECT_FALSE(l->contiguous);
+}
+
+TEST(DatatypeLayout, VectorWithUnitStrideIsContiguous) {
+    MPI_Datatype v;
+    MPI_Type_vector(4, 2, 2, MPI_DOUBLE, &v);
+    Type t(v);
+    const TypeLayout *l = get(t.t);
+    EXPECT_EQ(segs(*l), (Segs{{0, 64}}));
+    EXPECT_TRUE(l->contiguous);
+    EXPECT_EQ(walk(*l, 3), (Segs{{0, 192}}));
+}
+
+TEST(DatatypeLayout, Hvector) {
+    MPI_Datatype v;
+    MPI_Type_create_hvector(2, 1, 12, MPI_DOUBLE, &v);
+    Type t(v);
+    const TypeLayout *l = get(t.t);
+    EXPECT_EQ(segs(*l), (Segs{{0, 8}, {12, 8}}));
+    EXPECT_EQ(l->extent, 20);
+    EXPECT_EQ(l->size, 16u);
+    EXPECT_EQ(l->basic, MPI_DOUBLE);
+}
+
+TEST(DatatypeLayout, IndexedKeepsTypemapOrder) {
+    const int blocklens[] = {2, 1};
+    const int displs[] = {3, 0};
+    MPI_Datatype x;
+    MPI_Type_indexed(2, blocklens, displs, MPI_INT, &x);
+    Type t(x);
+    const TypeLayout *l = get(t.t);
+    EXPECT_EQ(segs(*l), (Segs{{12, 8}, {0, 4}}));
+    EXPECT_EQ(l->size, 12u);
+    EXPECT_EQ(l->extent, 20);
+    EXPECT_FALSE(l->contiguous);
+}
+
+TEST(DatatypeLayout, HindexedAndBlockVariants) {
+    const int blocklens[] = {1, 2};
+    const MPI_Aint hdispls[] = {-8, 16};
+    MPI_Datatype h;
+    MPI_Type_create_hindexed(2, blocklens, hdispls, MPI_INT, &h);
+    Type ht(h);
+    const TypeLayout *l = get(ht.t);
+    EXPECT_EQ(segs(*l), (Segs{{-8, 4}, {16, 8}}));
+    EXPECT_EQ(l->true_lb, -8);
+    EXPECT_EQ(l->true_extent, 32);
+
+    const int displs[] = {4, 1};
+    MPI_Datatype ib;
+    MPI_Type_create_indexed_block(2, 2, displs, MPI_SHORT, &ib);
+    Type ibt(ib);
+    EXPECT_EQ(segs(*get(ibt.t)), (Segs{{8, 4}, {2, 4}}));
+
+    const MPI_Aint bdispls[] = {0, 4, 20};
+    MPI_Datatype hb;
+    MPI_Type_create_hindexed_block(3, 1, bdispls, MPI_FLOAT, &hb);
+    Type hbt(hb);
+    EXPECT_EQ(segs(*get(hbt.t)), (Segs{{0, 8}, {20, 4}}));
+}
+
+TEST(DatatypeLayout, StructMixedAndMerged) {
+    const int blocklens[] = {1, 1, 1};
+    const MPI_Aint displs[] = {0, 8, 16};
+    const MPI_Datatype mixed_types[] = {MPI_INT, MPI_DOUBLE, MPI_INT};
+    MPI_Datatype s;
+    MPI_Type_create_struct(3, blocklens, displs, mixed_types, &s);
+    Type st(s);
+    const TypeLayout *l = get(st.t);
+    // Merging is by address only: the double and the following int form one segment.
+    EXPECT_EQ(segs(*l), (Segs{{0, 4}, {8, 12}}));
+    EXPECT_EQ(l->basic, MPI_DATATYPE_NULL);
+    EXPECT_EQ(l->basic_size, 0u);
+    EXPECT_EQ(l->size, 16u);
+    EXPECT_EQ(l->extent, 24);
+
+    const int lens2[] = {2, 1};
+    const MPI_Aint displs2[] = {0, 8};
+    const MPI_Datatype same[] = {MPI_INT, MPI_INT};
+    MPI_Datatype s2;
+    MPI_Type_create_struct(2, lens2, displs2, same, &s2);
+    Type st2(s2);
+    const TypeLayout *l2 = get(st2.t);
+    EXPECT_EQ(segs(*l2), (Segs{{0, 12}}));
+    EXPECT_EQ(l2->basic, MPI_INT);
+    EXPECT_TRUE(l2->contiguous);
+
+    // A zero-length block has no typemap entry, so it must not make the type mixed.
+    const int lens3[] = {0, 2};
+    const MPI_Aint displs3[] = {0, 8};
+    const MPI_Datatype types3[] = {MPI_DOUBLE, MPI_INT};
+    MPI_Datatype s3;
+    MPI_Type_create_struct(2, lens3, displs3, types3, &s3);
+    Type st3(s3);
+    const TypeLayout *l3 = get(st3.t);
+    EXPECT_EQ(segs(*l3), (Segs{{8, 8}}));
+    EXPECT_EQ(l3->basic, MPI_INT);
+}
+
+TEST(DatatypeLayout, ResizedChangesExtentOnly) {
+    MPI_Datatype r;
+    MPI_Type_create_resized(MPI_INT, -4, 16, &r);
+    Type rt(r);
+    const TypeLayout *l = get(rt.t);
+    EXPECT_EQ(segs(*l), (Segs{{0, 4}}));
+    EXPECT_EQ(l->extent, 16);
+    EXPECT_EQ(l->true_lb, 0);
+    EXPECT_EQ(l->true_extent, 4);
+    EXPECT_FALSE(l->contiguous);
+    EXPECT_EQ(walk(*l, 3), (Segs{{0, 4}, {16, 4}, {32, 4}}));
+}
+
+TEST(DatatypeLayout, NestedAndDup) {
+    MPI_Datatype inner, outer, dup;
+    MPI_Type_contiguous(3, MPI_DOUBLE, &inner);  // never committed: fine as a building block
+    MPI_Type_vector(2, 1, 2, inner, &outer);
+    Type ot(outer);
+    MPI_Type_free(&inner);
+    const TypeLayout *l = get(ot.t);
+    EXPECT_EQ(segs(*l), (Segs{{0, 24}, {48, 24}}));
+    EXPECT_EQ(l->extent, 72);
+    EXPECT_EQ(l->size, 48u);
+    EXPECT_EQ(l->basic, MPI_DOUBLE);
+
+    MPI_Type_dup(ot.t, &dup);
+    Type dt(dup, false);  // a dup of a committed type is committed
+    const TypeLayout *d = get(dt.t);
+    EXPECT_NE(d, l);
+    EXPECT_EQ(segs(*d), segs(*l));
+    EXPECT_EQ(d->extent, 72);
+}
+
+TEST(DatatypeLayout, Subarray) {
+    const int sizes[] = {4, 5}, subsizes[] = {2, 3}, starts[] = {1, 1};
+    MPI_Datatype c, f;
+    MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_C, MPI_INT, &c);
+    MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_FORTRAN, MPI_INT, &f);
+    Type ct(c), ft(f);
+    const TypeLayout *lc = get(ct.t);
+    EXPECT_EQ(segs(*lc), (Segs{{24, 12}, {44, 12}}));
+    EXPECT_EQ(lc->extent, 80);
+    const TypeLayout *lf = get(ft.t);
+    EXPECT_EQ(segs(*lf), (Segs{{20, 8}, {36, 8}, {52, 8}}));
+    EXPECT_EQ(lf->extent, 80);
+}
+
+TEST(DatatypeSegments, MergeAcrossElementBoundaries) {
+    // Element: bytes [0,4) and [8,12), extent 12: element i's second block touches
+    // element i+1's first one.
+    const int blocklens[] = {1, 1};
+    const MPI_Aint displs[] = {0, 8};
+    MPI_Datatype h, r;
+    MPI_Type_create_hindexed(2, blocklens, displs, MPI_INT, &h);
+    MPI_Type_create_resized(h, 0, 12, &r);
+    MPI_Type_free(&h);
+    Type rt(r);
+    const TypeLayout *l = get(rt.t);
+    EXPECT_EQ(walk(*l, 3), (Segs{{0, 4}, {8, 8}, {20, 8}, {32, 4}}));
+    EXPECT_TRUE(walk(*l, 0).empty());
+}
+
+TEST(DatatypePack, RoundTrip) {
+    MPI_Datatype v;
+    MPI_Type_vector(3, 2, 3, MPI_INT, &v);  // ints 0,1, 3,4, 6,7 ; extent 8 ints
+    Type t(v);
+    const TypeLayout *l = get(t.t);
+    std::vector<int> buffer(32);
+    std::iota(buffer.begin(), buffer.end(), 100);
+    std::vector<int> packed(12, -1);
+    type_pack(*l, buffer.data(), 2, packed.data());
+    EXPECT_EQ(packed,
+              (std::vector<int>{100, 101, 103, 104, 106, 107, 108, 109, 111, 112, 114, 115}));
+
+    std::vector<int> restored(32, 0);
+    type_unpack(*l, packed.data(), restored.data(), 2);
+    std::vector<int> expected(32, 0);
+    for (int i : {0, 1, 3, 4, 6, 7, 8, 9, 11, 12, 14, 15}) expected[i] = buffer[i];
+    EXPECT_EQ(restored, expected);
+}
+
+TEST(DatatypePack, MatchesMpiPackForEveryCombiner) {
+    std::vector<std::pair<const char *, MPI_Datatype>> types;
+    auto add = [&](const char *name, MPI_Datatype t) {
+        MPI_Type_commit(&t);
+        types.emplace_back(name, t);
+    };
+    MPI_Datatype t;
+    MPI_Type_contiguous(3, MPI_SHORT_INT, &t);
+    add("contiguous(short_int)", t);
+    MPI_Type_vector(3, 2, -3, MPI_DOUBLE, &t);
+    add("vector negative stride", t);
+    {
+        const int bl[] = {1, 3, 2};
+        const int d[] = {5, 0, 9};
+        MPI_Type_indexed(3, bl, d, MPI_FLOAT, &t);
+        add("indexed", t);
+        const int ib[] = {7, 2, 4};
+        MPI_Type_create_indexed_block(3, 2, ib, MPI_INT, &t);
+        add("indexed_block", t);
+        const MPI_Aint hb[] = {40, 0, 17};
+        MPI_Type_create_hindexed_block(3, 2, hb, MPI_CHAR, &t);
+        add("hindexed_block", t);
+    }
+    {
+        MPI_Datatype inner;
+        MPI_Type_vector(2, 1, 3, MPI_INT, &inner);
+        const int bl[] = {2, 1, 1};
+        const MPI_Aint d[] = {0, 40, 56};
+        const MPI_Datatype ts[] = {inner, MPI_DOUBLE, MPI_DOUBLE_INT};
+        MPI_Type_create_struct(3, bl, d, ts, &t);
+        add("struct(vector, double, double_int)", t);
+        MPI_Datatype r;
+        MPI_Type_create_resized(inner, -8, 40, &r);
+        MPI_Type_create_hvector(3, 2, 100, r, &t);
+        add("hvector(resized(vector))", t);
+        MPI_Type_free(&r);
+        MPI_Type_free(&inner);
+    }
+    {
+        const int sizes[] = {5, 4, 6}, sub[] = {2, 3, 2}, st[] = {3, 1, 4};
+        MPI_Type_create_subarray(3, sizes, sub, st, MPI_ORDER_C, MPI_INT, &t);
+        add("subarray C", t);
+        MPI_Type_create_subarray(3, sizes, sub, st, MPI_ORDER_FORTRAN, MPI_DOUBLE, &t);
+        add("subarray Fortran", t);
+    }
+    // darray for every rank of a 2x3 grid, all distributions and both orders.
+    for (int rank = 0; rank < 6; ++rank) {
+        const int gsizes[] = {7, 10}, psizes[] = {2, 3};
+        const int d1[] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC};
+        const int a1[] = {MPI_DISTRIBUTE_DFLT_DARG, 2};
+        MPI_Type_create_darray(6, rank, 2, gsizes, d1, a1, psizes, MPI_ORDER_C, MPI_INT, &t);
+        add("darray block/cyclic(2) C", t);
+        const int d2[] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK};
+        const int a2[] = {MPI_DISTRIBUTE_DFLT_DARG, 4};
+        MPI_Type_create_darray(6, rank, 2, gsizes, d2, a2, psizes, MPI_ORDER_FORTRAN, MPI_SHORT,
+                               &t);
+        add("darray cyclic/block(4) Fortran", t);
+    }
+    {
+        const int gsizes[] = {9, 4}, psizes[] = {3, 1};
+        const int d[] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_NONE};
+        const int a[] = {2, MPI_DISTRIBUTE_DFLT_DARG};
+        MPI_Type_create_darray(3, 2, 2, gsizes, d, a, psizes, MPI_ORDER_C, MPI_DOUBLE, &t);
+        add("darray cyclic(2)/none", t);
+    }
+
+    for (auto &[name, type] : types) {
+        SCOPED_TRACE(name);
+        const TypeLayout *l = nullptr;
+        ASSERT_EQ(type_layout_get(type, &l), Status::ok);
+        const int count = 3;
+        MPI_Aint lb, extent, true_lb, true_extent;
+        MPI_Type_get_extent(type, &lb, &extent);
+        MPI_Type_get_true_extent(type, &true_lb, &true_extent);
+        EXPECT_EQ(l->extent, extent);
+        EXPECT_EQ(l->true_lb, true_lb);
+        // Room for `count` elements whatever the signs of lb and extent.
+        const std::int64_t span =
+            2 * (std::abs(extent) * count + std::abs(true_lb) + true_extent) + 64;
+        std::vector<unsigned char> memory(static_cast<std::size_t>(span));
+        for (std::size_t i = 0; i < memory.size(); ++i)
+            memory[i] = static_cast<unsigned char>(i * 131 + 7);
+        unsigned char *base = memory.data() + span / 2;
+
+        int pack_size = 0;
+        MPI_Pack_size(count, type, MPI_COMM_SELF, &pack_size);
+        ASSERT_EQ(static_cast<std::size_t>(pack_size), count * l->size);
+        std::vector<unsigned char> theirs(static_cast<std::size_t>(pack_size));
+        int position = 0;
+        MPI_Pack(base, count, type, theirs.data(), pack_size, &position, MPI_COMM_SELF);
+        ASSERT_EQ(position, pack_size);
+        std::vector<unsigned char> ours(count * l->size);
+        type_pack(*l, base, count, ours.data());
+        EXPECT_EQ(ours, theirs);
+
+        // Unpack must write exactly the bytes MPI_Unpack writes.
+        std::vector<unsigned char> a(memory.size(), 0), b(memory.size(), 0);
+        type_unpack(*l, ours.data(), a.data() + span / 2, count);
+        position = 0;
+        MPI_Unpack(theirs.data(), pack_size, &position, b.data() + span / 2, count, type,
+                   MPI_COMM_SELF);
+        EXPECT_EQ(a, b);
+        MPI_Type_free(&type);
+    }
+}
+
+TEST(DatatypeCache, SamePointerAndSurvivesFreeAndReuse) {
+    MPI_Datatype v;
+    MPI_Type_vector(4, 1, 3, MPI_INT, &v);
+    MPI_Type_commit(&v);
+    const TypeLayout *first = get(v);
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(get(v), first);
+    EXPECT_EQ(segs(*first), (Segs{{0, 4}, {12, 4}, {24, 4}, {36, 4}}));
+    const MPI_Datatype old_handle = v;
+    MPI_Type_free(&v);
+
+    // MPICH hands freed handles out again; the new type must not see the old layout.
+    MPI_Datatype c;
+    MPI_Type_contiguous(5, MPI_DOUBLE, &c);
+    MPI_Type_commit(&c);
+    const TypeLayout *second = get(c);
+    ASSERT_NE(second, nullptr);
+    EXPECT_EQ(segs(*second), (Segs{{0, 40}}));
+    EXPECT_EQ(second->basic, MPI_DOUBLE);
+    EXPECT_EQ(second->extent, 40);
+    EXPECT_TRUE(second->contiguous);
+    EXPECT_EQ(get(c), second);
+    RecordProperty("handle_reused", c == old_handle ? 1 : 0);  // MPICH 4.0.2 does reuse it
+    MPI_Type_free(&c);
+
+    // Predefined layouts are stable too.
+    EXPECT_EQ(get(MPI_DOUBLE), get(MPI_DOUBLE));
+}

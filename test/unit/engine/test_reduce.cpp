@@ -1,0 +1,248 @@
+// Unit tests of accumulate reductions: every op class on several types, wrap-around,
+// MAXLOC/MINLOC on packed pairs including ties, the op/type validity rules (user ops
+// and mismatches rejected), and the mapping to 64-bit transport atomics.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "engine/reduce.hpp"
+
+using nbrma::Status;
+using nbrma::engine::reduce_apply;
+using nbrma::engine::reduce_as_atomic;
+using nbrma::engine::reduce_check;
+using nbrma::transport::AtomicOp;
+
+namespace {
+
+template <class T>
+std::vector<T> run(MPI_Op op, MPI_Datatype type, std::vector<T> origin, std::vector<T> target) {
+    EXPECT_EQ(reduce_apply(op, type, origin.data(), target.data(), origin.size()), Status::ok);
+    return target;
+}
+
+// Packed {value, index} pairs as reduce_apply expects them (no C struct padding).
+template <class V, class I>
+std::vector<unsigned char> pairs(const std::vector<std::pair<V, I>> &items) {
+    std::vector<unsigned char> out(items.size() * (sizeof(V) + sizeof(I)));
+    unsigned char *p = out.data();
+    for (const auto &[v, i] : items) {
+        std::memcpy(p, &v, sizeof(V));
+        std::memcpy(p + sizeof(V), &i, sizeof(I));
+        p += sizeof(V) + sizeof(I);
+    }
+    return out;
+}
+
+void user_fn(void *, void *, int *, MPI_Datatype *) {}
+
+}  // namespace
+
+TEST(ReduceApply, Sum) {
+    EXPECT_EQ(run<int>(MPI_SUM, MPI_INT, {1, -2, 3}, {10, 20, -30}),
+              (std::vector<int>{11, 18, -27}));
+    EXPECT_EQ(run<double>(MPI_SUM, MPI_DOUBLE, {0.5, 1.25}, {2.0, -1.0}),
+              (std::vector<double>{2.5, 0.25}));
+    EXPECT_EQ(run<std::uint64_t>(MPI_SUM, MPI_UINT64_T, {~std::uint64_t{0}}, {2}),
+              (std::vector<std::uint64_t>{1}));
+    // Signed wrap-around is two's complement, as MPI implementations do.
+    EXPECT_EQ(run<std::int8_t>(MPI_SUM, MPI_INT8_T, {127, -128}, {1, -1}),
+              (std::vector<std::int8_t>{-128, 127}));
+    EXPECT_EQ(run<MPI_Aint>(MPI_SUM, MPI_AINT, {1000}, {24}), (std::vector<MPI_Aint>{1024}));
+    using C = std::complex<double>;
+    EXPECT_EQ(run<C>(MPI_SUM, MPI_C_DOUBLE_COMPLEX, {C(1, 2)}, {C(3, -4)}),
+              (std::vector<C>{C(4, -2)}));
+}
+
+TEST(ReduceApply, Prod) {
+    EXPECT_EQ(run<float>(MPI_PROD, MPI_FLOAT, {2.0f, -0.5f}, {3.0f, 8.0f}),
+              (std::vector<float>{6.0f, -4.0f}));
+    EXPECT_EQ(run<long>(MPI_PROD, MPI_LONG, {1L << 20}, {1L << 30}), (std::vector<long>{1L << 50}));
+    EXPECT_EQ(run<unsigned short>(MPI_PROD, MPI_UNSIGNED_SHORT, {65535}, {65535}),
+              (std::vector<unsigned short>{1}));
+    using C = std::complex<float>;
+    EXPECT_EQ(run<C>(MPI_PROD, MPI_C_FLOAT_COMPLEX, {C(0, 1)}, {C(0, 1)}),
+              (std::vector<C>{C(-1, 0)}));
+}
+
+TEST(ReduceApply, MaxMin) {
+    EXPECT_EQ(run<int>(MPI_MAX, MPI_INT, {5, -5, 0}, {3, -3, 0}), (std::vector<int>{5, -3, 0}));
+    EXPECT_EQ(run<int>(MPI_MIN, MPI_INT, {5, -5, 0}, {3, -3, 0}), (std::vector<int>{3, -5, 0}));
+    EXPECT_EQ(run<unsigned>(MPI_MAX, MPI_UNSIGNED, {0xffffffffu}, {1}),
+              (std::vector<unsigned>{0xffffffffu}));
+    EXPECT_EQ(run<double>(MPI_MIN, MPI_DOUBLE, {-1.5, 7.0}, {-2.5, 3.0}),
+              (std::vector<double>{-2.5, 3.0}));
+    EXPECT_EQ(run<long double>(MPI_MAX, MPI_LONG_DOUBLE, {1.0L}, {2.0L}),
+              (std::vector<long double>{2.0L}));
+}
+
+TEST(ReduceApply, Logical) {
+    const std::vector<int> a{0, 0, 5, 7}, b{0, -2, 0, 1};
+    EXPECT_EQ(run<int>(MPI_LAND, MPI_INT, a, b), (std::vector<int>{0, 0, 0, 1}));
+    EXPECT_EQ(run<int>(MPI_LOR, MPI_INT, a, b), (std::vector<int>{0, 1, 1, 1}));
+    EXPECT_EQ(run<int>(MPI_LXOR, MPI_INT, a, b), (std::vector<int>{0, 1, 1, 0}));
+    const std::vector<std::uint8_t> x{0, 0, 1, 1}, y{0, 1, 0, 1};
+    EXPECT_EQ(run<std::uint8_t>(MPI_LAND, MPI_C_BOOL, x, y),
+              (std::vector<std::uint8_t>{0, 0, 0, 1}));
+    EXPECT_EQ(run<std::uint8_t>(MPI_LOR, MPI_C_BOOL, x, y),
+              (std::vector<std::uint8_t>{0, 1, 1, 1}));
+    EXPECT_EQ(run<std::uint8_t>(MPI_LXOR, MPI_CXX_BOOL, x, y),
+              (std::vector<std::uint8_t>{0, 1, 1, 0}));
+}
+
+TEST(ReduceApply, Bitwise) {
+    EXPECT_EQ(run<std::uint32_t>(MPI_BAND, MPI_UINT32_T, {0xff00ff00u}, {0x0ff00ff0u}),
+              (std::vector<std::uint32_t>{0x0f000f00u}));
+    EXPECT_EQ(run<std::uint32_t>(MPI_BOR, MPI_UINT32_T, {0xff00ff00u}, {0x0ff00ff0u}),
+              (std::vector<std::uint32_t>{0xfff0fff0u}));
+    EXPECT_EQ(run<std::uint32_t>(MPI_BXOR, MPI_UINT32_T, {0xff00ff00u}, {0x0ff00ff0u}),
+              (std::vector<std::uint32_t>{0xf0f0f0f0u}));
+    EXPECT_EQ(run<unsigned char>(MPI_BXOR, MPI_BYTE, {0xaa, 0x0f}, {0xff, 0xf0}),
+              (std::vector<unsigned char>{0x55, 0xff}));
+    EXPECT_EQ(run<long long>(MPI_BAND, MPI_LONG_LONG, {-1}, {0x123456789abcLL}),
+              (std::vector<long long>{0x123456789abcLL}));
+}
+
+TEST(ReduceApply, ReplaceAndNoOp) {
+    EXPECT_EQ(run<double>(MPI_REPLACE, MPI_DOUBLE, {1.0, 2.0}, {9.0, 9.0}),
+              (std::vector<double>{1.0, 2.0}));
+    EXPECT_EQ(run<char>(MPI_REPLACE, MPI_CHAR, {'a', 'b'}, {'x', 'y'}),
+              (std::vector<char>{'a', 'b'}));
+    EXPECT_EQ(run<int>(MPI_NO_OP, MPI_INT, {1, 2}, {7, 8}), (std::vector<int>{7, 8}));
+    auto origin = pairs<double, int>({{1.5, 3}}), target = pairs<double, int>({{0.0, 0}});
+    ASSERT_EQ(reduce_apply(MPI_REPLACE, MPI_DOUBLE_INT, origin.data(), target.data(), 1),
+              Status::ok);
+    EXPECT_EQ(target, origin);
+    EXPECT_EQ(reduce_apply(MPI_SUM, MPI_INT, nullptr, nullptr, 0), Status::ok);
+}
+
+TEST(ReduceApply, MaxlocMinlocWithTies) {
+    // origin vs target: origin larger, target larger, tie with origin's index smaller,
+    // tie with target's index smaller.
+    auto origin = pairs<double, int>({{5.0, 1}, {1.0, 2}, {3.0, 4}, {3.0, 9}});
+    auto target = pairs<double, int>({{2.0, 7}, {4.0, 8}, {3.0, 6}, {3.0, 5}});
+    auto max = target;
+    ASSERT_EQ(reduce_apply(MPI_MAXLOC, MPI_DOUBLE_INT, origin.data(), max.data(), 4), Status::ok);
+    EXPECT_EQ(max, (pairs<double, int>({{5.0, 1}, {4.0, 8}, {3.0, 4}, {3.0, 5}})));
+    auto min = target;
+    ASSERT_EQ(reduce_apply(MPI_MINLOC, MPI_DOUBLE_INT, origin.data(), min.data(), 4), Status::ok);
+    EXPECT_EQ(min, (pairs<double, int>({{2.0, 7}, {1.0, 2}, {3.0, 4}, {3.0, 5}})));
+
+    // MPI_SHORT_INT packs to 6 bytes per element: unaligned ints.
+    auto so = pairs<short, int>({{-1, 10}, {4, 3}, {4, 1}});
+    auto st = pairs<short, int>({{-2, 20}, {4, 2}, {5, 0}});
+    ASSERT_EQ(so.size(), 18u);
+    ASSERT_EQ(reduce_apply(MPI_MINLOC, MPI_SHORT_INT, so.data(), st.data(), 3), Status::ok);
+    EXPECT_EQ(st, (pairs<short, int>({{-2, 20}, {4, 2}, {4, 1}})));
+
+    auto io = pairs<int, int>({{7, 3}, {7, 3}});
+    auto it = pairs<int, int>({{7, 0}, {6, 9}});
+    ASSERT_EQ(reduce_apply(MPI_MAXLOC, MPI_2INT, io.data(), it.data(), 2), Status::ok);
+    EXPECT_EQ(it, (pairs<int, int>({{7, 0}, {7, 3}})));
+
+    // long double has padding bytes, so compare the decoded values, not raw bytes.
+    auto lo = pairs<long double, int>({{1.0L, 5}, {8.0L, 6}});
+    auto lt = pairs<long double, int>({{1.0L, 4}, {2.0L, 1}});
+    ASSERT_EQ(lo.size(), 40u);
+    ASSERT_EQ(reduce_apply(MPI_MAXLOC, MPI_LONG_DOUBLE_INT, lo.data(), lt.data(), 2), Status::ok);
+    long double value;
+    int index;
+    std::memcpy(&value, lt.data(), sizeof value);
+    std::memcpy(&index, lt.data() + sizeof value, sizeof index);
+    EXPECT_EQ(value, 1.0L);
+    EXPECT_EQ(index, 4);
+    std::memcpy(&value, lt.data() + 20, sizeof value);
+    std::memcpy(&index, lt.data() + 20 + sizeof value, sizeof index);
+    EXPECT_EQ(value, 8.0L);
+    EXPECT_EQ(index, 6);
+}
+
+TEST(ReduceCheck, OpTypeRules) {
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_INT), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_C_DOUBLE_COMPLEX), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_AINT), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_MAX, MPI_INTEGER), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_LAND, MPI_C_BOOL), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_BOR, MPI_BYTE), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_MINLOC, MPI_FLOAT_INT), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_REPLACE, MPI_CHAR), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_NO_OP, MPI_PACKED), Status::ok);
+    EXPECT_EQ(reduce_check(MPI_REPLACE, MPI_SHORT_INT), Status::ok);
+
+    EXPECT_EQ(reduce_check(MPI_BAND, MPI_DOUBLE), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_LAND, MPI_DOUBLE), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_LAND, MPI_INTEGER), Status::err_op);  // Fortran integer: not logical
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_C_BOOL), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_MAX, MPI_C_FLOAT_COMPLEX), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_BYTE), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_CHAR), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_MAXLOC, MPI_INT), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_DOUBLE_INT), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_OP_NULL, MPI_INT), Status::err_op);
+
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_DATATYPE_NULL), Status::err_type);
+    EXPECT_EQ(reduce_check(MPI_REPLACE, MPI_DATATYPE_NULL), Status::err_type);
+    MPI_Datatype derived;
+    MPI_Type_contiguous(2, MPI_INT, &derived);
+    MPI_Type_commit(&derived);
+    EXPECT_EQ(reduce_check(MPI_SUM, derived), Status::err_type);
+    MPI_Type_free(&derived);
+
+    if (MPI_REAL16 != MPI_DATATYPE_NULL) {
+        EXPECT_EQ(reduce_check(MPI_SUM, MPI_REAL16), Status::err_unsupported);
+        EXPECT_EQ(reduce_check(MPI_REPLACE, MPI_REAL16), Status::ok);
+    }
+}
+
+TEST(ReduceCheck, UserOpRejected) {
+    MPI_Op op;
+    ASSERT_EQ(MPI_Op_create(user_fn, 1, &op), MPI_SUCCESS);
+    EXPECT_EQ(reduce_check(op, MPI_INT), Status::err_op);
+    int origin = 1, target = 2;
+    EXPECT_EQ(reduce_apply(op, MPI_INT, &origin, &target, 1), Status::err_op);
+    EXPECT_EQ(target, 2);
+    AtomicOp a;
+    bool zero;
+    EXPECT_FALSE(reduce_as_atomic(op, MPI_INT64_T, &a, &zero));
+    MPI_Op_free(&op);
+
+    double d = 1.0, e = 2.0;
+    EXPECT_EQ(reduce_apply(MPI_BAND, MPI_DOUBLE, &d, &e, 1), Status::err_op);
+    EXPECT_EQ(e, 2.0);
+}
+
+TEST(ReduceAtomic, Mapping) {
+    AtomicOp a = AtomicOp::compare_swap;
+    bool zero = true;
+    EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_INT64_T, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_add);
+    EXPECT_FALSE(zero);
+    EXPECT_TRUE(reduce_as_atomic(MPI_BAND, MPI_UINT64_T, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_and);
+    EXPECT_TRUE(reduce_as_atomic(MPI_BOR, MPI_LONG, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_or);
+    EXPECT_TRUE(reduce_as_atomic(MPI_BXOR, MPI_UNSIGNED_LONG_LONG, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_xor);
+    EXPECT_TRUE(reduce_as_atomic(MPI_REPLACE, MPI_COUNT, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::swap);
+    EXPECT_FALSE(zero);
+    EXPECT_TRUE(reduce_as_atomic(MPI_NO_OP, MPI_OFFSET, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_add);
+    EXPECT_TRUE(zero);
+    EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_AINT, &a, &zero));
+    EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_UNSIGNED_LONG, &a, &zero));
+    EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_LONG_LONG_INT, &a, &zero));
+
+    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_INT, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_DOUBLE, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_REPLACE, MPI_DOUBLE, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_MAX, MPI_INT64_T, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_PROD, MPI_INT64_T, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_LAND, MPI_INT64_T, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_REPLACE, MPI_2INT, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_DATATYPE_NULL, &a, &zero));
+}
