@@ -88,13 +88,10 @@ Status Operation::check(const RmaCall &call) {
     Status status = type_layout_get(call.target_type, &target);
     if (is_error(status)) return status;
     const std::size_t target_bytes = target->size * static_cast<std::size_t>(call.target_count);
-    bool uses_origin = !(call.kind == RmaKind::get_accumulate && call.op == MPI_NO_OP) &&
-                       call.kind != RmaKind::get;
-    bool uses_result = call.kind == RmaKind::get || is_fetching(call.kind);
-    if (call.kind == RmaKind::get) {
-        // A get's "origin" is the result buffer.
-        uses_origin = false;
-    }
+    // A get's buffer is its result; MPI_NO_OP ignores the origin buffer.
+    const bool uses_origin = call.kind == RmaKind::put || call.kind == RmaKind::compare_and_swap ||
+                             (call.kind != RmaKind::get && call.op != MPI_NO_OP);
+    const bool uses_result = call.kind == RmaKind::get || is_fetching(call.kind);
     if (uses_origin) {
         const TypeLayout *origin = nullptr;
         status = type_layout_get(call.origin_type, &origin);
@@ -196,7 +193,7 @@ Status Operation::execute_accumulate(const TargetView &view) {
 
     // The origin operand, packed (compare_and_swap: the new value).
     std::vector<std::uint8_t> origin_packed;
-    const bool uses_origin = !(call_.kind == RmaKind::get_accumulate && call_.op == MPI_NO_OP);
+    const bool uses_origin = call_.kind == RmaKind::compare_and_swap || call_.op != MPI_NO_OP;
     if (uses_origin) {
         const TypeLayout *origin;
         if (is_error(type_layout_get(call_.origin_type, &origin))) return Status::err_type;
