@@ -1,1 +1,71 @@
 # MPI RMA test suite (owned by test/rma): programs run by test/rma/runtests under mpiexec.mpich.
+# Non-recursive fragment included from the top Makefile.am; paths are relative to the top.
+
+RMATEST_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/test/rma $(MPICH_CFLAGS)
+RMATEST_LDADD = libnbrma.la $(MPICH_LIBS)
+
+check_PROGRAMS += \
+	test/rma/put_get_flavors \
+	test/rma/nonblocking_sync \
+	test/rma/large_count \
+	test/rma/datatypes \
+	test/rma/accumulate_ops \
+	test/rma/atomicity \
+	test/rma/lock_fairness \
+	test/rma/many_pending \
+	test/rma/mixed_requests \
+	test/rma/errors \
+	test/rma/on_nbrma \
+	test/rma/win_attrs
+
+test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
+test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_put_get_flavors_LDADD = $(RMATEST_LDADD)
+
+test_rma_nonblocking_sync_SOURCES = test/rma/nonblocking_sync.c
+test_rma_nonblocking_sync_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_nonblocking_sync_LDADD = $(RMATEST_LDADD)
+
+test_rma_large_count_SOURCES = test/rma/large_count.c
+test_rma_large_count_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_large_count_LDADD = $(RMATEST_LDADD)
+
+test_rma_datatypes_SOURCES = test/rma/datatypes.c
+test_rma_datatypes_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_datatypes_LDADD = $(RMATEST_LDADD)
+
+test_rma_accumulate_ops_SOURCES = test/rma/accumulate_ops.c
+test_rma_accumulate_ops_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_accumulate_ops_LDADD = $(RMATEST_LDADD)
+
+test_rma_atomicity_SOURCES = test/rma/atomicity.c
+test_rma_atomicity_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_atomicity_LDADD = $(RMATEST_LDADD)
+
+test_rma_lock_fairness_SOURCES = test/rma/lock_fairness.c
+test_rma_lock_fairness_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_lock_fairness_LDADD = $(RMATEST_LDADD)
+
+test_rma_many_pending_SOURCES = test/rma/many_pending.c
+test_rma_many_pending_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_many_pending_LDADD = $(RMATEST_LDADD)
+
+test_rma_mixed_requests_SOURCES = test/rma/mixed_requests.c
+test_rma_mixed_requests_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_mixed_requests_LDADD = $(RMATEST_LDADD)
+
+test_rma_errors_SOURCES = test/rma/errors.c
+test_rma_errors_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_errors_LDADD = $(RMATEST_LDADD)
+
+test_rma_on_nbrma_SOURCES = test/rma/on_nbrma.c
+test_rma_on_nbrma_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_on_nbrma_LDADD = $(RMATEST_LDADD)
+
+test_rma_win_attrs_SOURCES = test/rma/win_attrs.c
+test_rma_win_attrs_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_win_attrs_LDADD = $(RMATEST_LDADD)
+
+TESTS += test/rma/runtests
+
+EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in
