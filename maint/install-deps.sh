@@ -1,0 +1,47 @@
+#!/bin/sh
+# install-deps.sh — install, from Debian's archive, everything nbrma's build, tests and
+# benchmarks need (Debian 12 "bookworm": MPICH 4.0.2, UCX 1.13).
+#
+# Idempotent: when every package is already installed it does nothing and touches no
+# package index. Otherwise it runs apt-get as root, or through sudo; it runs
+# `apt-get update` only when the install fails without it (e.g. a fresh container
+# whose package lists are empty).
+set -eu
+
+packages="mpich libmpich-dev libucx-dev ucx-utils libhwloc-dev libibverbs-dev
+          googletest libgtest-dev autoconf automake libtool pkg-config make g++
+          gnuplot-nox"
+
+missing=""
+for package in $packages; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
+    [ "$status" = installed ] || missing="$missing $package"
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all dependencies installed"
+    exit 0
+fi
+echo "install-deps: installing:$missing"
+
+if [ "$(id -u)" -eq 0 ]; then
+    as_root=""
+elif command -v sudo >/dev/null 2>&1; then
+    as_root="sudo"
+else
+    echo "install-deps: need root or sudo to install:$missing" >&2
+    exit 1
+fi
+
+# shellcheck disable=SC2086  # word splitting of the package list is intended
+install() {
+    $as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends $missing
+}
+
+if ! install; then
+    echo "install-deps: install failed; refreshing the package lists and retrying" >&2
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    install
+fi
+echo "install-deps: done"
