@@ -53,6 +53,23 @@ bool is_fetching(RmaKind kind) {
            kind == RmaKind::compare_and_swap;
 }
 
+enum class Direction { to_target, from_target };
+
+// Moves `count` elements of the target layout between the packed `buffer` and the
+// target window at `byte_offset`, one transport call per merged segment.
+void transfer(transport::Transport &transport, int target, const TypeLayout &layout,
+              std::size_t count, std::uint64_t byte_offset, std::uint8_t *buffer,
+              Direction direction, Pending &pending) {
+    std::size_t cursor = 0;
+    type_for_each_segment(layout, count, [&](std::int64_t offset, std::size_t length) {
+        const RemoteAddress address{Region::window, byte_offset + offset};
+        (void)pending.track(direction == Direction::to_target
+                          ? transport.put(target, buffer + cursor, length, address, &pending)
+                          : transport.get(target, buffer + cursor, length, address, &pending));
+        cursor += length;
+    });
+}
+
 }  // namespace
 
 const char *rma_kind_name(RmaKind kind) {
@@ -143,15 +160,8 @@ Status Operation::execute_put(const TargetView &view) {
         source = staging.data();
     }
     Pending pending;
-    std::size_t cursor = 0;
-    type_for_each_segment(*target, static_cast<std::size_t>(call_.target_count),
-                          [&](std::int64_t offset, std::size_t length) {
-                              pending.track(view.transport->put(
-                                  call_.target, source + cursor, length,
-                                  RemoteAddress{Region::window, view.byte_offset + offset},
-                                  &pending));
-                              cursor += length;
-                          });
+    transfer(*view.transport, call_.target, *target, static_cast<std::size_t>(call_.target_count),
+             view.byte_offset, const_cast<std::uint8_t *>(source), Direction::to_target, pending);
     return pending.wait(*view.transport);
 }
 
@@ -169,15 +179,8 @@ Status Operation::execute_get(const TargetView &view) {
         destination = staging.data();
     }
     Pending pending;
-    std::size_t cursor = 0;
-    type_for_each_segment(*target, static_cast<std::size_t>(call_.target_count),
-                          [&](std::int64_t offset, std::size_t length) {
-                              pending.track(view.transport->get(
-                                  call_.target, destination + cursor, length,
-                                  RemoteAddress{Region::window, view.byte_offset + offset},
-                                  &pending));
-                              cursor += length;
-                          });
+    transfer(*view.transport, call_.target, *target, static_cast<std::size_t>(call_.target_count),
+             view.byte_offset, destination, Direction::from_target, pending);
     Status status = pending.wait(*view.transport);
     if (!is_error(status) && !staging.empty())
         type_unpack(*origin, staging.data(), call_.result,
@@ -247,7 +250,7 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op,
                 if (!operand_zero && origin_packed) std::memcpy(&operand, origin_packed + cursor, 8);
                 std::uint64_t *previous =
                     fetched ? reinterpret_cast<std::uint64_t *>(fetched + cursor) : nullptr;
-                pending.track(view.transport->atomic(
+                (void)pending.track(view.transport->atomic(
                     call_.target, op,
                     RemoteAddress{Region::window, view.byte_offset + offset + word}, operand,
                     compare, previous, &pending));
@@ -280,16 +283,10 @@ Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout
 
     const std::size_t bytes = target.size * static_cast<std::size_t>(call_.target_count);
     std::vector<std::uint8_t> current(bytes);
+    const std::size_t count = static_cast<std::size_t>(call_.target_count);
     Pending pending;
-    std::size_t cursor = 0;
-    type_for_each_segment(target, static_cast<std::size_t>(call_.target_count),
-                          [&](std::int64_t offset, std::size_t length) {
-                              pending.track(transport.get(
-                                  call_.target, current.data() + cursor, length,
-                                  RemoteAddress{Region::window, view.byte_offset + offset},
-                                  &pending));
-                              cursor += length;
-                          });
+    transfer(transport, call_.target, target, count, view.byte_offset, current.data(),
+             Direction::from_target, pending);
     Status status = pending.wait(transport);
     bool write_back = false;
     if (!is_error(status)) {
@@ -307,15 +304,8 @@ Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout
     }
     if (write_back) {
         Pending writes;
-        cursor = 0;
-        type_for_each_segment(target, static_cast<std::size_t>(call_.target_count),
-                              [&](std::int64_t offset, std::size_t length) {
-                                  writes.track(transport.put(
-                                      call_.target, current.data() + cursor, length,
-                                      RemoteAddress{Region::window, view.byte_offset + offset},
-                                      &writes));
-                                  cursor += length;
-                              });
+        transfer(transport, call_.target, target, count, view.byte_offset, current.data(),
+                 Direction::to_target, writes);
         status = writes.wait(transport);
         Status fenced = transport.fence(call_.target);
         if (!is_error(status)) status = fenced;
