@@ -8,29 +8,28 @@ using transport::AtomicOp;
 using transport::Region;
 using transport::RemoteAddress;
 
-void LockOperation::acquire(transport::Transport &transport, const ControlLayout &layout,
-                            int target, LockMode mode) {
+void LockOperation::begin(transport::Transport &transport, const ControlLayout &layout,
+                          int target, LockMode mode, Phase phase) {
     transport_ = &transport;
     layout_ = &layout;
     target_ = target;
     me_ = transport.rank();
     mode_ = mode;
-    enqueued_ = false;
     failure_ = Status::ok;
     cas_posted_ = false;
+    phase_ = phase;
+}
+
+void LockOperation::acquire(transport::Transport &transport, const ControlLayout &layout,
+                            int target, LockMode mode) {
+    begin(transport, layout, target, mode, Phase::acquire_cas);
+    enqueued_ = false;
     cas_expected_ = 0;  // guess: the lock is free
-    phase_ = Phase::acquire_cas;
 }
 
 void LockOperation::release(transport::Transport &transport, const ControlLayout &layout,
                             int target, LockMode mode) {
-    transport_ = &transport;
-    layout_ = &layout;
-    target_ = target;
-    me_ = transport.rank();
-    mode_ = mode;
-    failure_ = Status::ok;
-    cas_posted_ = false;
+    begin(transport, layout, target, mode, Phase::release_cas);
     readers_ = 0;
     successor_ = -1;
     LockWord guess;  // guess: nobody queued behind us
@@ -39,7 +38,6 @@ void LockOperation::release(transport::Transport &transport, const ControlLayout
     else
         guess.active = 1;
     cas_expected_ = guess.encode();
-    phase_ = Phase::release_cas;
 }
 
 void LockOperation::on_complete(Status status) {

@@ -61,6 +61,8 @@ class LockOperation final : public transport::Completion {
         finished,
     };
 
+    void begin(transport::Transport &transport, const ControlLayout &layout, int target,
+               LockMode mode, Phase phase);
     Status step();
     Status post_cas(std::uint64_t desired);
     Status post_put(int peer, std::size_t offset, const void *source, std::size_t length);
