@@ -69,7 +69,7 @@ int poll_fn(void *extra_state, MPI_Status *) {
 int wait_fn(int count, void **states, double, MPI_Status *) {
     for (int i = 0; i < count; ++i) {
         auto *grequest = static_cast<Grequest *>(states[i]);
-        engine::wait_request(grequest->request);
+        (void)engine::wait_request(grequest->request);
     }
     return MPI_SUCCESS;
 }
