@@ -1,11 +1,20 @@
 #include "engine/epoch.hpp"
 
+#include <algorithm>
+
 #include "common/log.hpp"
 
 namespace nbrma::engine {
 
 const char *epoch_kind_name(EpochKind kind) {
-    return kind == EpochKind::lock ? "lock" : "lock_all";
+    switch (kind) {
+        case EpochKind::lock: return "lock";
+        case EpochKind::lock_all: return "lock_all";
+        case EpochKind::fence: return "fence";
+        case EpochKind::access: return "access";
+        case EpochKind::exposure: return "exposure";
+    }
+    return "?";
 }
 
 const char *engine_state_name(EngineState state) {
@@ -18,13 +27,36 @@ const char *engine_state_name(EngineState state) {
 }
 
 Epoch::Epoch(std::uint64_t id, EpochKind kind, int nranks, int target, sync::LockMode mode,
-             bool nocheck)
-    : id_(id), kind_(kind), target_(target), mode_(mode), nocheck_(nocheck), targets_(nranks) {
+             int assert)
+    : id_(id), kind_(kind), target_(target), mode_(mode), assert_(assert), targets_(nranks) {
     ++counters().epochs_opened;
 }
 
 Epoch::~Epoch() {
+    // Only a window torn down with work pending gets here with requests left.
+    if (active_request_) active_request_->finish(Status::err_other);
     if (close_request_) close_request_->finish(Status::err_other);
+}
+
+void Epoch::set_group(std::vector<int> group) {
+    member_.assign(targets_.size(), 0);
+    for (int rank : group) member_[rank] = 1;
+    group_ = std::move(group);
+}
+
+bool Epoch::opened_beside(std::uint64_t id) const {
+    return std::find(beside_.begin(), beside_.end(), id) != beside_.end();
+}
+
+bool Epoch::covers(int rank) const {
+    switch (kind_) {
+        case EpochKind::lock: return rank == target_;
+        case EpochKind::lock_all:
+        case EpochKind::fence: return true;
+        case EpochKind::access: return in_group(rank);
+        case EpochKind::exposure: return false;  // exposure epochs issue no calls
+    }
+    return false;
 }
 
 void Epoch::close(Request *request) {
@@ -32,11 +64,24 @@ void Epoch::close(Request *request) {
     close_request_ = request;
 }
 
+void Epoch::activate() {
+    state_ = EngineState::active;
+    if (kind_ != EpochKind::fence) pass_barrier();
+}
+
+void Epoch::pass_barrier() {
+    barrier_passed_ = true;
+    if (active_request_) active_request_->finish(failure_);
+    active_request_ = nullptr;
+}
+
 void Epoch::complete() {
     state_ = EngineState::completed;
     ++counters().epochs_completed;
     log(2, "epoch %llu (%s) completed", static_cast<unsigned long long>(id_),
         epoch_kind_name(kind_));
+    if (active_request_) active_request_->finish(failure_);  // failed before its barrier
+    active_request_ = nullptr;
     if (close_request_) close_request_->finish(failure_);
     close_request_ = nullptr;
 }

@@ -6,9 +6,16 @@
 // The two are independent: a closed epoch may still be deferred (its calls are
 // recorded and replayed on activation), an open one may be active.
 //
-// Passive-target epochs keep one TargetState per target they touch. A target's
-// lock goes none → acquiring → held → releasing → released (MPI_MODE_NOCHECK:
-// none → held → released, no lock traffic).
+// An epoch keeps one TargetState per peer it deals with, whose phase says whether
+// the epoch may touch that peer yet:
+//   lock / lock_all  none → acquiring (lock requested) → held → releasing → released
+//                    (MPI_MODE_NOCHECK: none → held → released, no lock traffic)
+//   access (start)   acquiring (waiting for the target's grant, g >= A) → held →
+//                    releasing (done notice in flight) → released
+//   exposure (post)  acquiring (grant in flight) → held (waiting for the origin's
+//                    done count, d >= E) → released
+//   fence            acquiring (waiting for the fence barrier) → held; the epoch
+//                    completes when closed with nothing left to run
 #ifndef NBRMA_ENGINE_EPOCH_HPP
 #define NBRMA_ENGINE_EPOCH_HPP
 
@@ -20,49 +27,95 @@
 #include "engine/operation.hpp"
 #include "engine/request.hpp"
 #include "sync/lock_protocol.hpp"
+#include "transport/transport.hpp"
 
 namespace nbrma::engine {
 
-enum class EpochKind : std::uint8_t { lock, lock_all };
+enum class EpochKind : std::uint8_t { lock, lock_all, fence, access, exposure };
 enum class EngineState : std::uint8_t { deferred, active, completed };
-enum class TargetLock : std::uint8_t { none, acquiring, held, releasing, released };
+enum class TargetPhase : std::uint8_t { none, acquiring, held, releasing, released };
 
 const char *epoch_kind_name(EpochKind kind);
 const char *engine_state_name(EngineState state);
 
+// Counts the one-sided notices (grants, done counts, fence arrivals) an epoch has
+// posted and not yet seen complete. An epoch never completes with notices in flight.
+struct Notices final : transport::Completion {
+    int outstanding = 0;
+    Status failure = Status::ok;
+    // Accounts for the status a transport call returned.
+    void posted(Status status) {
+        if (status == Status::in_progress)
+            ++outstanding;
+        else if (is_error(status))
+            failure = status;
+    }
+    bool done() const { return outstanding == 0; }
+    void on_complete(Status status) override {
+        --outstanding;
+        if (is_error(status)) failure = status;
+    }
+};
+
 struct TargetState {
-    TargetLock lock = TargetLock::none;
-    sync::LockOperation operation;
+    TargetPhase phase = TargetPhase::none;
+    sync::LockOperation operation;  // lock epochs
+    std::uint64_t match_id = 0;     // access id A (access) or exposure id E (exposure)
+    Notices notices;                // grant (exposure) or done notice (access)
     // Calls toward this target not yet executed, in issue (age) order.
     std::deque<std::unique_ptr<Operation>> pending;
 };
 
 class Epoch {
   public:
+    // target: lock epochs; group: access/exposure epochs (window ranks); sequence:
+    // the fence number of fence epochs.
     Epoch(std::uint64_t id, EpochKind kind, int nranks, int target, sync::LockMode mode,
-          bool nocheck);
+          int assert);
     ~Epoch();
 
     std::uint64_t id() const { return id_; }
     EpochKind kind() const { return kind_; }
     int target() const { return target_; }  // lock epochs only
     sync::LockMode mode() const { return mode_; }
-    bool nocheck() const { return nocheck_; }
+    int assert_flags() const { return assert_; }
+    bool nocheck() const { return (assert_ & MPI_MODE_NOCHECK) != 0; }
+    bool passive() const { return kind_ == EpochKind::lock || kind_ == EpochKind::lock_all; }
+
+    void set_group(std::vector<int> group);
+    const std::vector<int> &group() const { return group_; }
+    bool in_group(int rank) const { return rank >= 0 && rank < static_cast<int>(member_.size()) && member_[rank]; }
+    void set_sequence(std::uint64_t sequence) { sequence_ = sequence; }
+    std::uint64_t sequence() const { return sequence_; }
+
+    // Epochs still open at application level when this one was opened: MPI lets the
+    // application hold them together (post+start, lock+lock, ...), so this epoch may
+    // activate beside them rather than after them.
+    void add_beside(std::uint64_t id) { beside_.push_back(id); }
+    bool opened_beside(std::uint64_t id) const;
 
     bool open() const { return open_; }
     EngineState state() const { return state_; }
     Status failure() const { return failure_; }
+    std::uint64_t calls() const { return calls_; }
+    void count_call() { ++calls_; }
 
-    // Application side.
-    void close(Request *request);  // takes the engine's reference of `request`
+    // Application side. close() takes the engine's reference of `request` (may be
+    // null); on_active() hands a request that completes at activation (fence).
+    void close(Request *request);
+    void on_active(Request *request) { active_request_ = request; }
     // Engine side.
-    void activate() { state_ = EngineState::active; }
+    void activate();
     void complete();
     void fail(Status status) {
         if (!is_error(failure_)) failure_ = status;
     }
+    // The fence barrier: notices to every peer, then every peer's notice.
+    Notices &barrier_notices() { return barrier_notices_; }
+    bool barrier_passed() const { return barrier_passed_; }
+    void pass_barrier();
 
-    bool covers(int rank) const { return kind_ == EpochKind::lock_all || rank == target_; }
+    bool covers(int rank) const;
     TargetState &at(int rank);                 // created on first use
     TargetState *find(int rank) const;         // null if never touched
     const std::vector<std::unique_ptr<TargetState>> &targets() const { return targets_; }
@@ -72,11 +125,19 @@ class Epoch {
     EpochKind kind_;
     int target_;
     sync::LockMode mode_;
-    bool nocheck_;
+    int assert_;
     bool open_ = true;
+    bool barrier_passed_ = false;
     EngineState state_ = EngineState::deferred;
     Status failure_ = Status::ok;
+    std::uint64_t calls_ = 0;
+    std::uint64_t sequence_ = 0;
     Request *close_request_ = nullptr;
+    Request *active_request_ = nullptr;
+    Notices barrier_notices_;
+    std::vector<int> group_;
+    std::vector<char> member_;  // by rank
+    std::vector<std::uint64_t> beside_;
     std::vector<std::unique_ptr<TargetState>> targets_;  // by rank
 };
 

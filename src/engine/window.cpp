@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+
 #include "common/log.hpp"
 
 namespace nbrma::engine {
@@ -15,20 +17,86 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
     : transport_(transport),
       layout_(layout),
       config_(std::move(config)),
-      open_locks_(transport.size(), nullptr) {}
+      accesses_(transport.size(), 0),
+      exposures_(transport.size(), 0) {}
 
 Window::~Window() = default;
 
+// ---------------------------------------------------------------- epochs
+
+Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int assert) {
+    auto epoch = std::make_unique<Epoch>(next_epoch_id_++, kind, size(), target, mode, assert);
+    for (Epoch *other : open_) epoch->add_beside(other->id());
+    epochs_.push_back(std::move(epoch));
+    open_.push_back(epochs_.back().get());
+    return *epochs_.back();
+}
+
+void Window::close_epoch(Epoch &epoch, Request *request) {
+    open_.erase(std::find(open_.begin(), open_.end(), &epoch));
+    epoch.close(request);
+}
+
+Epoch *Window::open_of(EpochKind kind) const {
+    for (Epoch *epoch : open_)
+        if (epoch->kind() == kind) return epoch;
+    return nullptr;
+}
+
+Epoch *Window::open_lock(int target) const {
+    for (Epoch *epoch : open_)
+        if (epoch->kind() == EpochKind::lock && epoch->target() == target) return epoch;
+    return nullptr;
+}
+
 bool Window::has_open_epoch() const {
-    if (open_lock_all_) return true;
-    for (Epoch *epoch : open_locks_)
-        if (epoch) return true;
+    for (Epoch *epoch : open_)
+        if (epoch->kind() != EpochKind::fence) return true;
     return false;
 }
 
+void Window::close_fence() {
+    if (Epoch *fence = open_of(EpochKind::fence)) close_epoch(*fence, nullptr);
+}
+
+// A fence opens an epoch that only the next fence closes. Programs commonly switch to
+// locks or PSCW after a fence without MPI_MODE_NOSUCCEED; that is fine as long as the
+// fence epoch issued no calls (it then ends here), and an RMA_SYNC error otherwise.
+Status Window::end_unused_fence() {
+    Epoch *fence = open_of(EpochKind::fence);
+    if (!fence) return Status::ok;
+    if (fence->calls() > 0) return Status::err_sync;
+    close_epoch(*fence, nullptr);
+    return Status::ok;
+}
+
+Status Window::check_group(const std::vector<int> &group) const {
+    for (int rank : group)
+        if (rank < 0 || rank >= size()) return Status::err_rank;
+    return Status::ok;
+}
+
+// The epoch an RMA call toward `target` belongs to (exposure epochs issue no calls).
 Epoch *Window::covering_epoch(int target) const {
-    if (open_lock_all_) return open_lock_all_;
-    return open_locks_[target];
+    for (Epoch *epoch : open_)
+        if (epoch->covers(target)) return epoch;
+    return nullptr;
+}
+
+std::uint64_t Window::control_word(std::size_t offset) const {
+    auto *control = static_cast<std::uint8_t *>(transport_.local_control());
+    return __atomic_load_n(reinterpret_cast<std::uint64_t *>(control + offset), __ATOMIC_ACQUIRE);
+}
+
+// One notice: +1 on a matching counter in `peer`'s control region, ordered after every
+// earlier operation toward `peer` (data before notice, DESIGN §4).
+void Window::notify(int peer, std::size_t offset, Notices &notices) {
+    Status status = transport_.fence(peer);
+    if (!is_error(status))
+        status = transport_.atomic(peer, transport::AtomicOp::fetch_add,
+                                   RemoteAddress{Region::control, offset}, 1, 0, nullptr,
+                                   &notices);
+    notices.posted(status);
 }
 
 // ---------------------------------------------------------------- passive target
@@ -39,22 +107,23 @@ Status Window::lock(int lock_type, int target, int assert) {
     if (target < 0 || target >= size()) return Status::err_rank;
     if (assert & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (config_.no_locks) return Status::err_sync;
-    if (open_lock_all_ || open_locks_[target]) return Status::err_sync;  // already locked
+    if (open_of(EpochKind::lock_all) || open_lock(target) || open_of(EpochKind::access))
+        return Status::err_sync;  // already locked, or an active-target access epoch
+    if (target == rank() && open_of(EpochKind::exposure))
+        return Status::err_conflict;  // a window is never locked and exposed at once
+    if (Status status = end_unused_fence(); is_error(status)) return status;
     LockMode mode = lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared;
-    epochs_.push_back(std::make_unique<Epoch>(next_epoch_id_++, EpochKind::lock, size(), target,
-                                              mode, (assert & MPI_MODE_NOCHECK) != 0));
-    open_locks_[target] = epochs_.back().get();
+    open_epoch(EpochKind::lock, target, mode, assert);
     progress();  // acquisition starts now, not lazily at unlock
     return Status::ok;
 }
 
 Status Window::unlock(int target, Request **request) {
     if (target < 0 || target >= size()) return Status::err_rank;
-    Epoch *epoch = open_locks_[target];
+    Epoch *epoch = open_lock(target);
     if (!epoch) return Status::err_sync;
-    open_locks_[target] = nullptr;
     *request = Request::create();
-    epoch->close(*request);
+    close_epoch(*epoch, *request);
     progress();
     return Status::ok;
 }
@@ -62,21 +131,19 @@ Status Window::unlock(int target, Request **request) {
 Status Window::lock_all(int assert) {
     if (assert & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (config_.no_locks) return Status::err_sync;
+    if (open_of(EpochKind::exposure)) return Status::err_conflict;  // would lock our own window
     if (has_open_epoch()) return Status::err_sync;
-    epochs_.push_back(std::make_unique<Epoch>(next_epoch_id_++, EpochKind::lock_all, size(), -1,
-                                              LockMode::shared,
-                                              (assert & MPI_MODE_NOCHECK) != 0));
-    open_lock_all_ = epochs_.back().get();
+    if (Status status = end_unused_fence(); is_error(status)) return status;
+    open_epoch(EpochKind::lock_all, -1, LockMode::shared, assert);
     progress();
     return Status::ok;
 }
 
 Status Window::unlock_all(Request **request) {
-    if (!open_lock_all_) return Status::err_sync;
-    Epoch *epoch = open_lock_all_;
-    open_lock_all_ = nullptr;
+    Epoch *epoch = open_of(EpochKind::lock_all);
+    if (!epoch) return Status::err_sync;
     *request = Request::create();
-    epoch->close(*request);
+    close_epoch(*epoch, *request);
     progress();
     return Status::ok;
 }
@@ -84,14 +151,99 @@ Status Window::unlock_all(Request **request) {
 Status Window::flush(int target, Request **request) {
     if (target != -1) {
         if (target < 0 || target >= size()) return Status::err_rank;
-        if (!covering_epoch(target)) return Status::err_sync;
-    } else if (!has_open_epoch()) {
-        return Status::err_sync;
+        Epoch *epoch = covering_epoch(target);
+        if (!epoch || !epoch->passive()) return Status::err_sync;
+    } else {
+        bool passive = false;
+        for (Epoch *epoch : open_) passive |= epoch->passive();
+        if (!passive) return Status::err_sync;
     }
     *request = Request::create();
     flushes_.push_back(Flush{target, next_age_ - 1, *request});
     progress();
     return Status::ok;
+}
+
+// ---------------------------------------------------------------- active target
+
+Status Window::fence(int assert, Request **request) {
+    constexpr int allowed = MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |
+                            MPI_MODE_NOSUCCEED;
+    if (assert & ~allowed) return Status::err_assert;
+    if (has_open_epoch()) return Status::err_sync;  // inside a lock or PSCW epoch
+    // Local stores become visible to peers' loads of a shared window (skipped when the
+    // application asserts there were none).
+    if (!(assert & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    *request = Request::create();
+    Epoch *previous = open_of(EpochKind::fence);
+    // No epoch before and none after (every rank must assert both): no barrier at all.
+    const bool barrier = !((assert & MPI_MODE_NOPRECEDE) && (assert & MPI_MODE_NOSUCCEED));
+    if (previous) close_epoch(*previous, barrier ? nullptr : *request);
+    if (barrier) {
+        Epoch &epoch = open_epoch(EpochKind::fence, -1, LockMode::shared, assert);
+        epoch.set_sequence(++fences_);
+        epoch.on_active(*request);  // the fence returns once its barrier has passed
+        if (assert & MPI_MODE_NOSUCCEED) close_epoch(epoch, nullptr);
+    } else if (!previous) {
+        (*request)->finish(Status::ok);
+    }
+    progress();
+    return Status::ok;
+}
+
+Status Window::start(const std::vector<int> &group, int assert) {
+    if (assert & ~MPI_MODE_NOCHECK) return Status::err_assert;
+    if (Status status = check_group(group); is_error(status)) return status;
+    if (open_of(EpochKind::access) || open_of(EpochKind::lock) || open_of(EpochKind::lock_all))
+        return Status::err_sync;
+    if (Status status = end_unused_fence(); is_error(status)) return status;
+    open_epoch(EpochKind::access, -1, LockMode::shared, assert).set_group(group);
+    progress();
+    return Status::ok;
+}
+
+Status Window::complete(Request **request) {
+    Epoch *epoch = open_of(EpochKind::access);
+    if (!epoch) return Status::err_sync;
+    *request = Request::create();
+    close_epoch(*epoch, *request);
+    progress();
+    return Status::ok;
+}
+
+Status Window::post(const std::vector<int> &group, int assert) {
+    if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
+        return Status::err_assert;
+    if (Status status = check_group(group); is_error(status)) return status;
+    if (open_of(EpochKind::exposure)) return Status::err_sync;
+    if (open_of(EpochKind::lock_all) || open_lock(rank()))
+        return Status::err_conflict;  // a window is never locked and exposed at once
+    if (Status status = end_unused_fence(); is_error(status)) return status;
+    if (!(assert & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    open_epoch(EpochKind::exposure, -1, LockMode::shared, assert).set_group(group);
+    progress();
+    return Status::ok;
+}
+
+Status Window::wait(Request **request) {
+    Epoch *epoch = open_of(EpochKind::exposure);
+    if (!epoch) return Status::err_sync;
+    *request = Request::create();
+    close_epoch(*epoch, *request);
+    progress();
+    return Status::ok;
+}
+
+Status Window::test(bool *flag) {
+    Epoch *epoch = open_of(EpochKind::exposure);
+    if (!epoch) return Status::err_sync;
+    progress();
+    *flag = exposure_finished(*epoch);
+    if (!*flag) return Status::ok;
+    const Status failure = epoch->failure();
+    close_epoch(*epoch, nullptr);
+    progress();  // completes it
+    return failure;
 }
 
 // ---------------------------------------------------------------- communication
@@ -145,19 +297,22 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
 Status Window::rma(const RmaCall &call, Request **request) {
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
     Epoch *epoch = covering_epoch(call.target);
-    if (!epoch) return Status::err_sync;
+    if (!epoch)  // an access epoch whose group lacks the target, or no epoch at all
+        return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
+    if (request && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
     Status status = Operation::check(call);
     if (is_error(status)) return status;
     std::uint64_t byte_offset;
     status = check_range(call, &byte_offset);
     if (is_error(status)) return status;
+    epoch->count_call();
     if (request) *request = Request::create();
     auto operation =
         std::make_unique<Operation>(call, next_age_++, request ? *request : nullptr);
     TargetState &state = epoch->at(call.target);
-    if (epoch->state() == EngineState::active && state.lock == TargetLock::none)
+    if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
         start_target(*epoch, call.target, state);
-    if (epoch->state() == EngineState::active && state.lock == TargetLock::held &&
+    if (epoch->state() == EngineState::active && state.phase == TargetPhase::held &&
         state.pending.empty()) {
         TargetView view{&transport_, byte_offset, config_.hardware_atomics};
         status = operation->execute(view);
@@ -208,23 +363,25 @@ Status Window::detach(const void *base) {
 // ---------------------------------------------------------------- progress
 
 // The activation predicate (SC14 §VI-A). Called in queue order, so every earlier
-// epoch is already active or completed (rule 4: no skipping).
+// epoch is already active or completed (rule 4: no skipping). By default an epoch
+// activates only after every earlier one completed (§VI-B) — except beside epochs the
+// application held open at the same time (post+start, lock(0)+lock(1), a lock inside
+// an exposure epoch ...). MPI itself makes those concurrent; serializing them would
+// deadlock correct programs (post; start; complete; wait). Fence epochs are never
+// concurrent with anything; a lock epoch admits a companion once its lock is held.
 bool Window::may_activate(std::size_t index) const {
     const Epoch &candidate = *epochs_[index];
     for (std::size_t i = 0; i < index; ++i) {
         const Epoch &earlier = *epochs_[i];
         if (earlier.state() == EngineState::completed) continue;
-        // Default serial activation: E_k+1 after E_k completes (SC14 §VI-B) ...
-        // ... except that MPI lets an application hold locks on several targets at
-        // once (lock(0); lock(1); unlock(1); unlock(0)). A later lock epoch may join
-        // an earlier one that is still open, granted, and toward another target.
-        // Without this, serial activation would deadlock such programs.
-        const bool concurrent_lock =
-            candidate.kind() == EpochKind::lock && earlier.kind() == EpochKind::lock &&
-            earlier.open() && earlier.target() != candidate.target() &&
-            earlier.find(earlier.target()) &&
-            earlier.find(earlier.target())->lock == TargetLock::held;
-        if (!concurrent_lock) return false;
+        if (earlier.state() != EngineState::active) return false;
+        if (!candidate.opened_beside(earlier.id())) return false;
+        if (earlier.kind() == EpochKind::fence || candidate.kind() == EpochKind::fence)
+            return false;
+        if (earlier.kind() == EpochKind::lock) {
+            const TargetState *state = earlier.find(earlier.target());
+            if (!state || state->phase != TargetPhase::held) return false;
+        }
     }
     return true;
 }
@@ -233,28 +390,66 @@ void Window::activate(Epoch &epoch) {
     epoch.activate();
     log(2, "epoch %llu (%s) active", static_cast<unsigned long long>(epoch.id()),
         epoch_kind_name(epoch.kind()));
-    if (epoch.kind() == EpochKind::lock) {
-        start_target(epoch, epoch.target(), epoch.at(epoch.target()));
-        return;
-    }
-    // lock_all takes its shared locks on demand, per target, at the first call.
-    for (int rank = 0; rank < size(); ++rank) {
-        TargetState *state = epoch.find(rank);
-        if (state && state->lock == TargetLock::none) start_target(epoch, rank, *state);
+    switch (epoch.kind()) {
+        case EpochKind::lock:
+            start_target(epoch, epoch.target(), epoch.at(epoch.target()));
+            return;
+        case EpochKind::fence:
+            // The fence barrier, over counters: our earlier epochs are complete (serial
+            // activation), so tell every peer; the barrier passes once every peer told us.
+            for (int peer = 0; peer < size(); ++peer)
+                if (peer != rank()) notify(peer, layout_.fence_count(rank()), epoch.barrier_notices());
+            [[fallthrough]];
+        case EpochKind::lock_all:  // shared locks on demand, per target, at the first call
+            for (int peer = 0; peer < size(); ++peer) {
+                TargetState *state = epoch.find(peer);
+                if (state && state->phase == TargetPhase::none) start_target(epoch, peer, *state);
+            }
+            return;
+        case EpochKind::access:
+            // Access ids are taken at activation, so in activation order (FIFO matching).
+            for (int peer : epoch.group()) {
+                TargetState &state = epoch.at(peer);
+                if (epoch.nocheck()) {  // the matching post happened: no grant to wait for
+                    state.phase = TargetPhase::held;
+                } else {
+                    state.match_id = ++accesses_[peer];
+                    state.phase = TargetPhase::acquiring;
+                }
+            }
+            return;
+        case EpochKind::exposure:
+            for (int peer : epoch.group()) {
+                TargetState &state = epoch.at(peer);
+                state.match_id = ++exposures_[peer];
+                if (epoch.nocheck()) {  // the origin will not wait for a grant
+                    state.phase = TargetPhase::held;
+                } else {
+                    notify(peer, layout_.grant_count(rank()), state.notices);
+                    state.phase = TargetPhase::acquiring;
+                }
+            }
+            return;
     }
 }
 
+// A target first touched after activation (lock_all, fence).
 void Window::start_target(Epoch &epoch, int rank, TargetState &state) {
+    if (epoch.kind() == EpochKind::fence) {
+        state.phase = epoch.barrier_passed() ? TargetPhase::held : TargetPhase::acquiring;
+        return;
+    }
     if (epoch.nocheck()) {
-        state.lock = TargetLock::held;
+        state.phase = TargetPhase::held;
         return;
     }
     state.operation.acquire(transport_, layout_, rank, epoch.mode());
-    state.lock = TargetLock::acquiring;
+    state.phase = TargetPhase::acquiring;
 }
 
 bool Window::run_pending(Epoch &epoch, int rank, TargetState &state) {
     bool moved = false;
+    (void)rank;
     while (!state.pending.empty()) {
         std::unique_ptr<Operation> operation = std::move(state.pending.front());
         state.pending.pop_front();
@@ -272,55 +467,155 @@ bool Window::run_pending(Epoch &epoch, int rank, TargetState &state) {
 }
 
 bool Window::advance(Epoch &epoch) {
+    switch (epoch.kind()) {
+        case EpochKind::lock:
+        case EpochKind::lock_all: return advance_passive(epoch);
+        case EpochKind::fence: return advance_fence(epoch);
+        case EpochKind::access: return advance_access(epoch);
+        case EpochKind::exposure: return advance_exposure(epoch);
+    }
+    return false;
+}
+
+bool Window::advance_passive(Epoch &epoch) {
     bool moved = false;
     bool busy = false;  // some target still acquiring, holding work, or releasing
     for (int rank = 0; rank < size(); ++rank) {
         TargetState *state = epoch.find(rank);
         if (!state) continue;
-        if (state->lock == TargetLock::acquiring) {
+        if (state->phase == TargetPhase::acquiring) {
             Status status = state->operation.advance();
             if (status == Status::ok) {
-                state->lock = TargetLock::held;
+                state->phase = TargetPhase::held;
                 ++counters().lock_grants;
                 log(2, "lock on %d granted (epoch %llu)", rank,
                     static_cast<unsigned long long>(epoch.id()));
                 moved = true;
             } else if (is_error(status)) {
                 epoch.fail(status);
-                state->lock = TargetLock::released;
+                state->phase = TargetPhase::released;
                 state->pending.clear();
                 moved = true;
             }
         }
-        if (state->lock == TargetLock::held) moved |= run_pending(epoch, rank, *state);
+        if (state->phase == TargetPhase::held) moved |= run_pending(epoch, rank, *state);
         if (epoch.open()) {
             busy = true;
             continue;
         }
-        if (state->lock == TargetLock::held) {
+        if (state->phase == TargetPhase::held) {
             if (epoch.nocheck()) {
-                state->lock = TargetLock::released;
+                state->phase = TargetPhase::released;
             } else {
                 state->operation.release(transport_, layout_, rank, epoch.mode());
-                state->lock = TargetLock::releasing;
+                state->phase = TargetPhase::releasing;
             }
             moved = true;
         }
-        if (state->lock == TargetLock::releasing) {
+        if (state->phase == TargetPhase::releasing) {
             Status status = state->operation.advance();
             if (status == Status::ok || is_error(status)) {
                 if (is_error(status)) epoch.fail(status);
-                state->lock = TargetLock::released;
+                state->phase = TargetPhase::released;
                 moved = true;
             }
         }
-        if (state->lock != TargetLock::released) busy = true;
+        if (state->phase != TargetPhase::released) busy = true;
     }
     if (!busy && !epoch.open()) {
         epoch.complete();
         moved = true;
     }
     return moved;
+}
+
+bool Window::advance_fence(Epoch &epoch) {
+    bool moved = false;
+    if (!epoch.barrier_passed()) {
+        Notices &notices = epoch.barrier_notices();
+        if (!notices.done()) return false;
+        if (is_error(notices.failure)) epoch.fail(notices.failure);
+        for (int peer = 0; peer < size(); ++peer)
+            if (peer != rank() && control_word(layout_.fence_count(peer)) < epoch.sequence())
+                return false;
+        epoch.pass_barrier();
+        for (int peer = 0; peer < size(); ++peer)
+            if (TargetState *state = epoch.find(peer)) state->phase = TargetPhase::held;
+        moved = true;
+    }
+    for (int peer = 0; peer < size(); ++peer)
+        if (TargetState *state = epoch.find(peer)) moved |= run_pending(epoch, peer, *state);
+    if (!epoch.open()) {
+        epoch.complete();
+        moved = true;
+    }
+    return moved;
+}
+
+// Each target completes on its own: its done notice leaves as soon as the epoch is
+// closed and the last call toward it is done (SC14 §VII-D).
+bool Window::advance_access(Epoch &epoch) {
+    bool moved = false;
+    bool busy = false;
+    for (int peer : epoch.group()) {
+        TargetState &state = epoch.at(peer);
+        if (state.phase == TargetPhase::acquiring &&
+            control_word(layout_.grant_count(peer)) >= state.match_id) {
+            state.phase = TargetPhase::held;
+            moved = true;
+        }
+        if (state.phase == TargetPhase::held) {
+            moved |= run_pending(epoch, peer, state);
+            if (!epoch.open()) {
+                notify(peer, layout_.done_count(rank()), state.notices);
+                state.phase = TargetPhase::releasing;
+                moved = true;
+            }
+        }
+        if (state.phase == TargetPhase::releasing && state.notices.done()) {
+            if (is_error(state.notices.failure)) epoch.fail(state.notices.failure);
+            state.phase = TargetPhase::released;
+            moved = true;
+        }
+        if (state.phase != TargetPhase::released) busy = true;
+    }
+    if (!busy && !epoch.open()) {
+        epoch.complete();
+        moved = true;
+    }
+    return moved;
+}
+
+bool Window::advance_exposure(Epoch &epoch) {
+    bool moved = false;
+    for (int peer : epoch.group()) {
+        TargetState &state = epoch.at(peer);
+        if (state.phase == TargetPhase::acquiring && state.notices.done()) {
+            if (is_error(state.notices.failure)) epoch.fail(state.notices.failure);
+            state.phase = TargetPhase::held;
+            moved = true;
+        }
+        if (state.phase == TargetPhase::held &&
+            control_word(layout_.done_count(peer)) >= state.match_id) {
+            state.phase = TargetPhase::released;
+            moved = true;
+        }
+    }
+    if (!epoch.open() && exposure_finished(epoch)) {
+        epoch.complete();
+        moved = true;
+    }
+    return moved;
+}
+
+// Every origin of the group reported done (MPI_Win_test's condition).
+bool Window::exposure_finished(const Epoch &epoch) const {
+    if (epoch.state() != EngineState::active) return false;
+    for (int peer : epoch.group()) {
+        const TargetState *state = epoch.find(peer);
+        if (!state || state->phase != TargetPhase::released) return false;
+    }
+    return true;
 }
 
 bool Window::flush_done(const Flush &flush) const {

@@ -46,6 +46,18 @@ class Window {
     // it (toward that target) is complete; later calls may still be in flight.
     Status flush(int target, Request **request);
 
+    // Active target (SC14 §V–VII). `group` lists window ranks (the MPI layer translates
+    // MPI groups); opening calls never block. fence's request completes when the
+    // fence's barrier has passed (every peer completed the epoch the fence closes);
+    // complete's when a done notice reached every target; wait's when every origin's
+    // done notice arrived. test() closes the exposure epoch only if it is complete.
+    Status fence(int assert, Request **request);
+    Status start(const std::vector<int> &group, int assert);
+    Status complete(Request **request);
+    Status post(const std::vector<int> &group, int assert);
+    Status wait(Request **request);
+    Status test(bool *flag);
+
     // request may be null (non-R calls).
     Status rma(const RmaCall &call, Request **request);
 
@@ -53,7 +65,11 @@ class Window {
     Status attach(const void *base, std::uint64_t size);
     Status detach(const void *base);
 
+    // An epoch other than a fence epoch is open (a fence epoch with no calls ends
+    // quietly at the next lock, start, post or free, as in MPICH).
     bool has_open_epoch() const;
+    // Window free: ends the open fence epoch, if any.
+    void close_fence();
     bool idle() const { return epochs_.empty() && flushes_.empty(); }
     // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
     // epochs, complete flushes. True if anything moved.
@@ -72,22 +88,39 @@ class Window {
         Request *request;
     };
 
+    Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assert);
+    void close_epoch(Epoch &epoch, Request *request);
+    Epoch *open_of(EpochKind kind) const;
+    Epoch *open_lock(int target) const;
+    Status end_unused_fence();
+    Status check_group(const std::vector<int> &group) const;
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
     bool may_activate(std::size_t index) const;
     void activate(Epoch &epoch);
     void start_target(Epoch &epoch, int rank, TargetState &state);
     bool advance(Epoch &epoch);
+    bool advance_passive(Epoch &epoch);
+    bool advance_fence(Epoch &epoch);
+    bool advance_access(Epoch &epoch);
+    bool advance_exposure(Epoch &epoch);
+    bool exposure_finished(const Epoch &epoch) const;
     bool run_pending(Epoch &epoch, int rank, TargetState &state);
     bool flush_done(const Flush &flush) const;
+    std::uint64_t control_word(std::size_t offset) const;
+    void notify(int peer, std::size_t offset, Notices &notices);
 
     transport::Transport &transport_;
     const sync::ControlLayout &layout_;
     WindowConfig config_;
     std::deque<std::unique_ptr<Epoch>> epochs_;  // not completed, in application order
-    std::vector<Epoch *> open_locks_;            // by target: the open lock epoch
-    Epoch *open_lock_all_ = nullptr;
+    std::vector<Epoch *> open_;                  // open at application level
     std::vector<Flush> flushes_;
+    // The local halves of the matching counters (DESIGN §4): accesses requested
+    // toward each peer (a), exposures opened toward each peer (e), fences entered.
+    std::vector<std::uint64_t> accesses_;
+    std::vector<std::uint64_t> exposures_;
+    std::uint64_t fences_ = 0;
     std::uint64_t next_epoch_id_ = 1;
     std::uint64_t next_age_ = 1;
 };

@@ -28,6 +28,7 @@ struct WindowInfo {
 struct WindowState {
     MPI_Win handle = MPI_WIN_NULL;
     MPI_Comm comm = MPI_COMM_NULL;  // nbrma's duplicate, for its own collectives
+    MPI_Group group = MPI_GROUP_NULL;  // the window's group, made at first PSCW call
     engine::Flavor flavor = engine::Flavor::allocate;
     // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, DESIGN §1).
     void *base = nullptr;

@@ -2,6 +2,8 @@
 // MPI calls are the MPIX_ nonblocking ones plus a wait (DESIGN §3).
 #include <sched.h>
 
+#include <vector>
+
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
@@ -39,9 +41,81 @@ int complete_request(MPI_Request *request) {
     return request_wrap(done, request);
 }
 
-int unsupported(const char *call, MPI_Win win) {
-    return raise(call, win, Status::err_unsupported,
-                 "active target (fence, PSCW) is not implemented yet");
+// An MPI group as window ranks (PSCW groups may be subsets and permutations).
+Status window_ranks(WindowState *state, MPI_Group group, std::vector<int> *ranks) {
+    if (group == MPI_GROUP_NULL) return Status::err_arg;
+    if (state->group == MPI_GROUP_NULL) PMPI_Comm_group(state->comm, &state->group);
+    int n = 0;
+    if (PMPI_Group_size(group, &n) != MPI_SUCCESS) return Status::err_arg;
+    std::vector<int> in(n);
+    for (int i = 0; i < n; ++i) in[i] = i;
+    ranks->resize(n);
+    if (n > 0 &&
+        PMPI_Group_translate_ranks(group, n, in.data(), state->group, ranks->data()) != MPI_SUCCESS)
+        return Status::err_arg;
+    for (int rank : *ranks)
+        if (rank == MPI_UNDEFINED) return Status::err_rank;
+    return Status::ok;
+}
+
+const char *sync_detail(Status status, const char *sync, const char *conflict) {
+    if (status == Status::err_sync) return sync;
+    if (status == Status::err_conflict) return conflict;
+    if (status == Status::err_rank) return "a group member is not in the window's group";
+    return nullptr;
+}
+
+int fence(const char *call, int assert, MPI_Win win, MPI_Request *request) {
+    NBRMA_WINDOW(call, win, state);
+    engine::Request *pending = nullptr;
+    Status status = state->engine->fence(assert, &pending);
+    if (status == Status::err_sync)
+        return raise(call, win, status, "a lock or PSCW epoch is open");
+    return finish(call, win, status, pending, request);
+}
+
+int start(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
+    NBRMA_WINDOW(call, win, state);
+    std::vector<int> ranks;
+    Status status = window_ranks(state, group, &ranks);
+    if (!is_error(status)) status = state->engine->start(ranks, assert);
+    if (is_error(status))
+        return raise(call, win, status,
+                     sync_detail(status,
+                                 "an access epoch (start, lock, or a fence epoch with calls) "
+                                 "is already open",
+                                 nullptr));
+    return request ? complete_request(request) : MPI_SUCCESS;
+}
+
+int complete(const char *call, MPI_Win win, MPI_Request *request) {
+    NBRMA_WINDOW(call, win, state);
+    engine::Request *pending = nullptr;
+    Status status = state->engine->complete(&pending);
+    if (status == Status::err_sync)
+        return raise(call, win, status, "no access epoch was started");
+    return finish(call, win, status, pending, request);
+}
+
+int post(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
+    NBRMA_WINDOW(call, win, state);
+    std::vector<int> ranks;
+    Status status = window_ranks(state, group, &ranks);
+    if (!is_error(status)) status = state->engine->post(ranks, assert);
+    if (is_error(status))
+        return raise(call, win, status,
+                     sync_detail(status, "an exposure epoch is already open",
+                                 "the window is locked (a window is never locked and "
+                                 "exposed at once)"));
+    return request ? complete_request(request) : MPI_SUCCESS;
+}
+
+int wait(const char *call, MPI_Win win, MPI_Request *request) {
+    NBRMA_WINDOW(call, win, state);
+    engine::Request *pending = nullptr;
+    Status status = state->engine->wait(&pending);
+    if (status == Status::err_sync) return raise(call, win, status, "no exposure epoch was posted");
+    return finish(call, win, status, pending, request);
 }
 
 int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win,
@@ -150,21 +224,45 @@ int MPI_Win_sync(MPI_Win win) {
     return MPI_SUCCESS;
 }
 
-// Active target arrives with its own issue; never fall back to MPICH's RMA.
-int MPI_Win_fence(int, MPI_Win win) { return unsupported("MPI_Win_fence", win); }
-int MPI_Win_start(MPI_Group, int, MPI_Win win) { return unsupported("MPI_Win_start", win); }
-int MPI_Win_complete(MPI_Win win) { return unsupported("MPI_Win_complete", win); }
-int MPI_Win_post(MPI_Group, int, MPI_Win win) { return unsupported("MPI_Win_post", win); }
-int MPI_Win_wait(MPI_Win win) { return unsupported("MPI_Win_wait", win); }
-int MPI_Win_test(MPI_Win win, int *) { return unsupported("MPI_Win_test", win); }
-int MPIX_Win_ifence(int, MPI_Win win, MPI_Request *) { return unsupported("MPIX_Win_ifence", win); }
-int MPIX_Win_istart(MPI_Group, int, MPI_Win win, MPI_Request *) {
-    return unsupported("MPIX_Win_istart", win);
+int MPI_Win_fence(int assert, MPI_Win win) { return fence("MPI_Win_fence", assert, win, nullptr); }
+int MPIX_Win_ifence(int assert, MPI_Win win, MPI_Request *request) {
+    NBRMA_REQUEST_POINTER("MPIX_Win_ifence", win, request);
+    return fence("MPIX_Win_ifence", assert, win, request);
 }
-int MPIX_Win_icomplete(MPI_Win win, MPI_Request *) { return unsupported("MPIX_Win_icomplete", win); }
-int MPIX_Win_ipost(MPI_Group, int, MPI_Win win, MPI_Request *) {
-    return unsupported("MPIX_Win_ipost", win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
+    return start("MPI_Win_start", group, assert, win, nullptr);
 }
-int MPIX_Win_iwait(MPI_Win win, MPI_Request *) { return unsupported("MPIX_Win_iwait", win); }
+int MPIX_Win_istart(MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
+    NBRMA_REQUEST_POINTER("MPIX_Win_istart", win, request);
+    return start("MPIX_Win_istart", group, assert, win, request);
+}
+int MPI_Win_complete(MPI_Win win) { return complete("MPI_Win_complete", win, nullptr); }
+int MPIX_Win_icomplete(MPI_Win win, MPI_Request *request) {
+    NBRMA_REQUEST_POINTER("MPIX_Win_icomplete", win, request);
+    return complete("MPIX_Win_icomplete", win, request);
+}
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) {
+    return post("MPI_Win_post", group, assert, win, nullptr);
+}
+int MPIX_Win_ipost(MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
+    NBRMA_REQUEST_POINTER("MPIX_Win_ipost", win, request);
+    return post("MPIX_Win_ipost", group, assert, win, request);
+}
+int MPI_Win_wait(MPI_Win win) { return wait("MPI_Win_wait", win, nullptr); }
+int MPIX_Win_iwait(MPI_Win win, MPI_Request *request) {
+    NBRMA_REQUEST_POINTER("MPIX_Win_iwait", win, request);
+    return wait("MPIX_Win_iwait", win, request);
+}
+int MPI_Win_test(MPI_Win win, int *flag) {
+    NBRMA_WINDOW("MPI_Win_test", win, state);
+    if (!flag) return raise("MPI_Win_test", win, Status::err_arg, "null flag pointer");
+    bool done = false;
+    Status status = state->engine->test(&done);
+    if (status == Status::err_sync)
+        return raise("MPI_Win_test", win, status, "no exposure epoch was posted");
+    if (is_error(status)) return raise("MPI_Win_test", win, status);
+    *flag = done ? 1 : 0;
+    return MPI_SUCCESS;
+}
 
 }  // extern "C"

@@ -245,6 +245,7 @@ int MPI_Win_free(MPI_Win *win) {
     if (!state) return PMPI_Win_free(win);
     if (state->engine->has_open_epoch())
         return raise("MPI_Win_free", *win, Status::err_sync, "an epoch is still open");
+    state->engine->close_fence();  // the epoch the last fence opened ends here
     Backoff backoff;
     while (!state->engine->idle()) {  // closed epochs whose requests were not waited for
         if (!state->engine->progress()) backoff.pause();
@@ -254,6 +255,7 @@ int MPI_Win_free(MPI_Win *win) {
     window_erase(*win);  // before the handle can be reused
     int error = PMPI_Win_free(win);
     PMPI_Comm_free(&state->comm);
+    if (state->group != MPI_GROUP_NULL) PMPI_Group_free(&state->group);
     delete state;
     return error;
 }

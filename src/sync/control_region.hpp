@@ -18,7 +18,13 @@ namespace nbrma::sync {
 //   16  doorbell (bumped by peers that changed a counter; lets a scan skip O(p))
 //   24  number of attached regions (dynamic windows)
 //   64  attach table: {base, length} pairs, attach_capacity entries
-//   ..  per-peer matching counters {a, e, g, d} (DESIGN §4), 32 bytes each
+//   ..  per-peer matching counters (DESIGN §4), 32 bytes each, all monotone and
+//       only ever fetch-added by that peer (so delivery order does not matter):
+//         +0  grant — exposures the peer opened toward this rank (the SC14 g)
+//         +8  done  — access epochs of the peer toward this rank that are done (d)
+//         +16 fence — fence barriers the peer entered (fence notices)
+//       The counters a (accesses requested) and e (exposures opened) are only ever
+//       read by their owner and live in the engine's window object instead.
 //   ..  per-target lock-queue nodes, node_stride() bytes each:
 //         +0  grant  — written 1 by whoever hands this rank the lock on that target
 //         +8  next   — written by an exclusive successor: (rank + 1) | (readers << 32)
@@ -39,6 +45,9 @@ class ControlLayout {
 
     std::size_t counters() const { return attach_table + attach_capacity * 16; }
     std::size_t counter(int peer) const { return counters() + peer * counter_bytes; }
+    std::size_t grant_count(int peer) const { return counter(peer); }
+    std::size_t done_count(int peer) const { return counter(peer) + 8; }
+    std::size_t fence_count(int peer) const { return counter(peer) + 16; }
 
     std::size_t nodes() const { return counters() + nranks_ * counter_bytes; }
     std::size_t node_stride() const { return 16 + round_up(nranks_, 8); }
