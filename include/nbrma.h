@@ -29,9 +29,12 @@ int MPIX_Win_iflush_local(int rank, MPI_Win win, MPI_Request *request);
 int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request);
 int MPIX_Win_iflush_local_all(MPI_Win win, MPI_Request *request);
 
-/* ---- Nonblocking active-target synchronization ------------------------------------
- * Declared for the ABI; until active target lands they fail with
- * MPI_ERR_UNSUPPORTED_OPERATION through the window's error handler. */
+/* ---- Nonblocking active-target synchronization (SC14 §V) --------------------------
+ * Same arguments as MPI_Win_fence/start/complete/post/wait plus an MPI_Request *.
+ * istart and ipost return an already-complete request. icomplete's request completes
+ * when every target of the access epoch has been told the epoch is done; iwait's when
+ * every origin of the exposure epoch has; ifence's when the fence's barrier has passed
+ * (the epoch it closes is complete on every rank), without blocking the caller. */
 int MPIX_Win_ifence(int assert, MPI_Win win, MPI_Request *request);
 int MPIX_Win_istart(MPI_Group group, int assert, MPI_Win win, MPI_Request *request);
 int MPIX_Win_icomplete(MPI_Win win, MPI_Request *request);

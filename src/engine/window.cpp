@@ -644,9 +644,13 @@ bool Window::progress() {
             }
             if (epoch.state() == EngineState::active && advance(epoch)) again = true;
         }
-        // Completed epochs leave the queue (anywhere: concurrent lock epochs may
-        // complete out of order), which may let deferred ones activate.
-        for (auto it = epochs_.begin(); it != epochs_.end();) {
+        // Completed epochs leave the queue (anywhere among the active ones: epochs
+        // held open together may complete out of order), which may let deferred
+        // ones activate. Activation never skips, so the epochs that ran form a
+        // prefix of the queue: stop at the first deferred one (O(active), not
+        // O(pending) — thousands of epochs may be queued).
+        for (auto it = epochs_.begin();
+             it != epochs_.end() && (*it)->state() != EngineState::deferred;) {
             if ((*it)->state() == EngineState::completed) {
                 it = epochs_.erase(it);
                 again = true;

@@ -16,7 +16,13 @@ check_PROGRAMS += \
 	test/rma/mixed_requests \
 	test/rma/errors \
 	test/rma/on_nbrma \
-	test/rma/win_attrs
+	test/rma/win_attrs \
+	test/rma/active_target \
+	test/rma/gats_many \
+	test/rma/exposures_ahead \
+	test/rma/late_post \
+	test/rma/ifence_chain \
+	test/rma/at_errors
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -65,6 +71,30 @@ test_rma_on_nbrma_LDADD = $(RMATEST_LDADD)
 test_rma_win_attrs_SOURCES = test/rma/win_attrs.c
 test_rma_win_attrs_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_win_attrs_LDADD = $(RMATEST_LDADD)
+
+test_rma_active_target_SOURCES = test/rma/active_target.c
+test_rma_active_target_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_active_target_LDADD = $(RMATEST_LDADD)
+
+test_rma_gats_many_SOURCES = test/rma/gats_many.c
+test_rma_gats_many_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_gats_many_LDADD = $(RMATEST_LDADD)
+
+test_rma_exposures_ahead_SOURCES = test/rma/exposures_ahead.c
+test_rma_exposures_ahead_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_exposures_ahead_LDADD = $(RMATEST_LDADD)
+
+test_rma_late_post_SOURCES = test/rma/late_post.c
+test_rma_late_post_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_late_post_LDADD = $(RMATEST_LDADD)
+
+test_rma_ifence_chain_SOURCES = test/rma/ifence_chain.c
+test_rma_ifence_chain_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_ifence_chain_LDADD = $(RMATEST_LDADD)
+
+test_rma_at_errors_SOURCES = test/rma/at_errors.c
+test_rma_at_errors_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_at_errors_LDADD = $(RMATEST_LDADD)
 
 TESTS += test/rma/runtests
 

@@ -7,7 +7,9 @@
  * Build with -DNO_NBRMA to run a program against plain MPICH (no libnbrma): the MPIX_
  * nonblocking synchronization calls are then mapped onto their blocking twins, and the
  * introspection calls report "not active". This is only for checking the tests
- * themselves; the suite proper links libnbrma.
+ * themselves; the suite proper links libnbrma. The stand-ins block like their twins, so
+ * a program that opens epochs ahead of their partners (an exposure posted and waited for
+ * before the origin starts) must order its calls differently under NO_NBRMA.
  */
 #ifndef RMATEST_H
 #define RMATEST_H
@@ -42,6 +44,11 @@ static inline int rt_req_null_(MPI_Request *r, int rc)
 #define MPIX_Win_iflush_local(r, w, q) rt_req_null_((q), MPI_Win_flush_local((r), (w)))
 #define MPIX_Win_iflush_all(w, q) rt_req_null_((q), MPI_Win_flush_all((w)))
 #define MPIX_Win_iflush_local_all(w, q) rt_req_null_((q), MPI_Win_flush_local_all((w)))
+#define MPIX_Win_ifence(a, w, q) rt_req_null_((q), MPI_Win_fence((a), (w)))
+#define MPIX_Win_istart(g, a, w, q) rt_req_null_((q), MPI_Win_start((g), (a), (w)))
+#define MPIX_Win_icomplete(w, q) rt_req_null_((q), MPI_Win_complete((w)))
+#define MPIX_Win_ipost(g, a, w, q) rt_req_null_((q), MPI_Win_post((g), (a), (w)))
+#define MPIX_Win_iwait(w, q) rt_req_null_((q), MPI_Win_wait((w)))
 static inline int nbrma_get_counter(const char *name, unsigned long long *value)
 {
     (void) name;

@@ -1,0 +1,166 @@
+/*
+ * gats_many: many back-to-back nonblocking general-active-target (PSCW) epochs between
+ * two ranks, all left pending and completed by one MPI_Waitall per batch.
+ *
+ *   origin (rank 0), epoch i: MPIX_Win_istart(group {1}); MPI_Put of 8 bytes (the value
+ *                             of epoch i) into slot i % SLOTS; MPIX_Win_icomplete
+ *   target (rank 1), epoch i: MPIX_Win_ipost(group {0}); MPIX_Win_iwait
+ *
+ * Three batches of `count` epochs (default 10,000). After each batch the target checks
+ * that every slot holds the value of the last epoch that wrote it (so the epochs were
+ * matched one to one and in order), and both ranks check every request was completed
+ * and freed. VmRSS (/proc/self/status) is read after batch 1 (the warm-up) and after
+ * batch 3 on each rank; its growth must stay below RSS_BOUND_KIB, i.e. completed epochs
+ * and their requests are not leaked. Rank 0 prints, for each rank, a line
+ *   RSS after batch1 X KiB, after batch3 Y KiB, growth Z KiB (rank r, role)
+ *
+ * Usage: gats_many [count]   (2 processes; more are allowed and stay idle)
+ */
+#include <stdint.h>
+
+#include "rmatest.h"
+
+#define SLOTS 16
+#define NBATCH 3
+#define DEFAULT_COUNT 10000
+#define RSS_BOUND_KIB (16 * 1024L)
+
+static int me, np;
+
+/* resident set size of this process in KiB, or -1 */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            v = strtol(line + 6, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static uint64_t value(int b, int i)
+{
+    return ((uint64_t) (b + 1) << 32) | (uint64_t) (uint32_t) i;
+}
+
+/* one batch of n epochs; returns its duration in seconds */
+static double batch(rt_win_t *w, int b, int n, MPI_Group peer_g, uint64_t *src,
+                    MPI_Request *reqs, uint64_t *expected)
+{
+    double t0;
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    t0 = MPI_Wtime();
+    if (me == 0) {
+        for (int i = 0; i < n; i++) {
+            src[i] = value(b, i);
+            MPI_CHK(MPIX_Win_istart(peer_g, 0, w->win, &reqs[2 * i]));
+            MPI_CHK(MPI_Put(&src[i], 8, MPI_BYTE, 1, rt_disp(w, 1, i % SLOTS), 8, MPI_BYTE,
+                            w->win));
+            MPI_CHK(MPIX_Win_icomplete(w->win, &reqs[2 * i + 1]));
+        }
+    } else if (me == 1) {
+        for (int i = 0; i < n; i++) {
+            MPI_CHK(MPIX_Win_ipost(peer_g, 0, w->win, &reqs[2 * i]));
+            MPI_CHK(MPIX_Win_iwait(w->win, &reqs[2 * i + 1]));
+        }
+    }
+    if (me <= 1) {
+        MPI_CHK(MPI_Waitall(2 * n, reqs, MPI_STATUSES_IGNORE));
+        int left = 0;
+        for (int i = 0; i < 2 * n; i++)
+            left += reqs[i] != MPI_REQUEST_NULL;
+        CHECK(left == 0, "batch %d: %d requests not freed by MPI_Waitall", b + 1, left);
+    }
+    if (me == 1) {
+        /* the exposures are over: the window memory is ours to read */
+        const uint64_t *mem = (const uint64_t *) w->base;
+        for (int s = 0; s < SLOTS && s < n; s++)
+            expected[s] = value(b, s + SLOTS * ((n - 1 - s) / SLOTS));
+        for (int s = 0; s < SLOTS; s++)
+            CHECK(mem[s] == expected[s],
+                  "batch %d: slot %d = batch %llu epoch %llu, expected batch %llu epoch %llu",
+                  b + 1, s, (unsigned long long) (mem[s] >> 32),
+                  (unsigned long long) (mem[s] & 0xffffffffu),
+                  (unsigned long long) (expected[s] >> 32),
+                  (unsigned long long) (expected[s] & 0xffffffffu));
+    }
+    return MPI_Wtime() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    int n = DEFAULT_COUNT;
+    rt_win_t w;
+    MPI_Group wgroup, peer_g = MPI_GROUP_NULL;
+    long rss[NBATCH], all[2 * 2];
+    double secs[NBATCH];
+
+    rt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    if (argc > 1 && atoi(argv[1]) > 0)
+        n = atoi(argv[1]);
+    if (np < 2) {
+        fprintf(stderr, "gats_many needs 2 processes\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    uint64_t *src = malloc(sizeof(uint64_t) * (size_t) n);
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t) n);
+    uint64_t expected[SLOTS] = { 0 };
+
+    rt_win_create(RT_ALLOCATE, sizeof(uint64_t) * SLOTS, sizeof(uint64_t), MPI_INFO_NULL,
+                  MPI_COMM_WORLD, &w);
+    MPI_CHK(MPI_Win_get_group(w.win, &wgroup));
+    if (me <= 1) {
+        int peer = 1 - me;
+        MPI_CHK(MPI_Group_incl(wgroup, 1, &peer, &peer_g));
+    }
+
+    for (int b = 0; b < NBATCH; b++) {
+        secs[b] = batch(&w, b, n, peer_g, src, reqs, expected);
+        rss[b] = rss_kib();
+    }
+
+    /* memory growth between the end of the warm-up batch and the end of the last */
+    long growth = rss[NBATCH - 1] - rss[0];
+    if (me <= 1) {
+        CHECK(rss[0] > 0 && rss[NBATCH - 1] > 0, "cannot read VmRSS from /proc/self/status");
+        CHECK(growth < RSS_BOUND_KIB,
+              "RSS grew by %ld KiB between batch 1 and batch %d (bound %ld KiB)", growth,
+              NBATCH, RSS_BOUND_KIB);
+    }
+    {
+        long mine[2] = { rss[0], rss[NBATCH - 1] };
+        MPI_Comm pair;
+        MPI_CHK(MPI_Comm_split(MPI_COMM_WORLD, me <= 1 ? 0 : MPI_UNDEFINED, me, &pair));
+        if (pair != MPI_COMM_NULL) {
+            MPI_CHK(MPI_Gather(mine, 2, MPI_LONG, all, 2, MPI_LONG, 0, pair));
+            MPI_CHK(MPI_Comm_free(&pair));
+        }
+    }
+    if (me == 0) {
+        printf("%d epochs per batch: batch1 %.3f s, batch2 %.3f s, batch3 %.3f s\n", n, secs[0],
+               secs[1], secs[2]);
+        for (int r = 0; r < 2; r++)
+            printf("RSS after batch1 %ld KiB, after batch3 %ld KiB, growth %ld KiB "
+                   "(rank %d, %s)\n",
+                   all[2 * r], all[2 * r + 1], all[2 * r + 1] - all[2 * r], r,
+                   r == 0 ? "origin" : "target");
+        fflush(stdout);
+    }
+
+    if (peer_g != MPI_GROUP_NULL)
+        MPI_CHK(MPI_Group_free(&peer_g));
+    MPI_CHK(MPI_Group_free(&wgroup));
+    rt_win_free(&w);
+    free(src);
+    free(reqs);
+    return rt_finalize();
+}
