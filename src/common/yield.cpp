@@ -17,9 +17,11 @@ void set_local_ranks(int ranks) {
     if (ranks > local_ranks) local_ranks = ranks;
 }
 
+bool oversubscribed() { return local_ranks > cores(); }
+
 void Backoff::pause() {
     ++spins_;
-    if (local_ranks > cores() || spins_ > 64) {
+    if (oversubscribed() || spins_ > 64) {
         sched_yield();
     } else {
         __builtin_ia32_pause();

@@ -8,6 +8,9 @@ namespace nbrma {
 // Record how many ranks share this node (set at window creation).
 void set_local_ranks(int ranks);
 
+// True when this node's ranks outnumber its cores: waits must then yield the CPU.
+bool oversubscribed();
+
 // Call once per iteration of a wait loop; yields the CPU when oversubscribed, and
 // after a short spin otherwise.
 class Backoff {

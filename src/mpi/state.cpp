@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "common/yield.hpp"
 #include "engine/progress.hpp"
 
 namespace nbrma::mpi {
@@ -61,7 +62,7 @@ int poll_fn(void *extra_state, MPI_Status *) {
     if (!engine::progress_sweep() && !grequest->request->complete()) {
         // MPI_Wait spins on poll_fn alone: keep MPICH moving and share the CPU.
         if (++calls % 16 == 0) poke_mpich();
-        sched_yield();
+        if (oversubscribed()) sched_yield();
     }
     return MPI_SUCCESS;
 }
