@@ -447,9 +447,8 @@ void Window::start_target(Epoch &epoch, int rank, TargetState &state) {
     state.phase = TargetPhase::acquiring;
 }
 
-bool Window::run_pending(Epoch &epoch, int rank, TargetState &state) {
+bool Window::run_pending(Epoch &epoch, TargetState &state) {
     bool moved = false;
-    (void)rank;
     while (!state.pending.empty()) {
         std::unique_ptr<Operation> operation = std::move(state.pending.front());
         state.pending.pop_front();
@@ -498,7 +497,7 @@ bool Window::advance_passive(Epoch &epoch) {
                 moved = true;
             }
         }
-        if (state->phase == TargetPhase::held) moved |= run_pending(epoch, rank, *state);
+        if (state->phase == TargetPhase::held) moved |= run_pending(epoch, *state);
         if (epoch.open()) {
             busy = true;
             continue;
@@ -544,7 +543,7 @@ bool Window::advance_fence(Epoch &epoch) {
         moved = true;
     }
     for (int peer = 0; peer < size(); ++peer)
-        if (TargetState *state = epoch.find(peer)) moved |= run_pending(epoch, peer, *state);
+        if (TargetState *state = epoch.find(peer)) moved |= run_pending(epoch, *state);
     if (!epoch.open()) {
         epoch.complete();
         moved = true;
@@ -565,7 +564,7 @@ bool Window::advance_access(Epoch &epoch) {
             moved = true;
         }
         if (state.phase == TargetPhase::held) {
-            moved |= run_pending(epoch, peer, state);
+            moved |= run_pending(epoch, state);
             if (!epoch.open()) {
                 notify(peer, layout_.done_count(rank()), state.notices);
                 state.phase = TargetPhase::releasing;

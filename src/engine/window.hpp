@@ -105,7 +105,7 @@ class Window {
     bool advance_access(Epoch &epoch);
     bool advance_exposure(Epoch &epoch);
     bool exposure_finished(const Epoch &epoch) const;
-    bool run_pending(Epoch &epoch, int rank, TargetState &state);
+    bool run_pending(Epoch &epoch, TargetState &state);
     bool flush_done(const Flush &flush) const;
     std::uint64_t control_word(std::size_t offset) const;
     void notify(int peer, std::size_t offset, Notices &notices);
