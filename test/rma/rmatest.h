@@ -134,6 +134,42 @@ static inline int rt_finalize(void)
     return toterrs != 0;
 }
 
+/* ------------------------------------------------------------------ expected errors */
+/* Name of an error class (MPI's string for it), or "class N". The result lives in a
+ * static buffer, overwritten by the next call. */
+static inline const char *rt_class_name(int cls)
+{
+    static char buf[MPI_MAX_ERROR_STRING];
+    int len;
+    if (MPI_Error_string(cls, buf, &len) != MPI_SUCCESS)
+        snprintf(buf, sizeof(buf), "class %d", cls);
+    return buf;
+}
+
+/* An erroneous call returned `rc`: count an error unless it failed with error class
+ * `cls` and an error string that is non-empty and mentions `call` (the function's name,
+ * e.g. "MPI_Win_unlock"). Messages start with `context` (e.g. the flavor and the case). */
+static inline void rt_expect_error(int rc, int cls, const char *call, const char *context)
+{
+    CHECK(rc != MPI_SUCCESS, "%s: %s succeeded, expected %s", context, call, rt_class_name(cls));
+    if (rc == MPI_SUCCESS)
+        return;
+    int got = -1, len = 0;
+    char msg[MPI_MAX_ERROR_STRING];
+    MPI_CHK(MPI_Error_class(rc, &got));
+    if (got != cls) {
+        char gname[MPI_MAX_ERROR_STRING];
+        snprintf(gname, sizeof(gname), "%s", rt_class_name(got));
+        CHECK(got == cls, "%s: %s returned class %d (%s), expected %d (%s)", context, call, got,
+              gname, cls, rt_class_name(cls));
+    }
+    msg[0] = '\0';
+    MPI_CHK(MPI_Error_string(rc, msg, &len));
+    CHECK(len > 0 && msg[0] != '\0', "%s: empty error string", context);
+    CHECK(strstr(msg, call) != NULL, "%s: error string \"%s\" does not mention %s", context, msg,
+          call);
+}
+
 /* ------------------------------------------------------------------ window flavors */
 enum { RT_CREATE = 0, RT_ALLOCATE, RT_SHARED, RT_DYNAMIC, RT_NFLAVORS };
 

@@ -8,6 +8,7 @@
 
 #include "engine/epoch.hpp"
 #include "engine/window.hpp"
+#include "sim_data_now.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {
@@ -16,100 +17,9 @@ namespace {
 using transport::Region;
 using transport::sim::SimWorld;
 
-// Delivers window-region data transfers at once (the engine waits for them inline),
-// while lock traffic stays under the test's control.
-class DataNow final : public transport::Transport {
-  public:
-    DataNow(SimWorld &world, int rank) : world_(world), inner_(world.endpoint(rank)) {}
-    int size() const override { return inner_.size(); }
-    int rank() const override { return inner_.rank(); }
-    void *local_control() override { return inner_.local_control(); }
-    Status put(int peer, const void *source, std::size_t length, transport::RemoteAddress target,
-               transport::Completion *completion) override {
-        return now(target, inner_.put(peer, source, length, target, completion));
-    }
-    Status get(int peer, void *destination, std::size_t length, transport::RemoteAddress source,
-               transport::Completion *completion) override {
-        return now(source, inner_.get(peer, destination, length, source, completion));
-    }
-    Status atomic(int peer, transport::AtomicOp op, transport::RemoteAddress target,
-                  std::uint64_t operand, std::uint64_t compare, std::uint64_t *result,
-                  transport::Completion *completion) override {
-        return now(target, inner_.atomic(peer, op, target, operand, compare, result, completion));
-    }
-    bool supports_atomics(int peer, Region region) const override {
-        return inner_.supports_atomics(peer, region);
-    }
-    Status fence(int peer) override { return inner_.fence(peer); }
-    Status flush(int peer, transport::Completion *completion) override {
-        return inner_.flush(peer, completion);
-    }
-    int poll() override { return inner_.poll(); }
-
-  private:
-    Status now(transport::RemoteAddress address, Status posted) {
-        if (address.region == Region::window) deliver_window_ops();
-        return posted;
-    }
-    void deliver_window_ops() {
-        for (std::size_t i = 0; i < world_.in_flight();) {
-            if (world_.op(i).region == Region::window && world_.deliverable(i))
-                world_.deliver(i);
-            else
-                ++i;
-        }
-    }
-    SimWorld &world_;
-    transport::Transport &inner_;
-};
-
-struct Ranks {
-    static constexpr std::size_t window_bytes = 4096;
-    explicit Ranks(int n) : layout(n), world(n, layout.size(), window_bytes) {
-        WindowConfig config;
-        config.flavor = Flavor::allocate;
-        config.sizes.assign(n, window_bytes);
-        config.disp_units.assign(n, 1);
-        for (int r = 0; r < n; ++r) {
-            transports.push_back(std::make_unique<DataNow>(world, r));
-            windows.push_back(std::make_unique<Window>(*transports[r], layout, config));
-        }
-    }
-    // Progress everybody and deliver everything until nothing moves.
-    void settle() {
-        for (int round = 0; round < 1000; ++round) {
-            bool moved = false;
-            for (auto &window : windows) moved |= window->progress();
-            if (world.in_flight() > 0) {
-                world.deliver_all();
-                moved = true;
-            }
-            if (!moved) return;
-        }
-    }
-    std::int64_t at(int rank, std::size_t offset) {
-        std::int64_t value;
-        std::memcpy(&value, world.memory(rank, Region::window) + offset, sizeof value);
-        return value;
-    }
-    sync::ControlLayout layout;
-    SimWorld world;
-    std::vector<std::unique_ptr<DataNow>> transports;
-    std::vector<std::unique_ptr<Window>> windows;
-};
-
-RmaCall put_call(int target, MPI_Aint displacement, const std::int64_t *value) {
-    RmaCall call;
-    call.kind = RmaKind::put;
-    call.origin = value;
-    call.origin_count = 1;
-    call.origin_type = MPI_INT64_T;
-    call.target = target;
-    call.displacement = displacement;
-    call.target_count = 1;
-    call.target_type = MPI_INT64_T;
-    return call;
-}
+// Window-region data moves at once; lock traffic stays under the test's control.
+using Ranks = simtest::SimRanks;
+using simtest::put_call;
 
 TEST(EpochStateMachine, ApplicationAndEngineLifetimesAreIndependent) {
     Epoch epoch(1, EpochKind::lock, 2, 1, sync::LockMode::exclusive, false);
@@ -219,7 +129,7 @@ TEST(PassiveSync, ErrorsAreDetectedAtTheCall) {
     ASSERT_EQ(window.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
     EXPECT_EQ(window.lock(MPI_LOCK_SHARED, 1, 0), Status::err_sync);
     EXPECT_EQ(window.lock_all(0), Status::err_sync);
-    EXPECT_EQ(window.rma(put_call(1, Ranks::window_bytes - 4, &value), nullptr),
+    EXPECT_EQ(window.rma(put_call(1, Ranks::default_window_bytes - 4, &value), nullptr),
               Status::err_range);
     EXPECT_TRUE(window.has_open_epoch());
     ASSERT_EQ(window.unlock(1, &request), Status::ok);

@@ -1,0 +1,152 @@
+// Shared fixture of the engine unit tests over the sim transport: the DataNow
+// transport decorator (window-region data moves at once, control-region traffic stays
+// under the test's control) and SimRanks, n windows over one SimWorld wired through it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/window.hpp"
+#include "sync/control_region.hpp"
+#include "transport/sim/sim_transport.hpp"
+
+namespace nbrma::engine::simtest {
+
+// Delivers window-region transfers at once (the engine waits for them inline). A
+// transfer the sim holds behind an earlier, fenced operation toward the same peer
+// (a notice of ours still in flight) gets that operation delivered first, as an
+// ordered network would; every other control-region operation stays in flight.
+class DataNow final : public transport::Transport {
+  public:
+    DataNow(transport::sim::SimWorld &world, int rank)
+        : world_(world), inner_(world.endpoint(rank)) {}
+    int size() const override { return inner_.size(); }
+    int rank() const override { return inner_.rank(); }
+    void *local_control() override { return inner_.local_control(); }
+    Status put(int peer, const void *source, std::size_t length, transport::RemoteAddress target,
+               transport::Completion *completion) override {
+        return now(target, inner_.put(peer, source, length, target, completion));
+    }
+    Status get(int peer, void *destination, std::size_t length, transport::RemoteAddress source,
+               transport::Completion *completion) override {
+        return now(source, inner_.get(peer, destination, length, source, completion));
+    }
+    Status atomic(int peer, transport::AtomicOp op, transport::RemoteAddress target,
+                  std::uint64_t operand, std::uint64_t compare, std::uint64_t *result,
+                  transport::Completion *completion) override {
+        return now(target, inner_.atomic(peer, op, target, operand, compare, result, completion));
+    }
+    bool supports_atomics(int peer, transport::Region region) const override {
+        return inner_.supports_atomics(peer, region);
+    }
+    Status fence(int peer) override { return inner_.fence(peer); }
+    Status flush(int peer, transport::Completion *completion) override {
+        return inner_.flush(peer, completion);
+    }
+    int poll() override { return inner_.poll(); }
+
+    // How many earlier operations were delivered ahead of their turn to unblock a
+    // window transfer.
+    std::uint64_t forced() const { return forced_; }
+
+  private:
+    Status now(transport::RemoteAddress address, Status posted) {
+        if (address.region == transport::Region::window) deliver_window_ops();
+        return posted;
+    }
+    void deliver_window_ops() {
+        using transport::sim::SimWorld;
+        for (;;) {
+            std::size_t i = 0;
+            while (i < world_.in_flight() && world_.op(i).region != transport::Region::window) ++i;
+            if (i == world_.in_flight()) return;
+            if (world_.deliverable(i)) {
+                world_.deliver(i);
+                continue;
+            }
+            // The earliest operation of the same origin toward the same target is
+            // never held back: deliver it and look again.
+            const SimWorld::Op &op = world_.op(i);
+            std::size_t j = 0;
+            while (world_.op(j).origin != op.origin || world_.op(j).target != op.target) ++j;
+            world_.deliver(j);
+            ++forced_;
+        }
+    }
+    transport::sim::SimWorld &world_;
+    transport::Transport &inner_;
+    std::uint64_t forced_ = 0;
+};
+
+// n ranks, each with an allocate-flavor window of `window_bytes` bytes (disp_unit 1)
+// over a DataNow transport on one SimWorld.
+struct SimRanks {
+    static constexpr std::size_t default_window_bytes = 4096;
+    explicit SimRanks(int n, std::size_t window_bytes = default_window_bytes)
+        : layout(n), world(n, layout.size(), window_bytes) {
+        WindowConfig config;
+        config.flavor = Flavor::allocate;
+        config.sizes.assign(n, window_bytes);
+        config.disp_units.assign(n, 1);
+        for (int r = 0; r < n; ++r) {
+            transports.push_back(std::make_unique<DataNow>(world, r));
+            windows.push_back(std::make_unique<Window>(*transports[r], layout, config));
+        }
+    }
+    bool progress_all() {
+        bool moved = false;
+        for (auto &window : windows) moved |= window->progress();
+        return moved;
+    }
+    // Progress everybody and deliver everything (FIFO) until nothing moves. `check`
+    // runs after every progress call and every delivery.
+    void settle(const std::function<void()> &check = {}) {
+        for (int round = 0; round < 100000; ++round) {
+            bool moved = false;
+            for (auto &window : windows) {
+                moved |= window->progress();
+                if (check) check();
+            }
+            while (world.in_flight() > 0) {
+                std::size_t i = 0;
+                while (!world.deliverable(i)) ++i;
+                world.deliver(i);
+                moved = true;
+                if (check) check();
+            }
+            if (!moved) return;
+        }
+        ADD_FAILURE() << "settle: still moving after 100000 rounds";
+    }
+    // The int64 at `offset` of `rank`'s window memory.
+    std::int64_t at(int rank, std::size_t offset) const {
+        std::int64_t value;
+        std::memcpy(&value, world.memory(rank, transport::Region::window) + offset, sizeof value);
+        return value;
+    }
+    sync::ControlLayout layout;
+    transport::sim::SimWorld world;
+    std::vector<std::unique_ptr<DataNow>> transports;
+    std::vector<std::unique_ptr<Window>> windows;
+};
+
+// One 64-bit put of *value to `target` at `displacement` (disp_unit 1).
+inline RmaCall put_call(int target, MPI_Aint displacement, const std::int64_t *value) {
+    RmaCall call;
+    call.kind = RmaKind::put;
+    call.origin = value;
+    call.origin_count = 1;
+    call.origin_type = MPI_INT64_T;
+    call.target = target;
+    call.displacement = displacement;
+    call.target_count = 1;
+    call.target_type = MPI_INT64_T;
+    return call;
+}
+
+}  // namespace nbrma::engine::simtest
