@@ -369,12 +369,14 @@ Status Window::detach(const void *base) {
 // an exposure epoch ...). MPI itself makes those concurrent; serializing them would
 // deadlock correct programs (post; start; complete; wait). Fence epochs are never
 // concurrent with anything; a lock epoch admits a companion once its lock is held.
+// Beyond that, the reorder info keys let an epoch pass an earlier active one.
 bool Window::may_activate(std::size_t index) const {
     const Epoch &candidate = *epochs_[index];
     for (std::size_t i = 0; i < index; ++i) {
         const Epoch &earlier = *epochs_[i];
         if (earlier.state() == EngineState::completed) continue;
         if (earlier.state() != EngineState::active) return false;
+        if (reorder_allows(candidate, earlier)) continue;
         if (!candidate.opened_beside(earlier.id())) return false;
         if (earlier.kind() == EpochKind::fence || candidate.kind() == EpochKind::fence)
             return false;
@@ -384,6 +386,34 @@ bool Window::may_activate(std::size_t index) const {
         }
     }
     return true;
+}
+
+// SC14 §VI-B: the keys never apply across fence or lock_all epochs; never two active
+// lock epochs from us toward one target; never our window locked and exposed at once.
+bool Window::reorder_allows(const Epoch &candidate, const Epoch &earlier) const {
+    auto side = [](const Epoch &epoch) {  // 0 origin side, 1 target side, -1 never
+        switch (epoch.kind()) {
+            case EpochKind::lock:
+            case EpochKind::access: return 0;
+            case EpochKind::exposure: return 1;
+            case EpochKind::fence:
+            case EpochKind::lock_all: return -1;
+        }
+        return -1;
+    };
+    const int later = side(candidate), before = side(earlier);
+    if (later < 0 || before < 0) return false;
+    const bool both_locks = candidate.kind() == EpochKind::lock && earlier.kind() == EpochKind::lock;
+    if (both_locks && candidate.target() == earlier.target()) return false;
+    auto locks_self = [this](const Epoch &epoch) {
+        return epoch.kind() == EpochKind::lock && epoch.target() == rank();
+    };
+    if ((locks_self(candidate) && earlier.kind() == EpochKind::exposure) ||
+        (locks_self(earlier) && candidate.kind() == EpochKind::exposure))
+        return false;
+    const Reorder key = later == 0 ? (before == 0 ? access_after_access : access_after_exposure)
+                                   : (before == 1 ? exposure_after_exposure : exposure_after_access);
+    return config_.reorder[key];
 }
 
 void Window::activate(Epoch &epoch) {

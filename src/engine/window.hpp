@@ -20,12 +20,24 @@ namespace nbrma::engine {
 
 enum class Flavor : std::uint8_t { create, allocate, shared, dynamic };
 
+// The reorder info keys (SC14 §VI-B), as indexes into WindowConfig::reorder. Each
+// lets an epoch of the first kind activate while an earlier epoch of the second kind
+// is still active. Origin-side ("access") epochs are lock and start epochs; target-side
+// ("exposure") epochs are post epochs; fence and lock_all epochs never reorder.
+enum Reorder : int {
+    access_after_access = 0,
+    access_after_exposure = 1,
+    exposure_after_exposure = 2,
+    exposure_after_access = 3,
+};
+
 struct WindowConfig {
     Flavor flavor = Flavor::allocate;
     std::vector<std::uint64_t> sizes;  // window bytes of every rank (unused for dynamic)
     std::vector<int> disp_units;       // of every rank
     bool hardware_atomics = true;      // accumulate_ops permits single 64-bit atomics
     bool no_locks = false;             // info no_locks=true: lock calls are erroneous
+    bool reorder[4] = {false, false, false, false};  // by Reorder
 };
 
 class Window {
@@ -78,6 +90,8 @@ class Window {
     int rank() const { return transport_.rank(); }
     int size() const { return transport_.size(); }
     const WindowConfig &config() const { return config_; }
+    // MPI_Win_set_info: the reorder keys apply to epochs activated from now on.
+    void set_reorder(Reorder key, bool allowed) { config_.reorder[key] = allowed; }
     transport::Transport &transport() { return transport_; }
     std::size_t epochs_pending() const { return epochs_.size(); }
 
@@ -97,6 +111,7 @@ class Window {
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
     bool may_activate(std::size_t index) const;
+    bool reorder_allows(const Epoch &candidate, const Epoch &earlier) const;
     void activate(Epoch &epoch);
     void start_target(Epoch &epoch, int rank, TargetState &state);
     bool advance(Epoch &epoch);

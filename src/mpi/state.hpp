@@ -22,7 +22,7 @@ struct WindowInfo {
     std::string accumulate_ops = "same_op_no_op";
     bool no_locks = false;
     bool alloc_shared_noncontig = false;
-    bool reorder[4] = {false, false, false, false};  // SC14 §VI-B, used by a later issue
+    bool reorder[4] = {false, false, false, false};  // SC14 §VI-B, by engine::Reorder
 };
 
 struct WindowState {

@@ -131,6 +131,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     config.hardware_atomics = state->info.accumulate_ops == "same_op_no_op" ||
                               state->info.accumulate_ops == "same_op";
     config.no_locks = state->info.no_locks;
+    for (int key = 0; key < 4; ++key) config.reorder[key] = state->info.reorder[key];
     state->transport = std::make_unique<transport::shm::ShmTransport>(
         rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
     state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
@@ -312,6 +313,8 @@ int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
     WindowState *state = window_find(win);
     if (!state) return PMPI_Win_set_info(win, info);
     parse_info(info, &state->info);
+    for (int key = 0; key < 4; ++key)
+        state->engine->set_reorder(static_cast<engine::Reorder>(key), state->info.reorder[key]);
     return PMPI_Win_set_info(win, info);
 }
 
