@@ -22,6 +22,7 @@ check_PROGRAMS += \
 	test/rma/exposures_ahead \
 	test/rma/late_post \
 	test/rma/ifence_chain \
+	test/rma/reorder \
 	test/rma/at_errors
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
@@ -91,6 +92,10 @@ test_rma_late_post_LDADD = $(RMATEST_LDADD)
 test_rma_ifence_chain_SOURCES = test/rma/ifence_chain.c
 test_rma_ifence_chain_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_ifence_chain_LDADD = $(RMATEST_LDADD)
+
+test_rma_reorder_SOURCES = test/rma/reorder.c
+test_rma_reorder_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_reorder_LDADD = $(RMATEST_LDADD)
 
 test_rma_at_errors_SOURCES = test/rma/at_errors.c
 test_rma_at_errors_CPPFLAGS = $(RMATEST_CPPFLAGS)
