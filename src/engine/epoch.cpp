@@ -8,20 +8,28 @@ namespace nbrma::engine {
 
 const char *epoch_kind_name(EpochKind kind) {
     switch (kind) {
-        case EpochKind::lock: return "lock";
-        case EpochKind::lock_all: return "lock_all";
-        case EpochKind::fence: return "fence";
-        case EpochKind::access: return "access";
-        case EpochKind::exposure: return "exposure";
+        case EpochKind::lock:
+            return "lock";
+        case EpochKind::lock_all:
+            return "lock_all";
+        case EpochKind::fence:
+            return "fence";
+        case EpochKind::access:
+            return "access";
+        case EpochKind::exposure:
+            return "exposure";
     }
     return "?";
 }
 
 const char *engine_state_name(EngineState state) {
     switch (state) {
-        case EngineState::deferred: return "deferred";
-        case EngineState::active: return "active";
-        case EngineState::completed: return "completed";
+        case EngineState::deferred:
+            return "deferred";
+        case EngineState::active:
+            return "active";
+        case EngineState::completed:
+            return "completed";
     }
     return "?";
 }
@@ -50,11 +58,15 @@ bool Epoch::opened_beside(std::uint64_t id) const {
 
 bool Epoch::covers(int rank) const {
     switch (kind_) {
-        case EpochKind::lock: return rank == target_;
+        case EpochKind::lock:
+            return rank == target_;
         case EpochKind::lock_all:
-        case EpochKind::fence: return true;
-        case EpochKind::access: return in_group(rank);
-        case EpochKind::exposure: return false;  // exposure epochs issue no calls
+        case EpochKind::fence:
+            return true;
+        case EpochKind::access:
+            return in_group(rank);
+        case EpochKind::exposure:
+            return false;  // exposure epochs issue no calls
     }
     return false;
 }

@@ -84,7 +84,9 @@ class Epoch {
 
     void set_group(std::vector<int> group);
     const std::vector<int> &group() const { return group_; }
-    bool in_group(int rank) const { return rank >= 0 && rank < static_cast<int>(member_.size()) && member_[rank]; }
+    bool in_group(int rank) const {
+        return rank >= 0 && rank < static_cast<int>(member_.size()) && member_[rank];
+    }
     void set_sequence(std::uint64_t sequence) { sequence_ = sequence; }
     std::uint64_t sequence() const { return sequence_; }
 
@@ -116,8 +118,8 @@ class Epoch {
     void pass_barrier();
 
     bool covers(int rank) const;
-    TargetState &at(int rank);                 // created on first use
-    TargetState *find(int rank) const;         // null if never touched
+    TargetState &at(int rank);          // created on first use
+    TargetState *find(int rank) const;  // null if never touched
     const std::vector<std::unique_ptr<TargetState>> &targets() const { return targets_; }
 
   private:

@@ -94,8 +94,7 @@ void Window::notify(int peer, std::size_t offset, Notices &notices) {
     Status status = transport_.fence(peer);
     if (!is_error(status))
         status = transport_.atomic(peer, transport::AtomicOp::fetch_add,
-                                   RemoteAddress{Region::control, offset}, 1, 0, nullptr,
-                                   &notices);
+                                   RemoteAddress{Region::control, offset}, 1, 0, nullptr, &notices);
     notices.posted(status);
 }
 
@@ -167,17 +166,17 @@ Status Window::flush(int target, Request **request) {
 // ---------------------------------------------------------------- active target
 
 Status Window::fence(int assert, Request **request) {
-    constexpr int allowed = MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |
-                            MPI_MODE_NOSUCCEED;
+    constexpr int allowed =
+        MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
     if (assert & ~allowed) return Status::err_assert;
     if (has_open_epoch()) return Status::err_sync;  // inside a lock or PSCW epoch
     // Local stores become visible to peers' loads of a shared window (skipped when the
     // application asserts there were none).
-    if (!(assert & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!(assert &MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
     *request = Request::create();
     Epoch *previous = open_of(EpochKind::fence);
     // No epoch before and none after (every rank must assert both): no barrier at all.
-    const bool barrier = !((assert & MPI_MODE_NOPRECEDE) && (assert & MPI_MODE_NOSUCCEED));
+    const bool barrier = !((assert &MPI_MODE_NOPRECEDE) && (assert &MPI_MODE_NOSUCCEED));
     if (previous) close_epoch(*previous, barrier ? nullptr : *request);
     if (barrier) {
         Epoch &epoch = open_epoch(EpochKind::fence, -1, LockMode::shared, assert);
@@ -212,14 +211,13 @@ Status Window::complete(Request **request) {
 }
 
 Status Window::post(const std::vector<int> &group, int assert) {
-    if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
-        return Status::err_assert;
+    if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)) return Status::err_assert;
     if (Status status = check_group(group); is_error(status)) return status;
     if (open_of(EpochKind::exposure)) return Status::err_sync;
     if (open_of(EpochKind::lock_all) || open_lock(rank()))
         return Status::err_conflict;  // a window is never locked and exposed at once
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    if (!(assert & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!(assert &MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
     open_epoch(EpochKind::exposure, -1, LockMode::shared, assert).set_group(group);
     progress();
     return Status::ok;
@@ -276,13 +274,13 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
     } done;
     done.count = &pending;
     std::uint64_t count = 0;
-    Status status = transport_.get(call.target, &count, 8,
-                                   RemoteAddress{Region::control, sync::ControlLayout::attach_count},
-                                   &done);
+    Status status =
+        transport_.get(call.target, &count, 8,
+                       RemoteAddress{Region::control, sync::ControlLayout::attach_count}, &done);
     if (status == Status::in_progress) ++pending;
-    status = transport_.get(call.target, &table[1], bytes - 8,
-                            RemoteAddress{Region::control, sync::ControlLayout::attach_table},
-                            &done);
+    status =
+        transport_.get(call.target, &table[1], bytes - 8,
+                       RemoteAddress{Region::control, sync::ControlLayout::attach_table}, &done);
     if (status == Status::in_progress) ++pending;
     while (pending > 0) transport_.poll();
     for (std::uint64_t i = 0; i < count && i < sync::ControlLayout::attach_capacity; ++i) {
@@ -307,8 +305,7 @@ Status Window::rma(const RmaCall &call, Request **request) {
     if (is_error(status)) return status;
     epoch->count_call();
     if (request) *request = Request::create();
-    auto operation =
-        std::make_unique<Operation>(call, next_age_++, request ? *request : nullptr);
+    auto operation = std::make_unique<Operation>(call, next_age_++, request ? *request : nullptr);
     TargetState &state = epoch->at(call.target);
     if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
         start_target(*epoch, call.target, state);
@@ -394,16 +391,20 @@ bool Window::reorder_allows(const Epoch &candidate, const Epoch &earlier) const 
     auto side = [](const Epoch &epoch) {  // 0 origin side, 1 target side, -1 never
         switch (epoch.kind()) {
             case EpochKind::lock:
-            case EpochKind::access: return 0;
-            case EpochKind::exposure: return 1;
+            case EpochKind::access:
+                return 0;
+            case EpochKind::exposure:
+                return 1;
             case EpochKind::fence:
-            case EpochKind::lock_all: return -1;
+            case EpochKind::lock_all:
+                return -1;
         }
         return -1;
     };
     const int later = side(candidate), before = side(earlier);
     if (later < 0 || before < 0) return false;
-    const bool both_locks = candidate.kind() == EpochKind::lock && earlier.kind() == EpochKind::lock;
+    const bool both_locks =
+        candidate.kind() == EpochKind::lock && earlier.kind() == EpochKind::lock;
     if (both_locks && candidate.target() == earlier.target()) return false;
     auto locks_self = [this](const Epoch &epoch) {
         return epoch.kind() == EpochKind::lock && epoch.target() == rank();
@@ -411,8 +412,9 @@ bool Window::reorder_allows(const Epoch &candidate, const Epoch &earlier) const 
     if ((locks_self(candidate) && earlier.kind() == EpochKind::exposure) ||
         (locks_self(earlier) && candidate.kind() == EpochKind::exposure))
         return false;
-    const Reorder key = later == 0 ? (before == 0 ? access_after_access : access_after_exposure)
-                                   : (before == 1 ? exposure_after_exposure : exposure_after_access);
+    const Reorder key = later == 0
+                            ? (before == 0 ? access_after_access : access_after_exposure)
+                            : (before == 1 ? exposure_after_exposure : exposure_after_access);
     return config_.reorder[key];
 }
 
@@ -428,7 +430,8 @@ void Window::activate(Epoch &epoch) {
             // The fence barrier, over counters: our earlier epochs are complete (serial
             // activation), so tell every peer; the barrier passes once every peer told us.
             for (int peer = 0; peer < size(); ++peer)
-                if (peer != rank()) notify(peer, layout_.fence_count(rank()), epoch.barrier_notices());
+                if (peer != rank())
+                    notify(peer, layout_.fence_count(rank()), epoch.barrier_notices());
             [[fallthrough]];
         case EpochKind::lock_all:  // shared locks on demand, per target, at the first call
             for (int peer = 0; peer < size(); ++peer) {
@@ -498,10 +501,14 @@ bool Window::run_pending(Epoch &epoch, TargetState &state) {
 bool Window::advance(Epoch &epoch) {
     switch (epoch.kind()) {
         case EpochKind::lock:
-        case EpochKind::lock_all: return advance_passive(epoch);
-        case EpochKind::fence: return advance_fence(epoch);
-        case EpochKind::access: return advance_access(epoch);
-        case EpochKind::exposure: return advance_exposure(epoch);
+        case EpochKind::lock_all:
+            return advance_passive(epoch);
+        case EpochKind::fence:
+            return advance_fence(epoch);
+        case EpochKind::access:
+            return advance_access(epoch);
+        case EpochKind::exposure:
+            return advance_exposure(epoch);
     }
     return false;
 }

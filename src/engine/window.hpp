@@ -42,8 +42,7 @@ struct WindowConfig {
 
 class Window {
   public:
-    Window(transport::Transport &transport, const sync::ControlLayout &layout,
-           WindowConfig config);
+    Window(transport::Transport &transport, const sync::ControlLayout &layout, WindowConfig config);
     ~Window();
     Window(const Window &) = delete;
     Window &operator=(const Window &) = delete;

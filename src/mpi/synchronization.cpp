@@ -15,14 +15,14 @@ using namespace nbrma::mpi;
 namespace {
 
 // Looks the window up and progresses; on failure, raises and returns the code.
-#define NBRMA_WINDOW(call, win, state)                                        \
-    WindowState *state = window_find(win);                                    \
-    do {                                                                      \
-        if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);        \
+#define NBRMA_WINDOW(call, win, state)                                 \
+    WindowState *state = window_find(win);                             \
+    do {                                                               \
+        if (!state) return raise(call, MPI_WIN_NULL, Status::err_win); \
     } while (0)
 
-#define NBRMA_REQUEST_POINTER(call, win, request)                                       \
-    do {                                                                                \
+#define NBRMA_REQUEST_POINTER(call, win, request)                                             \
+    do {                                                                                      \
         if (!(request)) return raise(call, win, Status::err_request, "null request pointer"); \
     } while (0)
 
@@ -69,8 +69,7 @@ int fence(const char *call, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
     Status status = state->engine->fence(assert, &pending);
-    if (status == Status::err_sync)
-        return raise(call, win, status, "a lock or PSCW epoch is open");
+    if (status == Status::err_sync) return raise(call, win, status, "a lock or PSCW epoch is open");
     return finish(call, win, status, pending, request);
 }
 
@@ -92,8 +91,7 @@ int complete(const char *call, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
     Status status = state->engine->complete(&pending);
-    if (status == Status::err_sync)
-        return raise(call, win, status, "no access epoch was started");
+    if (status == Status::err_sync) return raise(call, win, status, "no access epoch was started");
     return finish(call, win, status, pending, request);
 }
 
@@ -118,14 +116,13 @@ int wait(const char *call, MPI_Win win, MPI_Request *request) {
     return finish(call, win, status, pending, request);
 }
 
-int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win,
-         MPI_Request *request) {
+int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     Status status = state->engine->lock(lock_type, rank, assert);
     if (is_error(status))
-        return raise(call, win, status,
-                     status == Status::err_sync ? "an epoch toward that rank is already open"
-                                                : nullptr);
+        return raise(
+            call, win, status,
+            status == Status::err_sync ? "an epoch toward that rank is already open" : nullptr);
     return request ? complete_request(request) : MPI_SUCCESS;
 }
 
