@@ -28,7 +28,7 @@
 
 #include "engine/epoch.hpp"
 #include "engine/window.hpp"
-#include "sim_data_now.hpp"
+#include "sim_fixture.hpp"
 #include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
@@ -46,12 +46,18 @@ using transport::Region;
 using transport::sim::SimWorld;
 
 // SimRanks with the views the active-target tests use.
+using simtest::CompletionOrder;
+using simtest::icomplete;
+using simtest::ifence;
+using simtest::iunlock;
+using simtest::iunlock_all;
+using simtest::iwait;
 using simtest::put_call;
+using simtest::Requests;
 
 struct Ranks : simtest::SimRanks {
     using SimRanks::SimRanks;
     int size() const { return layout.nranks(); }
-    Window &w(int rank) { return *windows[rank]; }
     // Progress only (no delivery): what a rank can do on its own.
     void spin(int rounds = 20) {
         for (int i = 0; i < rounds; ++i) progress_all();
@@ -62,16 +68,6 @@ struct Ranks : simtest::SimRanks {
             if (memory[i] != 0) return false;
         return true;
     }
-    // The matching counters in `rank`'s control region written by `peer`.
-    std::uint64_t grants(int rank, int peer) const {
-        return world.load64(rank, Region::control, layout.grant_count(peer));
-    }
-    std::uint64_t dones(int rank, int peer) const {
-        return world.load64(rank, Region::control, layout.done_count(peer));
-    }
-    std::uint64_t fences(int rank, int peer) const {
-        return world.load64(rank, Region::control, layout.fence_count(peer));
-    }
     // Index of the in-flight fetch-add on `target`'s counter at `offset`, or -1.
     long find_notice(int target, std::size_t offset) const {
         for (std::size_t i = 0; i < world.in_flight(); ++i) {
@@ -81,23 +77,6 @@ struct Ranks : simtest::SimRanks {
                 return static_cast<long>(i);
         }
         return -1;
-    }
-};
-
-// Our references of the requests a test obtained; dropped at the end.
-struct Requests {
-    std::vector<Request *> all;
-    Request *operator()(Request *request) {
-        if (request) all.push_back(request);
-        return request;
-    }
-    bool all_complete_ok() const {
-        for (Request *request : all)
-            if (!request->complete() || request->status() != Status::ok) return false;
-        return true;
-    }
-    ~Requests() {
-        for (Request *request : all) request->release();
     }
 };
 
@@ -113,40 +92,6 @@ RmaCall get_call(int target, MPI_Aint displacement, std::int64_t *into) {
     call.target_type = MPI_INT64_T;
     return call;
 }
-
-Request *icomplete(Window &window) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.complete(&request), Status::ok);
-    return request;
-}
-Request *iwait(Window &window) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.wait(&request), Status::ok);
-    return request;
-}
-Request *ifence(Window &window, int assert) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.fence(assert, &request), Status::ok);
-    return request;
-}
-
-// Records the order in which watched requests complete.
-struct CompletionOrder {
-    std::vector<std::pair<std::string, Request *>> watched;
-    std::vector<std::string> order;
-    void watch(const std::string &name, Request *request) { watched.emplace_back(name, request); }
-    void poll() {
-        for (auto &[name, request] : watched) {
-            if (!request || !request->complete()) continue;
-            if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
-        }
-    }
-    std::string str() const {
-        std::string s;
-        for (const std::string &name : order) s += (s.empty() ? "" : " ") + name;
-        return s;
-    }
-};
 
 // The names in `order` that start with `prefix`, space-separated.
 std::string subsequence(const std::vector<std::string> &order, const std::string &prefix) {

@@ -8,7 +8,7 @@
 
 #include "engine/epoch.hpp"
 #include "engine/window.hpp"
-#include "sim_data_now.hpp"
+#include "sim_fixture.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {

@@ -23,7 +23,7 @@
 
 #include "engine/epoch.hpp"
 #include "engine/window.hpp"
-#include "sim_data_now.hpp"
+#include "sim_fixture.hpp"
 #include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
@@ -39,27 +39,23 @@ namespace {
 
 using transport::Region;
 using transport::sim::SimWorld;
+using simtest::CompletionOrder;
+using simtest::icomplete;
+using simtest::ifence;
+using simtest::iunlock;
+using simtest::iunlock_all;
+using simtest::iwait;
 using simtest::put_call;
+using simtest::Requests;
 
 constexpr Reorder all_keys[] = {access_after_access, access_after_exposure,
                                 exposure_after_exposure, exposure_after_access};
 
 struct Ranks : simtest::SimRanks {
     using SimRanks::SimRanks;
-    Window &w(int rank) { return *windows[rank]; }
     void set_every_key(bool on) {
         for (auto &window : windows)
             for (Reorder key : all_keys) window->set_reorder(key, on);
-    }
-    // The matching counters in `rank`'s control region written by `peer`.
-    std::uint64_t grants(int rank, int peer) const {
-        return world.load64(rank, Region::control, layout.grant_count(peer));
-    }
-    std::uint64_t dones(int rank, int peer) const {
-        return world.load64(rank, Region::control, layout.done_count(peer));
-    }
-    std::uint64_t fences(int rank, int peer) const {
-        return world.load64(rank, Region::control, layout.fence_count(peer));
     }
     // settle(), except that in-flight operations `held` matches stay in flight.
     void settle_holding(const std::function<bool(const SimWorld::Op &)> &held) {
@@ -86,65 +82,6 @@ struct Ranks : simtest::SimRanks {
     }
 };
 
-// Our references of the requests a test obtained; dropped at the end.
-struct Requests {
-    std::vector<Request *> all;
-    Request *operator()(Request *request) {
-        if (request) all.push_back(request);
-        return request;
-    }
-    bool all_complete_ok() const {
-        for (Request *request : all)
-            if (!request->complete() || request->status() != Status::ok) return false;
-        return true;
-    }
-    ~Requests() {
-        for (Request *request : all) request->release();
-    }
-};
-
-// Records the order in which watched requests complete ("a b c").
-struct CompletionOrder {
-    std::vector<std::pair<std::string, Request *>> watched;
-    std::vector<std::string> order;
-    void watch(const std::string &name, Request *request) { watched.emplace_back(name, request); }
-    void poll() {
-        for (auto &[name, request] : watched)
-            if (request->complete() && std::find(order.begin(), order.end(), name) == order.end())
-                order.push_back(name);
-    }
-    std::string str() const {
-        std::string s;
-        for (const std::string &name : order) s += (s.empty() ? "" : " ") + name;
-        return s;
-    }
-};
-
-Request *icomplete(Window &window) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.complete(&request), Status::ok);
-    return request;
-}
-Request *iwait(Window &window) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.wait(&request), Status::ok);
-    return request;
-}
-Request *ifence(Window &window, int assert) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.fence(assert, &request), Status::ok);
-    return request;
-}
-Request *iunlock(Window &window, int target) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.unlock(target, &request), Status::ok);
-    return request;
-}
-Request *iunlock_all(Window &window) {
-    Request *request = nullptr;
-    EXPECT_EQ(window.unlock_all(&request), Status::ok);
-    return request;
-}
 // lock(exclusive, target); put *value at `displacement`; unlock. Returns unlock's request.
 Request *locked_put(Window &window, int target, MPI_Aint displacement, const std::int64_t *value) {
     EXPECT_EQ(window.lock(MPI_LOCK_EXCLUSIVE, target, 0), Status::ok);

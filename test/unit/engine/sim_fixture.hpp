@@ -1,12 +1,16 @@
 // Shared fixture of the engine unit tests over the sim transport: the DataNow
 // transport decorator (window-region data moves at once, control-region traffic stays
-// under the test's control) and SimRanks, n windows over one SimWorld wired through it.
+// under the test's control), SimRanks (n windows over one SimWorld wired through it,
+// with the matching counters readable), and small helpers for calls and requests.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -123,6 +127,17 @@ struct SimRanks {
         }
         ADD_FAILURE() << "settle: still moving after 100000 rounds";
     }
+    Window &w(int rank) { return *windows[rank]; }
+    // The matching counters in `rank`'s control region written by `peer`.
+    std::uint64_t grants(int rank, int peer) const {
+        return world.load64(rank, transport::Region::control, layout.grant_count(peer));
+    }
+    std::uint64_t dones(int rank, int peer) const {
+        return world.load64(rank, transport::Region::control, layout.done_count(peer));
+    }
+    std::uint64_t fences(int rank, int peer) const {
+        return world.load64(rank, transport::Region::control, layout.fence_count(peer));
+    }
     // The int64 at `offset` of `rank`'s window memory.
     std::int64_t at(int rank, std::size_t offset) const {
         std::int64_t value;
@@ -147,6 +162,68 @@ inline RmaCall put_call(int target, MPI_Aint displacement, const std::int64_t *v
     call.target_count = 1;
     call.target_type = MPI_INT64_T;
     return call;
+}
+
+// Our references of the requests a test obtained; dropped at the end.
+struct Requests {
+    std::vector<Request *> all;
+    Request *operator()(Request *request) {
+        if (request) all.push_back(request);
+        return request;
+    }
+    bool all_complete_ok() const {
+        for (Request *request : all)
+            if (!request->complete() || request->status() != Status::ok) return false;
+        return true;
+    }
+    ~Requests() {
+        for (Request *request : all) request->release();
+    }
+};
+
+// Records the order in which watched requests complete ("a b c").
+struct CompletionOrder {
+    std::vector<std::pair<std::string, Request *>> watched;
+    std::vector<std::string> order;
+    void watch(const std::string &name, Request *request) { watched.emplace_back(name, request); }
+    void poll() {
+        for (auto &[name, request] : watched) {
+            if (!request || !request->complete()) continue;
+            if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+        }
+    }
+    std::string str() const {
+        std::string s;
+        for (const std::string &name : order) s += (s.empty() ? "" : " ") + name;
+        return s;
+    }
+};
+
+// Closing calls that must succeed; each returns the call's request.
+inline Request *icomplete(Window &window) {
+    Request *request = nullptr;
+    EXPECT_EQ(window.complete(&request), Status::ok);
+    return request;
+}
+inline Request *iwait(Window &window) {
+    Request *request = nullptr;
+    EXPECT_EQ(window.wait(&request), Status::ok);
+    return request;
+}
+inline Request *ifence(Window &window, int assert) {
+    Request *request = nullptr;
+    EXPECT_EQ(window.fence(assert, &request), Status::ok);
+    return request;
+}
+inline Request *iunlock(Window &window, int target) {
+    Request *request = nullptr;
+    EXPECT_EQ(window.unlock(target, &request), Status::ok);
+    return request;
+}
+inline Request *iunlock_all(Window &window) {
+    Request *request = nullptr;
+    EXPECT_EQ(window.unlock_all(&request), Status::ok);
+    return request;
 }
 
 }  // namespace nbrma::engine::simtest
