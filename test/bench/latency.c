@@ -248,69 +248,44 @@ static int has_put(enum active_benchmark benchmark) {
 
 /* The active-target calls of one style. A blocking call has finished on return and
  * leaves MPI_REQUEST_NULL; a nonblocking one leaves the request that finish() waits for. */
-static void win_fence(int assert, enum sync_style style, MPI_Win win, MPI_Request *request) {
 #ifdef NBRMA_NONBLOCKING_SERIES
-    if (style == SYNC_NONBLOCKING) {
-        CHECK_MPI(MPIX_Win_ifence(assert, win, request));
-        return;
-    }
+#define SYNC_CALL(style, request, blocking, nonblocking) \
+    do {                                                 \
+        if ((style) == SYNC_NONBLOCKING) {               \
+            CHECK_MPI(nonblocking);                      \
+        } else {                                         \
+            CHECK_MPI(blocking);                         \
+            *(request) = MPI_REQUEST_NULL;               \
+        }                                                \
+    } while (0)
 #else
-    (void)style;
+#define SYNC_CALL(style, request, blocking, nonblocking) \
+    do {                                                 \
+        (void)(style);                                   \
+        CHECK_MPI(blocking);                             \
+        *(request) = MPI_REQUEST_NULL;                   \
+    } while (0)
 #endif
-    CHECK_MPI(MPI_Win_fence(assert, win));
-    *request = MPI_REQUEST_NULL;
+
+static void win_fence(int assert, enum sync_style style, MPI_Win win, MPI_Request *request) {
+    SYNC_CALL(style, request, MPI_Win_fence(assert, win), MPIX_Win_ifence(assert, win, request));
 }
 
 static void win_start(MPI_Group group, enum sync_style style, MPI_Win win, MPI_Request *request) {
-#ifdef NBRMA_NONBLOCKING_SERIES
-    if (style == SYNC_NONBLOCKING) {
-        CHECK_MPI(MPIX_Win_istart(group, 0, win, request));
-        return;
-    }
-#else
-    (void)style;
-#endif
-    CHECK_MPI(MPI_Win_start(group, 0, win));
-    *request = MPI_REQUEST_NULL;
+    SYNC_CALL(style, request, MPI_Win_start(group, 0, win),
+              MPIX_Win_istart(group, 0, win, request));
 }
 
 static void win_complete(enum sync_style style, MPI_Win win, MPI_Request *request) {
-#ifdef NBRMA_NONBLOCKING_SERIES
-    if (style == SYNC_NONBLOCKING) {
-        CHECK_MPI(MPIX_Win_icomplete(win, request));
-        return;
-    }
-#else
-    (void)style;
-#endif
-    CHECK_MPI(MPI_Win_complete(win));
-    *request = MPI_REQUEST_NULL;
+    SYNC_CALL(style, request, MPI_Win_complete(win), MPIX_Win_icomplete(win, request));
 }
 
 static void win_post(MPI_Group group, enum sync_style style, MPI_Win win, MPI_Request *request) {
-#ifdef NBRMA_NONBLOCKING_SERIES
-    if (style == SYNC_NONBLOCKING) {
-        CHECK_MPI(MPIX_Win_ipost(group, 0, win, request));
-        return;
-    }
-#else
-    (void)style;
-#endif
-    CHECK_MPI(MPI_Win_post(group, 0, win));
-    *request = MPI_REQUEST_NULL;
+    SYNC_CALL(style, request, MPI_Win_post(group, 0, win), MPIX_Win_ipost(group, 0, win, request));
 }
 
 static void win_wait(enum sync_style style, MPI_Win win, MPI_Request *request) {
-#ifdef NBRMA_NONBLOCKING_SERIES
-    if (style == SYNC_NONBLOCKING) {
-        CHECK_MPI(MPIX_Win_iwait(win, request));
-        return;
-    }
-#else
-    (void)style;
-#endif
-    CHECK_MPI(MPI_Win_wait(win));
-    *request = MPI_REQUEST_NULL;
+    SYNC_CALL(style, request, MPI_Win_wait(win), MPIX_Win_iwait(win, request));
 }
 
 static void finish(MPI_Request *request) {
