@@ -35,8 +35,8 @@ const char *engine_state_name(EngineState state) {
 }
 
 Epoch::Epoch(std::uint64_t id, EpochKind kind, int nranks, int target, sync::LockMode mode,
-             int assert)
-    : id_(id), kind_(kind), target_(target), mode_(mode), assert_(assert), targets_(nranks) {
+             int assertions)
+    : id_(id), kind_(kind), target_(target), mode_(mode), assert_(assertions), targets_(nranks) {
     ++counters().epochs_opened;
 }
 

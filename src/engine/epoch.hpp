@@ -71,14 +71,13 @@ class Epoch {
     // target: lock epochs; group: access/exposure epochs (window ranks); sequence:
     // the fence number of fence epochs.
     Epoch(std::uint64_t id, EpochKind kind, int nranks, int target, sync::LockMode mode,
-          int assert);
+          int assertions);
     ~Epoch();
 
     std::uint64_t id() const { return id_; }
     EpochKind kind() const { return kind_; }
     int target() const { return target_; }  // lock epochs only
     sync::LockMode mode() const { return mode_; }
-    int assert_flags() const { return assert_; }
     bool nocheck() const { return (assert_ & MPI_MODE_NOCHECK) != 0; }
     bool passive() const { return kind_ == EpochKind::lock || kind_ == EpochKind::lock_all; }
 

@@ -24,8 +24,8 @@ Window::~Window() = default;
 
 // ---------------------------------------------------------------- epochs
 
-Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int assert) {
-    auto epoch = std::make_unique<Epoch>(next_epoch_id_++, kind, size(), target, mode, assert);
+Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int assertions) {
+    auto epoch = std::make_unique<Epoch>(next_epoch_id_++, kind, size(), target, mode, assertions);
     for (Epoch *other : open_) epoch->add_beside(other->id());
     epochs_.push_back(std::move(epoch));
     open_.push_back(epochs_.back().get());
@@ -35,6 +35,16 @@ Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int assert)
 void Window::close_epoch(Epoch &epoch, Request *request) {
     open_.erase(std::find(open_.begin(), open_.end(), &epoch));
     epoch.close(request);
+}
+
+// A closing call (unlock, unlock_all, complete, wait): no such open epoch is an
+// RMA_SYNC error; otherwise the epoch closes and `request` completes with it.
+Status Window::close_open(Epoch *epoch, Request **request) {
+    if (!epoch) return Status::err_sync;
+    *request = Request::create();
+    close_epoch(*epoch, *request);
+    progress();
+    return Status::ok;
 }
 
 Epoch *Window::open_of(EpochKind kind) const {
@@ -100,11 +110,11 @@ void Window::notify(int peer, std::size_t offset, Notices &notices) {
 
 // ---------------------------------------------------------------- passive target
 
-Status Window::lock(int lock_type, int target, int assert) {
+Status Window::lock(int lock_type, int target, int assertions) {
     if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
         return Status::err_lock_type;
     if (target < 0 || target >= size()) return Status::err_rank;
-    if (assert & ~MPI_MODE_NOCHECK) return Status::err_assert;
+    if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (config_.no_locks) return Status::err_sync;
     if (open_of(EpochKind::lock_all) || open_lock(target) || open_of(EpochKind::access))
         return Status::err_sync;  // already locked, or an active-target access epoch
@@ -112,39 +122,29 @@ Status Window::lock(int lock_type, int target, int assert) {
         return Status::err_conflict;  // a window is never locked and exposed at once
     if (Status status = end_unused_fence(); is_error(status)) return status;
     LockMode mode = lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared;
-    open_epoch(EpochKind::lock, target, mode, assert);
+    open_epoch(EpochKind::lock, target, mode, assertions);
     progress();  // acquisition starts now, not lazily at unlock
     return Status::ok;
 }
 
 Status Window::unlock(int target, Request **request) {
     if (target < 0 || target >= size()) return Status::err_rank;
-    Epoch *epoch = open_lock(target);
-    if (!epoch) return Status::err_sync;
-    *request = Request::create();
-    close_epoch(*epoch, *request);
-    progress();
-    return Status::ok;
+    return close_open(open_lock(target), request);
 }
 
-Status Window::lock_all(int assert) {
-    if (assert & ~MPI_MODE_NOCHECK) return Status::err_assert;
+Status Window::lock_all(int assertions) {
+    if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (config_.no_locks) return Status::err_sync;
     if (open_of(EpochKind::exposure)) return Status::err_conflict;  // would lock our own window
     if (has_open_epoch()) return Status::err_sync;
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    open_epoch(EpochKind::lock_all, -1, LockMode::shared, assert);
+    open_epoch(EpochKind::lock_all, -1, LockMode::shared, assertions);
     progress();
     return Status::ok;
 }
 
 Status Window::unlock_all(Request **request) {
-    Epoch *epoch = open_of(EpochKind::lock_all);
-    if (!epoch) return Status::err_sync;
-    *request = Request::create();
-    close_epoch(*epoch, *request);
-    progress();
-    return Status::ok;
+    return close_open(open_of(EpochKind::lock_all), request);
 }
 
 Status Window::flush(int target, Request **request) {
@@ -165,24 +165,24 @@ Status Window::flush(int target, Request **request) {
 
 // ---------------------------------------------------------------- active target
 
-Status Window::fence(int assert, Request **request) {
+Status Window::fence(int assertions, Request **request) {
     constexpr int allowed =
         MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
-    if (assert & ~allowed) return Status::err_assert;
+    if (assertions & ~allowed) return Status::err_assert;
     if (has_open_epoch()) return Status::err_sync;  // inside a lock or PSCW epoch
     // Local stores become visible to peers' loads of a shared window (skipped when the
     // application asserts there were none).
-    if (!(assert &MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!(assertions & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
     *request = Request::create();
     Epoch *previous = open_of(EpochKind::fence);
-    // No epoch before and none after (every rank must assert both): no barrier at all.
-    const bool barrier = !((assert &MPI_MODE_NOPRECEDE) && (assert &MPI_MODE_NOSUCCEED));
+    // No epoch before and none after (every rank must assertions both): no barrier at all.
+    const bool barrier = !((assertions & MPI_MODE_NOPRECEDE) && (assertions & MPI_MODE_NOSUCCEED));
     if (previous) close_epoch(*previous, barrier ? nullptr : *request);
     if (barrier) {
-        Epoch &epoch = open_epoch(EpochKind::fence, -1, LockMode::shared, assert);
+        Epoch &epoch = open_epoch(EpochKind::fence, -1, LockMode::shared, assertions);
         epoch.set_sequence(++fences_);
         epoch.on_active(*request);  // the fence returns once its barrier has passed
-        if (assert & MPI_MODE_NOSUCCEED) close_epoch(epoch, nullptr);
+        if (assertions & MPI_MODE_NOSUCCEED) close_epoch(epoch, nullptr);
     } else if (!previous) {
         (*request)->finish(Status::ok);
     }
@@ -190,47 +190,36 @@ Status Window::fence(int assert, Request **request) {
     return Status::ok;
 }
 
-Status Window::start(const std::vector<int> &group, int assert) {
-    if (assert & ~MPI_MODE_NOCHECK) return Status::err_assert;
+Status Window::start(const std::vector<int> &group, int assertions) {
+    if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (Status status = check_group(group); is_error(status)) return status;
     if (open_of(EpochKind::access) || open_of(EpochKind::lock) || open_of(EpochKind::lock_all))
         return Status::err_sync;
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    open_epoch(EpochKind::access, -1, LockMode::shared, assert).set_group(group);
+    open_epoch(EpochKind::access, -1, LockMode::shared, assertions).set_group(group);
     progress();
     return Status::ok;
 }
 
 Status Window::complete(Request **request) {
-    Epoch *epoch = open_of(EpochKind::access);
-    if (!epoch) return Status::err_sync;
-    *request = Request::create();
-    close_epoch(*epoch, *request);
-    progress();
-    return Status::ok;
+    return close_open(open_of(EpochKind::access), request);
 }
 
-Status Window::post(const std::vector<int> &group, int assert) {
-    if (assert & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)) return Status::err_assert;
+Status Window::post(const std::vector<int> &group, int assertions) {
+    if (assertions & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
+        return Status::err_assert;
     if (Status status = check_group(group); is_error(status)) return status;
     if (open_of(EpochKind::exposure)) return Status::err_sync;
     if (open_of(EpochKind::lock_all) || open_lock(rank()))
         return Status::err_conflict;  // a window is never locked and exposed at once
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    if (!(assert &MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    open_epoch(EpochKind::exposure, -1, LockMode::shared, assert).set_group(group);
+    if (!(assertions & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    open_epoch(EpochKind::exposure, -1, LockMode::shared, assertions).set_group(group);
     progress();
     return Status::ok;
 }
 
-Status Window::wait(Request **request) {
-    Epoch *epoch = open_of(EpochKind::exposure);
-    if (!epoch) return Status::err_sync;
-    *request = Request::create();
-    close_epoch(*epoch, *request);
-    progress();
-    return Status::ok;
-}
+Status Window::wait(Request **request) { return close_open(open_of(EpochKind::exposure), request); }
 
 Status Window::test(bool *flag) {
     Epoch *epoch = open_of(EpochKind::exposure);

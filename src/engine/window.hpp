@@ -49,9 +49,9 @@ class Window {
 
     // Passive target (opening calls never block; closing calls yield a request that
     // completes when the epoch does).
-    Status lock(int lock_type, int target, int assert);
+    Status lock(int lock_type, int target, int assertions);
     Status unlock(int target, Request **request);
-    Status lock_all(int assert);
+    Status lock_all(int assertions);
     Status unlock_all(Request **request);
     // target == -1: every target. The request completes when every call issued before
     // it (toward that target) is complete; later calls may still be in flight.
@@ -62,10 +62,10 @@ class Window {
     // fence's barrier has passed (every peer completed the epoch the fence closes);
     // complete's when a done notice reached every target; wait's when every origin's
     // done notice arrived. test() closes the exposure epoch only if it is complete.
-    Status fence(int assert, Request **request);
-    Status start(const std::vector<int> &group, int assert);
+    Status fence(int assertions, Request **request);
+    Status start(const std::vector<int> &group, int assertions);
     Status complete(Request **request);
-    Status post(const std::vector<int> &group, int assert);
+    Status post(const std::vector<int> &group, int assertions);
     Status wait(Request **request);
     Status test(bool *flag);
 
@@ -101,8 +101,9 @@ class Window {
         Request *request;
     };
 
-    Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assert);
+    Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assertions);
     void close_epoch(Epoch &epoch, Request *request);
+    Status close_open(Epoch *epoch, Request **request);
     Epoch *open_of(EpochKind kind) const;
     Epoch *open_lock(int target) const;
     Status end_unused_fence();
