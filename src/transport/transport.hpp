@@ -80,6 +80,11 @@ class Transport {
 
     // Drain completions; returns how many completion callbacks ran.
     virtual int poll() = 0;
+
+    // True when peers' operations on our memory need our poll() to run (a transport
+    // that emulates RMA or atomics in software, e.g. UCX over tcp): the MPI layer then
+    // progresses nbrma inside MPICH's blocking calls even with nothing of ours pending.
+    virtual bool needs_target_progress() const { return false; }
 };
 
 }  // namespace nbrma::transport
