@@ -15,13 +15,20 @@ std::vector<Window *> &windows() {
 }
 void (*external_poke)() = nullptr;
 bool sweeping = false;
+int serving = 0;  // registered windows whose transport needs our poll to serve peers
 }  // namespace
 
-void progress_register(Window *window) { windows().push_back(window); }
+void progress_register(Window *window) {
+    windows().push_back(window);
+    if (window->transport().needs_target_progress()) ++serving;
+}
 
 void progress_unregister(Window *window) {
     auto &list = windows();
-    list.erase(std::remove(list.begin(), list.end(), window), list.end());
+    const auto end = std::remove(list.begin(), list.end(), window);
+    if (end == list.end()) return;
+    list.erase(end, list.end());
+    if (window->transport().needs_target_progress()) --serving;
 }
 
 bool progress_sweep() {
@@ -38,6 +45,8 @@ bool progress_pending() {
         if (!window->idle()) return true;
     return false;
 }
+
+bool progress_wanted() { return serving > 0 || progress_pending(); }
 
 void progress_set_external(void (*poke)()) { external_poke = poke; }
 

@@ -20,6 +20,11 @@ bool progress_sweep();
 // True while some window has epochs or flushes pending.
 bool progress_pending();
 
+// True while nbrma's progress must run inside MPICH's blocking calls: some window has
+// work pending, or serves its peers' operations in software (the transport says
+// needs_target_progress(), e.g. UCX over tcp). Cheap: no window, no cost.
+bool progress_wanted();
+
 // Called every few idle iterations of a wait, so two-sided traffic keeps moving.
 void progress_set_external(void (*poke)());
 

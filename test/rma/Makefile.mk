@@ -23,7 +23,8 @@ check_PROGRAMS += \
 	test/rma/late_post \
 	test/rma/ifence_chain \
 	test/rma/reorder \
-	test/rma/at_errors
+	test/rma/at_errors \
+	test/rma/shared_progress
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -104,3 +105,7 @@ test_rma_at_errors_LDADD = $(RMATEST_LDADD)
 TESTS += test/rma/runtests
 
 EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in
+
+test_rma_shared_progress_SOURCES = test/rma/shared_progress.c
+test_rma_shared_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_shared_progress_LDADD = $(RMATEST_LDADD)

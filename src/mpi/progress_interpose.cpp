@@ -1,0 +1,226 @@
+// One progress for both engines (SC14 §VII): MPICH's blocking calls progress nbrma.
+//
+// nbrma defines the wait/test family, the blocking point-to-point calls that wait and
+// the common blocking collectives over MPICH's. While nbrma wants progress (an epoch,
+// flush or deferred call is pending, or a window's transport serves its peers in
+// software, as UCX over tcp does: engine::progress_wanted()), a wait becomes a loop of
+// the MPICH test twin and an nbrma sweep, yielding the CPU when the node is
+// oversubscribed; as soon as nbrma wants nothing more, the loop hands the rest of the
+// wait to MPICH's own blocking call. With nothing pending the calls go straight to
+// MPICH: the only cost is progress_wanted(), a counter and a scan of the windows.
+//
+// The other direction (MPICH progresses while nbrma blocks) is the poke in
+// engine::wait_request and the generalized requests' poll_fn (state.cpp).
+//
+// Collectives always run as their nonblocking twin plus a wait, on every rank and in
+// every state: MPI forbids matching a blocking collective with a nonblocking one (and
+// MPICH really does not match them), so the form must not depend on whether this rank
+// has nbrma work pending.
+#include <mpi.h>
+
+#include "common/yield.hpp"
+#include "engine/progress.hpp"
+
+using nbrma::Backoff;
+using nbrma::engine::progress_sweep;
+using nbrma::engine::progress_wanted;
+
+namespace {
+
+// Calls test(&done) and sweeps nbrma until done or an error; once nbrma wants no
+// progress, finishes with block() (MPICH's blocking call) instead.
+template <class Test, class Block>
+int progress_until(Test test, Block block) {
+    Backoff backoff;
+    for (;;) {
+        if (!progress_wanted()) return block();
+        int done = 0;
+        const int error = test(&done);
+        if (error != MPI_SUCCESS || done) return error;
+        if (!progress_sweep()) backoff.pause();
+    }
+}
+
+int wait_one(MPI_Request *request, MPI_Status *status) {
+    return progress_until([&](int *done) { return PMPI_Test(request, done, status); },
+                          [&] { return PMPI_Wait(request, status); });
+}
+
+// A collective's nonblocking twin has been started into `request` (or failed: error).
+int finish_collective(int error, MPI_Request *request) {
+    if (error != MPI_SUCCESS) return error;
+    return wait_one(request, MPI_STATUS_IGNORE);
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- the wait/test family
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status) { return wait_one(request, status); }
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+    return progress_until(
+        [&](int *done) { return PMPI_Testall(count, requests, done, statuses); },
+        [&] { return PMPI_Waitall(count, requests, statuses); });
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+    return progress_until(
+        [&](int *done) { return PMPI_Testany(count, requests, index, done, status); },
+        [&] { return PMPI_Waitany(count, requests, index, status); });
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+    return progress_until(
+        [&](int *done) {
+            const int error = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+            *done = *outcount != 0;  // MPI_UNDEFINED (nothing active) also ends the wait
+            return error;
+        },
+        [&] { return PMPI_Waitsome(incount, requests, outcount, indices, statuses); });
+}
+
+// The tests sweep once before asking MPICH, so a poll loop over two-sided requests
+// moves nbrma's epochs too.
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+    if (progress_wanted()) progress_sweep();
+    return PMPI_Test(request, flag, status);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+    if (progress_wanted()) progress_sweep();
+    return PMPI_Testall(count, requests, flag, statuses);
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+    if (progress_wanted()) progress_sweep();
+    return PMPI_Testany(count, requests, index, flag, status);
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]) {
+    if (progress_wanted()) progress_sweep();
+    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+// ---- blocking point-to-point
+
+int MPI_Recv(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+             MPI_Status *status) {
+    if (!progress_wanted()) return PMPI_Recv(buffer, count, type, source, tag, comm, status);
+    MPI_Request request;
+    const int error = PMPI_Irecv(buffer, count, type, source, tag, comm, &request);
+    return error != MPI_SUCCESS ? error : wait_one(&request, status);
+}
+
+int MPI_Send(const void *buffer, int count, MPI_Datatype type, int dest, int tag,
+             MPI_Comm comm) {
+    if (!progress_wanted()) return PMPI_Send(buffer, count, type, dest, tag, comm);
+    MPI_Request request;
+    const int error = PMPI_Isend(buffer, count, type, dest, tag, comm, &request);
+    return error != MPI_SUCCESS ? error : wait_one(&request, MPI_STATUS_IGNORE);
+}
+
+int MPI_Ssend(const void *buffer, int count, MPI_Datatype type, int dest, int tag,
+              MPI_Comm comm) {
+    if (!progress_wanted()) return PMPI_Ssend(buffer, count, type, dest, tag, comm);
+    MPI_Request request;
+    const int error = PMPI_Issend(buffer, count, type, dest, tag, comm, &request);
+    return error != MPI_SUCCESS ? error : wait_one(&request, MPI_STATUS_IGNORE);
+}
+
+int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
+                 int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
+                 int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
+    if (!progress_wanted())
+        return PMPI_Sendrecv(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
+                             recv_count, recv_type, source, recv_tag, comm, status);
+    MPI_Request requests[2];
+    int error =
+        PMPI_Irecv(recv_buffer, recv_count, recv_type, source, recv_tag, comm, &requests[0]);
+    if (error != MPI_SUCCESS) return error;
+    error = PMPI_Isend(send_buffer, send_count, send_type, dest, send_tag, comm, &requests[1]);
+    if (error != MPI_SUCCESS) {
+        PMPI_Cancel(&requests[0]);
+        PMPI_Request_free(&requests[0]);
+        return error;
+    }
+    MPI_Status statuses[2];
+    error = MPI_Waitall(2, requests, statuses);
+    if (status != MPI_STATUS_IGNORE) *status = statuses[0];
+    if (error == MPI_ERR_IN_STATUS)  // Sendrecv reports the failing half's own error
+        error = statuses[0].MPI_ERROR != MPI_SUCCESS ? statuses[0].MPI_ERROR
+                                                     : statuses[1].MPI_ERROR;
+    return error;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+    return progress_until(
+        [&](int *found) { return PMPI_Iprobe(source, tag, comm, found, status); },
+        [&] { return PMPI_Probe(source, tag, comm, status); });
+}
+
+// ---- blocking collectives (always the nonblocking twin; see the file comment)
+
+int MPI_Barrier(MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(PMPI_Ibarrier(comm, &request), &request);
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(PMPI_Ibcast(buffer, count, type, root, comm, &request), &request);
+}
+
+int MPI_Reduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
+               MPI_Op op, int root, MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(
+        PMPI_Ireduce(send_buffer, recv_buffer, count, type, op, root, comm, &request), &request);
+}
+
+int MPI_Allreduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
+                  MPI_Op op, MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(
+        PMPI_Iallreduce(send_buffer, recv_buffer, count, type, op, comm, &request), &request);
+}
+
+int MPI_Gather(const void *send_buffer, int send_count, MPI_Datatype send_type,
+               void *recv_buffer, int recv_count, MPI_Datatype recv_type, int root,
+               MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(PMPI_Igather(send_buffer, send_count, send_type, recv_buffer,
+                                          recv_count, recv_type, root, comm, &request),
+                             &request);
+}
+
+int MPI_Scatter(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                void *recv_buffer, int recv_count, MPI_Datatype recv_type, int root,
+                MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(PMPI_Iscatter(send_buffer, send_count, send_type, recv_buffer,
+                                           recv_count, recv_type, root, comm, &request),
+                             &request);
+}
+
+int MPI_Allgather(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                  void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(PMPI_Iallgather(send_buffer, send_count, send_type, recv_buffer,
+                                             recv_count, recv_type, comm, &request),
+                             &request);
+}
+
+int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                 void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
+    MPI_Request request;
+    return finish_collective(PMPI_Ialltoall(send_buffer, send_count, send_type, recv_buffer,
+                                            recv_count, recv_type, comm, &request),
+                             &request);
+}
+
+}  // extern "C"
