@@ -1,19 +1,27 @@
 # Benchmark suite (owned by test/bench). Included by the top Makefile.am; paths are
 # relative to the top. Built by plain `make`; run with test/bench/nbrma-bench.
 #
-# latency.c is built twice: latency_nbrma runs on nbrma (and adds the MPIX_Win_i*
-# series), latency_mpich on MPICH's own RMA, so both sides of every comparison come
-# from the same source.
-noinst_PROGRAMS = test/bench/latency_nbrma test/bench/latency_mpich
+# One program built twice from the same sources (see test/bench/bench.h): bench_nbrma
+# runs on nbrma (and adds the MPIX_Win_i* and reorder series), bench_mpich on MPICH's
+# own RMA, so both sides of every comparison come from the same code. `make install`
+# installs the driver in $(bindir) and both programs in $(pkglibexecdir), where the
+# installed driver looks for them.
+bench_sources = test/bench/bench.h test/bench/bench_main.c test/bench/bench_common.c \
+	test/bench/latency.c test/bench/patterns.c test/bench/transactions.c \
+	test/bench/lu.c test/bench/reorder.c
 
-test_bench_latency_nbrma_SOURCES = test/bench/latency.c
-test_bench_latency_nbrma_CPPFLAGS = $(AM_CPPFLAGS) -DNBRMA_NONBLOCKING_SERIES
-test_bench_latency_nbrma_LDADD = libnbrma.la $(MPICH_LIBS)
+pkglibexec_PROGRAMS = test/bench/bench_nbrma test/bench/bench_mpich
+
+test_bench_bench_nbrma_SOURCES = $(bench_sources)
+test_bench_bench_nbrma_CPPFLAGS = $(AM_CPPFLAGS) -DNBRMA_NONBLOCKING_SERIES
+test_bench_bench_nbrma_LDADD = libnbrma.la $(MPICH_LIBS) -lm
 # A real executable (rpath to .libs), not a libtool wrapper script that relinks on
-# first run: mpiexec starts it twice at once.
-test_bench_latency_nbrma_LDFLAGS = -no-install
+# first run: mpiexec starts it several times at once.
+test_bench_bench_nbrma_LDFLAGS = -no-install
 
-test_bench_latency_mpich_SOURCES = test/bench/latency.c
-test_bench_latency_mpich_LDADD = $(MPICH_LIBS)
+test_bench_bench_mpich_SOURCES = $(bench_sources)
+test_bench_bench_mpich_LDADD = $(MPICH_LIBS) -lm
+
+bin_SCRIPTS = test/bench/nbrma-bench
 
 EXTRA_DIST += test/bench/nbrma-bench.in
