@@ -28,11 +28,16 @@
  * covers every RESULT of that series in the job; one with a benchmark covers that
  * benchmark's rows only. Exit status 3 if a data check failed; an MPI error aborts
  * the job (status 2) naming the call, the source line and the step.
+ *
+ * bench_common.c defines what is declared below: the output lines, MPI error reports,
+ * spending time, and the helpers more than one group uses (memory, --only, put patterns,
+ * polling waits, BENCH_SYNC, rank 0's iteration loop, sample reports, windows).
  */
 #ifndef NBRMA_BENCH_BENCH_H
 #define NBRMA_BENCH_BENCH_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 #ifdef NBRMA_NONBLOCKING_SERIES
 #include "nbrma.h"
@@ -42,11 +47,11 @@
 #endif
 
 struct bench_options {
-    int quick;         /* --quick: the README's few-minutes run */
-    int iterations;    /* --iterations N (> 0 overrides a group's own count) */
-    double scale;      /* --scale X: multiplies the patterns' delays/work (default 1.0,
-                          i.e. the paper's 1000 us) */
-    const char *only;  /* --only NAME: run just that benchmark of the group, or NULL */
+    int quick;        /* --quick: the README's few-minutes run */
+    int iterations;   /* --iterations N (> 0 overrides a group's own count) */
+    double scale;     /* --scale X: multiplies the patterns' delays/work (default 1.0,
+                         i.e. the paper's 1000 us) */
+    const char *only; /* --only NAME: run just that benchmark of the group, or NULL */
 };
 
 /* One group: collective over MPI_COMM_WORLD; returns 0, or 3 if a data check failed. */
@@ -65,8 +70,8 @@ void bench_list_lu(void);
 void bench_list_reorder(void);
 
 /* Output (any rank may call; lines are flushed at once). */
-void bench_result(const char *series, const char *benchmark, const char *parameter,
-                  double value, const char *unit);
+void bench_result(const char *series, const char *benchmark, const char *parameter, double value,
+                  const char *unit);
 void bench_check(const char *series, const char *benchmark /* or NULL */, int ok);
 void bench_row(const char *benchmark, const char *parameter, const char *unit);
 
@@ -81,5 +86,86 @@ void bench_check_mpi(int rc, const char *call, const char *file, int line);
  * sleep that leaves the core to the other ranks (oversubscribed patterns). */
 void bench_compute(double usec);
 void bench_sleep(double usec);
+
+/* ---- Helpers the groups share (bench_common.c) ---- */
+
+/* malloc, or "<group>: out of memory" on stderr and MPI_Abort(2). */
+void *bench_malloc(const char *group, size_t bytes);
+
+/* 1 when --only is unset or names `benchmark`. */
+int bench_selected(const struct bench_options *options, const char *benchmark);
+
+/* A group's prologue: this rank and the job size (bench_main.c has checked the ranks); an
+ * --only naming none of the `count` names: rank 0 says so, every rank exits 1 (usage). */
+void bench_start_group(const char *group, const struct bench_options *options,
+                       const char *const *names, int count, int *rank, int *size);
+
+/* The byte a put of iteration `iteration` carries; `salt` tells an iteration's puts apart. */
+unsigned char bench_stamp(int iteration, int salt);
+
+/* 1 when the `bytes` bytes at p all equal `value`. */
+int bench_all_equal(const unsigned char *p, int bytes, unsigned char value);
+
+/* qsort comparison of doubles, ascending. */
+int bench_compare_doubles(const void *a, const void *b);
+
+/* Wait polling MPI_Test: bench_sleep(sleep_usec) between polls, sched_yield if it is 0. */
+void bench_wait_polling(MPI_Request *request, double sleep_usec);
+
+/* MPI_Wait, unless the request is MPI_REQUEST_NULL (a blocking call's, see BENCH_SYNC). */
+void bench_finish(MPI_Request *request);
+
+/* One synchronization call: the nonblocking twin (sets *request) if `nonblocking`, else the
+ * blocking call, leaving *request = MPI_REQUEST_NULL; bench_finish completes either. The
+ * mpich build compiles the blocking call only (it has no MPIX_Win_i*). */
+#ifdef NBRMA_NONBLOCKING_SERIES
+#define BENCH_SYNC(nonblocking, request, blocking_call, nonblocking_call) \
+    do {                                                                  \
+        if (nonblocking) {                                                \
+            BENCH_MPI(nonblocking_call);                                  \
+        } else {                                                          \
+            BENCH_MPI(blocking_call);                                     \
+            *(request) = MPI_REQUEST_NULL;                                \
+        }                                                                 \
+    } while (0)
+#else
+#define BENCH_SYNC(nonblocking, request, blocking_call, nonblocking_call) \
+    do {                                                                  \
+        (void)(nonblocking);                                              \
+        BENCH_MPI(blocking_call);                                         \
+        *(request) = MPI_REQUEST_NULL;                                    \
+    } while (0)
+#endif
+
+/* Collective iteration boundary (MPI_Iallreduce, polled as bench_wait_polling): the
+ * maximum of the ranks' `want_more`. */
+int bench_boundary(int want_more, double sleep_usec);
+
+/* Iterations driven by rank 0: `warmup` untimed ones, then timed ones until `total` ran
+ * or `budget` seconds of timed ones passed. Initialize total, warmup and budget. */
+struct bench_loop {
+    int i, total, warmup;
+    double start, budget;
+};
+
+/* Collective, every rank once an iteration: 1 with l->i the next iteration (from 1),
+ * 0 when rank 0 stops (a bench_boundary with that sleep between polls). */
+int bench_loop_next(struct bench_loop *l, int rank, double sleep_usec);
+
+/* The timed iterations that ran (the loop's count minus warm-up). */
+int bench_loop_timed(const struct bench_loop *l);
+
+/* Index of the current iteration among the timed ones, or -1 (warm-up, or >= capacity). */
+int bench_loop_slot(const struct bench_loop *l, int capacity);
+
+/* Rank 0: for each row k < count, the `timed` samples (usec) at samples + k * stride:
+ * "# ... median, min, max" (sorts them), then RESULT with their mean. */
+void bench_report_samples(const char *series, const char *benchmark, const char *const *params,
+                          int count, double *samples, int stride, int timed);
+
+/* Collective MPI_Win_allocate over comm, with info `key`="true" (none if NULL), errors
+ * returned (so BENCH_MPI reports them). */
+void bench_win_allocate(MPI_Aint bytes, int disp_unit, const char *key, MPI_Comm comm, void *base,
+                        MPI_Win *win);
 
 #endif

@@ -13,11 +13,18 @@
  * preempted run does not skew it). Preempted in the middle, it takes longer in wall
  * time, as real computation would. bench_sleep(usec) gives the core away (nanosleep),
  * for the waiting sides of oversubscribed jobs (three ranks on two cores).
+ *
+ * Helpers more than one group uses: memory, --only, the byte patterns puts carry and
+ * their checks, polling waits, blocking-or-nonblocking calls (BENCH_SYNC), the iteration
+ * loop whose length rank 0 decides, the median/mean report of per-iteration samples and
+ * window allocation.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "bench.h"
@@ -128,4 +135,115 @@ void bench_sleep(double usec) {
                             .tv_nsec = (long)((usec - (double)(time_t)(usec / 1e6) * 1e6) * 1e3)};
     while (nanosleep(&wait, &wait) != 0 && errno == EINTR) {
     }
+}
+
+/* ---- Helpers the groups share ---------------------------------------------------- */
+
+void *bench_malloc(const char *group, size_t bytes) {
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "%s: out of memory\n", group);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+int bench_selected(const struct bench_options *options, const char *benchmark) {
+    return options->only == NULL || strcmp(options->only, benchmark) == 0;
+}
+
+void bench_start_group(const char *group, const struct bench_options *options,
+                       const char *const *names, int count, int *rank, int *size) {
+    BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, rank));
+    BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, size));
+    if (!options->only) return;
+    for (int b = 0; b < count; b++)
+        if (strcmp(options->only, names[b]) == 0) return;
+    if (*rank == 0) fprintf(stderr, "%s: no benchmark '%s'\n", group, options->only);
+    MPI_Finalize();
+    exit(1); /* bad usage */
+}
+
+unsigned char bench_stamp(int iteration, int salt) {
+    return (unsigned char)((iteration * 37 + salt * 11 + 1) & 0xff);
+}
+
+int bench_all_equal(const unsigned char *p, int bytes, unsigned char value) {
+    for (int i = 0; i < bytes; i++)
+        if (p[i] != value) return 0;
+    return 1;
+}
+
+int bench_compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void bench_wait_polling(MPI_Request *request, double sleep_usec) {
+    int done = 0;
+    for (;;) {
+        BENCH_MPI(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+        if (done) return;
+        if (sleep_usec > 0)
+            bench_sleep(sleep_usec);
+        else
+            sched_yield();
+    }
+}
+
+void bench_finish(MPI_Request *request) {
+    if (*request != MPI_REQUEST_NULL) BENCH_MPI(MPI_Wait(request, MPI_STATUS_IGNORE));
+}
+
+int bench_boundary(int want_more, double sleep_usec) {
+    int verdict = 0;
+    MPI_Request request;
+    BENCH_MPI(MPI_Iallreduce(&want_more, &verdict, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request));
+    bench_wait_polling(&request, sleep_usec);
+    return verdict;
+}
+
+int bench_loop_next(struct bench_loop *l, int rank, double sleep_usec) {
+    int more = 0;
+    if (rank == 0) {
+        more = l->i < l->total;
+        if (l->i == l->warmup) l->start = MPI_Wtime();
+        if (l->i > l->warmup && MPI_Wtime() - l->start > l->budget) more = 0;
+    }
+    if (!bench_boundary(more, sleep_usec)) return 0;
+    l->i++;
+    return 1;
+}
+
+int bench_loop_timed(const struct bench_loop *l) { return l->i - l->warmup; }
+
+int bench_loop_slot(const struct bench_loop *l, int capacity) {
+    int index = l->i - l->warmup - 1;
+    return index >= 0 && index < capacity ? index : -1;
+}
+
+void bench_report_samples(const char *series, const char *benchmark, const char *const *params,
+                          int count, double *samples, int stride, int timed) {
+    for (int k = 0; k < count; k++) {
+        double *v = samples + (size_t)k * stride, sum = 0;
+        for (int i = 0; i < timed; i++) sum += v[i];
+        if (timed > 0) {
+            qsort(v, timed, sizeof *v, bench_compare_doubles);
+            printf("# %s %s %s: median %.1f, min %.1f, max %.1f usec\n", series, benchmark,
+                   params[k], v[timed / 2], v[0], v[timed - 1]);
+        }
+        bench_result(series, benchmark, params[k], timed > 0 ? sum / timed : 0.0, "usec");
+    }
+}
+
+void bench_win_allocate(MPI_Aint bytes, int disp_unit, const char *key, MPI_Comm comm, void *base,
+                        MPI_Win *win) {
+    MPI_Info info = MPI_INFO_NULL;
+    if (key) {
+        BENCH_MPI(MPI_Info_create(&info));
+        BENCH_MPI(MPI_Info_set(info, key, "true"));
+    }
+    BENCH_MPI(MPI_Win_allocate(bytes, disp_unit, info, comm, base, win));
+    BENCH_MPI(MPI_Win_set_errhandler(*win, MPI_ERRORS_RETURN));
+    if (info != MPI_INFO_NULL) BENCH_MPI(MPI_Info_free(&info));
 }

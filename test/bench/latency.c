@@ -89,12 +89,6 @@ static const char *operation_names[] = {"lock_put_unlock", "lock_get_unlock"};
  * MPI at all (raw-shm). */
 enum sync_style { SYNC_BLOCKING, SYNC_NONBLOCKING, SYNC_RAW_SHM };
 
-#define CHECK_MPI BENCH_MPI
-
-static int selected(const struct bench_options *options, const char *benchmark) {
-    return options->only == NULL || strcmp(options->only, benchmark) == 0;
-}
-
 static int iterations_for(int bytes, const struct bench_options *options) {
     if (options->iterations > 0) return options->iterations;
     (void)options->quick; /* quick mode shortens the time budget, not the count */
@@ -146,16 +140,11 @@ static double clock_tick(struct block_clock *clock, long done) {
     return now;
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Microseconds per iteration: the median block's, or the mean without a full block. */
 static double clock_usec(struct block_clock *clock, double elapsed, long timed) {
     double usec = elapsed * 1e6 / (double)timed;
     if (clock->blocks && clock->count > 0) {
-        qsort(clock->blocks, (size_t)clock->count, sizeof *clock->blocks, compare_doubles);
+        qsort(clock->blocks, (size_t)clock->count, sizeof *clock->blocks, bench_compare_doubles);
         long n = clock->count;
         double median =
             n % 2 ? clock->blocks[n / 2] : (clock->blocks[n / 2 - 1] + clock->blocks[n / 2]) / 2;
@@ -199,14 +188,14 @@ static struct timing origin_loop(origin_body body, void *context, int iterations
 
 /* The origin's value, known to every rank (outside timed loops only). */
 static long agree(long value) {
-    CHECK_MPI(MPI_Bcast(&value, 1, MPI_LONG, ORIGIN, MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Bcast(&value, 1, MPI_LONG, ORIGIN, MPI_COMM_WORLD));
     return value;
 }
 
 /* Every rank's verdict; the origin prints the CHECK line. */
 static int verdict(const char *series, const char *benchmark, int ok, int rank) {
     int all_ok = 0;
-    CHECK_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (rank == ORIGIN) bench_check(series, benchmark, all_ok);
     return all_ok;
 }
@@ -237,14 +226,14 @@ static void raw_unlock(uint64_t *word) { __atomic_store_n(word, 0, __ATOMIC_RELE
 static int raw_shm_map(struct raw_shm *shm, int rank) {
     memset(shm, 0, sizeof *shm);
     MPI_Comm node;
-    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    BENCH_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     int leader = rank;
-    CHECK_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, node));
-    CHECK_MPI(MPI_Comm_free(&node));
+    BENCH_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, node));
+    BENCH_MPI(MPI_Comm_free(&node));
     int leaders[2] = {-1, -1};
     if (rank <= TARGET) leaders[rank] = leader;
     int pair_leaders[2];
-    CHECK_MPI(MPI_Allreduce(leaders, pair_leaders, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Allreduce(leaders, pair_leaders, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (pair_leaders[0] != pair_leaders[1]) {
         if (rank == ORIGIN) printf("# raw-shm: ranks 0 and 1 are not on one node, skipped\n");
         return 0;
@@ -267,8 +256,8 @@ static int raw_shm_map(struct raw_shm *shm, int rank) {
         }
         if (!ok) perror("bench: raw-shm segment");
     }
-    CHECK_MPI(MPI_Bcast(name, sizeof name, MPI_CHAR, TARGET, MPI_COMM_WORLD));
-    CHECK_MPI(MPI_Bcast(&ok, 1, MPI_INT, TARGET, MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Bcast(name, sizeof name, MPI_CHAR, TARGET, MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Bcast(&ok, 1, MPI_INT, TARGET, MPI_COMM_WORLD));
     if (ok && rank == ORIGIN) {
         int fd = shm_open(name, O_RDWR, 0600);
         shm->mapping = fd >= 0 ? mmap(NULL, shm->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
@@ -280,7 +269,7 @@ static int raw_shm_map(struct raw_shm *shm, int rank) {
         }
     }
     int all_ok = 0;
-    CHECK_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (rank == TARGET && name[0]) shm_unlink(name); /* both mapped it, or gave up */
     if (rank <= TARGET && ok && shm->mapping != MAP_FAILED && shm->mapping) {
         shm->lock_word = (uint64_t *)shm->mapping;
@@ -313,9 +302,9 @@ struct passive_run {
 
 static void communicate(enum operation op, char *buffer, int bytes, MPI_Win win) {
     if (op == OP_PUT)
-        CHECK_MPI(MPI_Put(buffer, bytes, MPI_BYTE, TARGET, 0, bytes, MPI_BYTE, win));
+        BENCH_MPI(MPI_Put(buffer, bytes, MPI_BYTE, TARGET, 0, bytes, MPI_BYTE, win));
     else
-        CHECK_MPI(MPI_Get(buffer, bytes, MPI_BYTE, TARGET, 0, bytes, MPI_BYTE, win));
+        BENCH_MPI(MPI_Get(buffer, bytes, MPI_BYTE, TARGET, 0, bytes, MPI_BYTE, win));
 }
 
 /* One lock epoch carrying one operation; returns when the operation is complete. */
@@ -333,17 +322,17 @@ static void one_epoch(enum operation op, enum sync_style style, char *buffer, in
 #ifdef NBRMA_NONBLOCKING_SERIES
     if (style == SYNC_NONBLOCKING) {
         MPI_Request lock_request, unlock_request;
-        CHECK_MPI(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win, &lock_request));
+        BENCH_MPI(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win, &lock_request));
         communicate(op, buffer, bytes, win);
-        CHECK_MPI(MPIX_Win_iunlock(TARGET, win, &unlock_request));
-        CHECK_MPI(MPI_Wait(&lock_request, MPI_STATUS_IGNORE));
-        CHECK_MPI(MPI_Wait(&unlock_request, MPI_STATUS_IGNORE));
+        BENCH_MPI(MPIX_Win_iunlock(TARGET, win, &unlock_request));
+        BENCH_MPI(MPI_Wait(&lock_request, MPI_STATUS_IGNORE));
+        BENCH_MPI(MPI_Wait(&unlock_request, MPI_STATUS_IGNORE));
         return;
     }
 #endif
-    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
     communicate(op, buffer, bytes, win);
-    CHECK_MPI(MPI_Win_unlock(TARGET, win));
+    BENCH_MPI(MPI_Win_unlock(TARGET, win));
 }
 
 static void passive_body(void *context, long iteration) {
@@ -356,11 +345,11 @@ static void passive_body(void *context, long iteration) {
 static void run_lock_series(const char *series, enum sync_style style, char *buffer, MPI_Win win,
                             struct raw_shm *shm, int rank, const struct bench_options *options) {
     for (int op = OP_PUT; op <= OP_GET; op++) {
-        if (!selected(options, operation_names[op])) continue;
+        if (!bench_selected(options, operation_names[op])) continue;
         for (int s = 0; s < NUM_SIZES; s++) {
             struct passive_run run = {(enum operation)op, style, sizes[s], buffer, win, shm};
             bench_set_step(series, operation_names[op]);
-            CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
             if (rank == ORIGIN) {
                 struct timing t =
                     origin_loop(passive_body, &run, iterations_for(sizes[s], options), options);
@@ -370,7 +359,7 @@ static void run_lock_series(const char *series, enum sync_style style, char *buf
                 report(series, operation_names[op], sizes[s], t.usec);
             }
             /* The target makes MPICH progress here while the origin runs. */
-            CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
         }
     }
 }
@@ -381,14 +370,14 @@ static void target_access_begin(enum sync_style style, MPI_Win win, struct raw_s
     if (style == SYNC_RAW_SHM)
         raw_lock(shm->lock_word);
     else
-        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+        BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
 }
 
 static void target_access_end(enum sync_style style, MPI_Win win, struct raw_shm *shm) {
     if (style == SYNC_RAW_SHM)
         raw_unlock(shm->lock_word);
     else
-        CHECK_MPI(MPI_Win_unlock(TARGET, win));
+        BENCH_MPI(MPI_Win_unlock(TARGET, win));
 }
 
 /* Collective. Origin puts a 512 KiB pattern, the target reads it in its own memory and
@@ -404,12 +393,12 @@ static int check_lock_data(const char *series, enum sync_style style, unsigned c
         memset(target_memory, 0, MAX_SIZE);
         target_access_end(style, win, shm);
     }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == ORIGIN) {
         for (int i = 0; i < MAX_SIZE; i++) buffer[i] = (char)pattern(i, salt);
         one_epoch(OP_PUT, style, buffer, MAX_SIZE, win, shm);
     }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == TARGET) {
         target_access_begin(style, win, shm);
         for (int i = 0; i < MAX_SIZE && ok; i++) {
@@ -421,7 +410,7 @@ static int check_lock_data(const char *series, enum sync_style style, unsigned c
         }
         target_access_end(style, win, shm);
     }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == ORIGIN) {
         memset(buffer, 0, MAX_SIZE);
         one_epoch(OP_GET, style, buffer, MAX_SIZE, win, shm);
@@ -483,30 +472,30 @@ static void osu_issue(struct osu_run *run, long i) {
     switch (run->op) {
         case OSU_PUT:
             run->source[slot] = osu_stamp(run, i);
-            CHECK_MPI(
+            BENCH_MPI(
                 MPI_Put(&run->source[slot], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, run->win));
             break;
         case OSU_GET:
             run->result[slot] = 0;
-            CHECK_MPI(
+            BENCH_MPI(
                 MPI_Get(&run->result[slot], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, run->win));
             break;
         case OSU_ACC:
             run->source[slot] = 1;
-            CHECK_MPI(MPI_Accumulate(&run->source[slot], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T,
+            BENCH_MPI(MPI_Accumulate(&run->source[slot], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T,
                                      MPI_SUM, run->win));
             break;
         case OSU_FOP:
             run->source[slot] = 1;
             run->result[slot] = -1;
-            CHECK_MPI(MPI_Fetch_and_op(&run->source[slot], &run->result[slot], MPI_INT64_T, TARGET,
+            BENCH_MPI(MPI_Fetch_and_op(&run->source[slot], &run->result[slot], MPI_INT64_T, TARGET,
                                        0, MPI_SUM, run->win));
             break;
         case OSU_CAS:
             run->compare[slot] = i;
             run->source[slot] = i + 1;
             run->result[slot] = -1;
-            CHECK_MPI(MPI_Compare_and_swap(&run->source[slot], &run->compare[slot],
+            BENCH_MPI(MPI_Compare_and_swap(&run->source[slot], &run->compare[slot],
                                            &run->result[slot], MPI_INT64_T, TARGET, 0, run->win));
             break;
         default:
@@ -537,33 +526,22 @@ static int64_t osu_final(const struct osu_run *run, long total) {
 
 /* On the target, outside any epoch of the benchmark: set or check its word. */
 static void osu_target_word(struct osu_run *run, int64_t *word, int set, long total) {
-    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, run->win));
+    BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, run->win));
     if (set)
         *word = osu_initial(run);
     else if (*word != osu_final(run, total))
         osu_mismatch(run, "target word after ops", total, *word, osu_final(run, total));
-    CHECK_MPI(MPI_Win_unlock(TARGET, run->win));
+    BENCH_MPI(MPI_Win_unlock(TARGET, run->win));
 }
 
-/* A request-or-not closing call: the blocking call, or the nonblocking twin and a wait. */
-#ifdef NBRMA_NONBLOCKING_SERIES
-#define SYNC_NOW(style, blocking, nonblocking)                         \
-    do {                                                               \
-        if ((style) == SYNC_NONBLOCKING) {                             \
-            MPI_Request sync_now_request;                              \
-            CHECK_MPI(nonblocking);                                    \
-            CHECK_MPI(MPI_Wait(&sync_now_request, MPI_STATUS_IGNORE)); \
-        } else {                                                       \
-            CHECK_MPI(blocking);                                       \
-        }                                                              \
+/* A request-or-not closing call: the blocking call, or the nonblocking twin (which sets
+ * sync_now_request) and a wait. */
+#define SYNC_NOW(style, blocking, nonblocking)                                             \
+    do {                                                                                   \
+        MPI_Request sync_now_request;                                                      \
+        BENCH_SYNC((style) == SYNC_NONBLOCKING, &sync_now_request, blocking, nonblocking); \
+        bench_finish(&sync_now_request);                                                   \
     } while (0)
-#else
-#define SYNC_NOW(style, blocking, nonblocking) \
-    do {                                       \
-        (void)(style);                         \
-        CHECK_MPI(blocking);                   \
-    } while (0)
-#endif
 
 struct osu_passive {
     struct osu_run *run;
@@ -578,25 +556,25 @@ static void osu_passive_body(void *context, long i) {
     if (run->style == SYNC_NONBLOCKING && p->sync != OSU_FLUSH) {
         MPI_Request opening, closing;
         if (p->sync == OSU_LOCK)
-            CHECK_MPI(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win, &opening));
+            BENCH_MPI(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win, &opening));
         else
-            CHECK_MPI(MPIX_Win_ilock_all(0, win, &opening));
+            BENCH_MPI(MPIX_Win_ilock_all(0, win, &opening));
         osu_issue(run, i);
         if (p->sync == OSU_LOCK)
-            CHECK_MPI(MPIX_Win_iunlock(TARGET, win, &closing));
+            BENCH_MPI(MPIX_Win_iunlock(TARGET, win, &closing));
         else
-            CHECK_MPI(MPIX_Win_iunlock_all(win, &closing));
-        CHECK_MPI(MPI_Wait(&opening, MPI_STATUS_IGNORE));
-        CHECK_MPI(MPI_Wait(&closing, MPI_STATUS_IGNORE));
+            BENCH_MPI(MPIX_Win_iunlock_all(win, &closing));
+        BENCH_MPI(MPI_Wait(&opening, MPI_STATUS_IGNORE));
+        BENCH_MPI(MPI_Wait(&closing, MPI_STATUS_IGNORE));
         osu_verify(run, i);
         return;
     }
 #endif
     switch (p->sync) {
         case OSU_LOCK:
-            CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+            BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
             osu_issue(run, i);
-            CHECK_MPI(MPI_Win_unlock(TARGET, win));
+            BENCH_MPI(MPI_Win_unlock(TARGET, win));
             break;
         case OSU_FLUSH:
             osu_issue(run, i);
@@ -604,9 +582,9 @@ static void osu_passive_body(void *context, long i) {
                      MPIX_Win_iflush(TARGET, win, &sync_now_request));
             break;
         default:
-            CHECK_MPI(MPI_Win_lock_all(0, win));
+            BENCH_MPI(MPI_Win_lock_all(0, win));
             osu_issue(run, i);
-            CHECK_MPI(MPI_Win_unlock_all(win));
+            BENCH_MPI(MPI_Win_unlock_all(win));
             break;
     }
     osu_verify(run, i);
@@ -618,12 +596,12 @@ static int run_osu_passive(const char *series, enum sync_style style, enum osu_o
                            int salt, const struct bench_options *options) {
     char name[48];
     osu_name(name, sizeof name, op, sync);
-    if (!selected(options, name)) return 1;
+    if (!bench_selected(options, name)) return 1;
     bench_set_step(series, name);
     struct osu_run run = {.op = op, .style = style, .win = win, .salt = salt};
     if (rank == TARGET) osu_target_word(&run, window_word, 1, 0);
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    struct timing t = {0, 0, 0.0};
+    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    struct timing t = {0, 0, 0.0, 0.0};
     if (rank == ORIGIN) {
         struct osu_passive p = {&run, sync};
         if (sync == OSU_FLUSH)
@@ -633,7 +611,7 @@ static int run_osu_passive(const char *series, enum sync_style style, enum osu_o
         if (sync == OSU_FLUSH)
             SYNC_NOW(style, MPI_Win_unlock_all(win), MPIX_Win_iunlock_all(win, &sync_now_request));
     }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     long total = agree(t.total);
     if (rank == TARGET) osu_target_word(&run, window_word, 0, total);
     if (run.mismatches)
@@ -668,49 +646,29 @@ static const char *paired_names[] = {"fence_empty", "fence_put", "pscw_empty",  
 #define ACTIVE_PUT_BYTES WORD_BYTES
 
 /* The active-target calls of one style. A blocking call has finished on return and
- * leaves MPI_REQUEST_NULL; a nonblocking one leaves the request that finish() waits for. */
-#ifdef NBRMA_NONBLOCKING_SERIES
-#define SYNC_CALL(style, request, blocking, nonblocking) \
-    do {                                                 \
-        if ((style) == SYNC_NONBLOCKING) {               \
-            CHECK_MPI(nonblocking);                      \
-        } else {                                         \
-            CHECK_MPI(blocking);                         \
-            *(request) = MPI_REQUEST_NULL;               \
-        }                                                \
-    } while (0)
-#else
-#define SYNC_CALL(style, request, blocking, nonblocking) \
-    do {                                                 \
-        (void)(style);                                   \
-        CHECK_MPI(blocking);                             \
-        *(request) = MPI_REQUEST_NULL;                   \
-    } while (0)
-#endif
-
+ * leaves MPI_REQUEST_NULL; a nonblocking one leaves the request bench_finish waits for. */
 static void win_fence(int assert, enum sync_style style, MPI_Win win, MPI_Request *request) {
-    SYNC_CALL(style, request, MPI_Win_fence(assert, win), MPIX_Win_ifence(assert, win, request));
+    BENCH_SYNC(style == SYNC_NONBLOCKING, request, MPI_Win_fence(assert, win),
+               MPIX_Win_ifence(assert, win, request));
 }
 
 static void win_start(MPI_Group group, enum sync_style style, MPI_Win win, MPI_Request *request) {
-    SYNC_CALL(style, request, MPI_Win_start(group, 0, win),
-              MPIX_Win_istart(group, 0, win, request));
+    BENCH_SYNC(style == SYNC_NONBLOCKING, request, MPI_Win_start(group, 0, win),
+               MPIX_Win_istart(group, 0, win, request));
 }
 
 static void win_complete(enum sync_style style, MPI_Win win, MPI_Request *request) {
-    SYNC_CALL(style, request, MPI_Win_complete(win), MPIX_Win_icomplete(win, request));
+    BENCH_SYNC(style == SYNC_NONBLOCKING, request, MPI_Win_complete(win),
+               MPIX_Win_icomplete(win, request));
 }
 
 static void win_post(MPI_Group group, enum sync_style style, MPI_Win win, MPI_Request *request) {
-    SYNC_CALL(style, request, MPI_Win_post(group, 0, win), MPIX_Win_ipost(group, 0, win, request));
+    BENCH_SYNC(style == SYNC_NONBLOCKING, request, MPI_Win_post(group, 0, win),
+               MPIX_Win_ipost(group, 0, win, request));
 }
 
 static void win_wait(enum sync_style style, MPI_Win win, MPI_Request *request) {
-    SYNC_CALL(style, request, MPI_Win_wait(win), MPIX_Win_iwait(win, request));
-}
-
-static void finish(MPI_Request *request) {
-    if (*request != MPI_REQUEST_NULL) CHECK_MPI(MPI_Wait(request, MPI_STATUS_IGNORE));
+    BENCH_SYNC(style == SYNC_NONBLOCKING, request, MPI_Win_wait(win), MPIX_Win_iwait(win, request));
 }
 
 /* One lock-step row in progress on one rank. */
@@ -772,11 +730,11 @@ static void fence_epoch(struct active_run *run, long epoch) {
         uint64_t stamp = epoch_stamp(run, run->rank, epoch);
         char *source = run->buffer + slot * ACTIVE_PUT_BYTES;
         memcpy(source, &stamp, sizeof stamp);
-        CHECK_MPI(MPI_Put(source, ACTIVE_PUT_BYTES, MPI_BYTE, peer_of(run), slot * ACTIVE_PUT_BYTES,
+        BENCH_MPI(MPI_Put(source, ACTIVE_PUT_BYTES, MPI_BYTE, peer_of(run), slot * ACTIVE_PUT_BYTES,
                           ACTIVE_PUT_BYTES, MPI_BYTE, run->win));
     }
     if (run->osu && run->rank == ORIGIN) osu_issue(run->osu, epoch);
-    finish(&request);
+    bench_finish(&request);
     if (put && epoch > 0) expect_stamp(run, (int)((epoch - 1) & 1), epoch - 1);
     if (run->osu && run->rank == ORIGIN && epoch > 0) osu_verify(run->osu, epoch - 1);
 }
@@ -785,7 +743,7 @@ static void fence_epoch(struct active_run *run, long epoch) {
 static void fence_close(struct active_run *run, long epochs) {
     MPI_Request request;
     win_fence(MPI_MODE_NOSUCCEED, run->style, run->win, &request);
-    finish(&request);
+    bench_finish(&request);
     if (has_put(run) && in_pair(run) && epochs > 0)
         expect_stamp(run, (int)((epochs - 1) & 1), epochs - 1);
     if (run->osu && run->rank == ORIGIN && epochs > 0) osu_verify(run->osu, epochs - 1);
@@ -801,19 +759,19 @@ static void pscw_epoch(struct active_run *run, long epoch) {
         if (has_put(run)) {
             uint64_t stamp = epoch_stamp(run, ORIGIN, epoch);
             memcpy(run->buffer, &stamp, sizeof stamp);
-            CHECK_MPI(MPI_Put(run->buffer, ACTIVE_PUT_BYTES, MPI_BYTE, TARGET, 0, ACTIVE_PUT_BYTES,
+            BENCH_MPI(MPI_Put(run->buffer, ACTIVE_PUT_BYTES, MPI_BYTE, TARGET, 0, ACTIVE_PUT_BYTES,
                               MPI_BYTE, run->win));
         }
         if (run->osu) osu_issue(run->osu, epoch);
         win_complete(run->style, run->win, &closing);
-        finish(&opening);
-        finish(&closing);
+        bench_finish(&opening);
+        bench_finish(&closing);
         if (run->osu) osu_verify(run->osu, epoch);
     } else if (run->rank == TARGET) {
         win_post(run->peer_group, run->style, run->win, &opening);
         win_wait(run->style, run->win, &closing);
-        finish(&opening);
-        finish(&closing);
+        bench_finish(&opening);
+        bench_finish(&closing);
         if (has_put(run)) expect_stamp(run, 0, epoch);
     }
 }
@@ -826,24 +784,24 @@ static void pingpong_round(struct active_run *run, long round) {
     int peer = peer_of(run);
     if (run->kind == PINGPONG) {
         if (run->rank == ORIGIN) {
-            CHECK_MPI(MPI_Send(&out, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD));
-            CHECK_MPI(MPI_Recv(&in, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            BENCH_MPI(MPI_Send(&out, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD));
+            BENCH_MPI(MPI_Recv(&in, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         } else {
-            CHECK_MPI(MPI_Recv(&in, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            CHECK_MPI(MPI_Send(&out, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD));
+            BENCH_MPI(MPI_Recv(&in, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            BENCH_MPI(MPI_Send(&out, 1, MPI_UINT64_T, peer, 7, MPI_COMM_WORLD));
         }
     } else {
         MPI_Request requests[2];
         MPI_Status statuses[2]; /* not MPI_STATUSES_IGNORE: GCC 12 mis-warns on it */
         if (run->rank == ORIGIN) {
-            CHECK_MPI(MPI_Irecv(&in, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[0]));
-            CHECK_MPI(MPI_Isend(&out, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[1]));
-            CHECK_MPI(MPI_Waitall(2, requests, statuses));
+            BENCH_MPI(MPI_Irecv(&in, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[0]));
+            BENCH_MPI(MPI_Isend(&out, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[1]));
+            BENCH_MPI(MPI_Waitall(2, requests, statuses));
         } else {
-            CHECK_MPI(MPI_Irecv(&in, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[0]));
-            CHECK_MPI(MPI_Waitall(1, requests, statuses));
-            CHECK_MPI(MPI_Isend(&out, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[1]));
-            CHECK_MPI(MPI_Waitall(1, &requests[1], statuses));
+            BENCH_MPI(MPI_Irecv(&in, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[0]));
+            BENCH_MPI(MPI_Waitall(1, requests, statuses));
+            BENCH_MPI(MPI_Isend(&out, 1, MPI_UINT64_T, peer, 8, MPI_COMM_WORLD, &requests[1]));
+            BENCH_MPI(MPI_Waitall(1, &requests[1], statuses));
         }
     }
     if (in != expected) mismatch(run, "message of round", round, in, expected);
@@ -873,23 +831,23 @@ static void check_active_pattern(struct active_run *run) {
     if (run->fence) {
         win_fence(MPI_MODE_NOPRECEDE, run->style, run->win, &opening);
         if (sends)
-            CHECK_MPI(MPI_Put(run->buffer, MAX_SIZE, MPI_BYTE, peer_of(run), 0, MAX_SIZE, MPI_BYTE,
+            BENCH_MPI(MPI_Put(run->buffer, MAX_SIZE, MPI_BYTE, peer_of(run), 0, MAX_SIZE, MPI_BYTE,
                               run->win));
-        finish(&opening);
+        bench_finish(&opening);
         win_fence(MPI_MODE_NOSUCCEED, run->style, run->win, &closing);
-        finish(&closing);
+        bench_finish(&closing);
     } else if (run->rank == ORIGIN) {
         win_start(run->peer_group, run->style, run->win, &opening);
-        CHECK_MPI(
+        BENCH_MPI(
             MPI_Put(run->buffer, MAX_SIZE, MPI_BYTE, TARGET, 0, MAX_SIZE, MPI_BYTE, run->win));
         win_complete(run->style, run->win, &closing);
-        finish(&opening);
-        finish(&closing);
+        bench_finish(&opening);
+        bench_finish(&closing);
     } else if (run->rank == TARGET) {
         win_post(run->peer_group, run->style, run->win, &opening);
         win_wait(run->style, run->win, &closing);
-        finish(&opening);
-        finish(&closing);
+        bench_finish(&opening);
+        bench_finish(&closing);
     }
     if (receives) {
         for (int i = 0; i < MAX_SIZE; i++) {
@@ -913,7 +871,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
     if (run->osu && rank == TARGET) {
         osu_target_word(run->osu, (int64_t *)run->window_memory, 1, 0);
     }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (has_put(run)) check_active_pattern(run);
 
     int iterations = iterations_for(ACTIVE_PUT_BYTES, options);
@@ -956,7 +914,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
     double usec = clock_usec(&clock, elapsed, timed);
     if (run->fence) fence_close(run, epoch);
     if (run->osu) {
-        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
         if (rank == TARGET) osu_target_word(run->osu, (int64_t *)run->window_memory, 0, epoch);
         if (run->osu->mismatches) {
             run->mismatches += run->osu->mismatches;
@@ -992,7 +950,7 @@ static int run_active_row(const char *series, enum sync_style style, enum paired
                           struct osu_run *osu, int fence, const char *name,
                           const struct pair_setup *setup, int salt,
                           const struct bench_options *options) {
-    if (!selected(options, name)) return 1;
+    if (!bench_selected(options, name)) return 1;
     struct active_run run = {
         .kind = kind,
         .fence = kind == FENCE_EMPTY || kind == FENCE_PUT || (kind == OSU_ACTIVE && fence),
@@ -1065,7 +1023,8 @@ static int run_passive_series(const char *series, enum sync_style style,
                               unsigned char *window_memory, char *buffer, MPI_Win win, int rank,
                               int salt, const struct bench_options *options) {
     int all_ok = 1;
-    if (selected(options, operation_names[OP_PUT]) || selected(options, operation_names[OP_GET])) {
+    if (bench_selected(options, operation_names[OP_PUT]) ||
+        bench_selected(options, operation_names[OP_GET])) {
         all_ok &= check_lock_data(series, style, window_memory, buffer, win, NULL, rank, salt);
         run_lock_series(series, style, buffer, win, NULL, rank, options);
     }
@@ -1079,21 +1038,17 @@ static int run_passive_series(const char *series, enum sync_style style,
 
 int bench_latency(const struct bench_options *options) {
     int rank, size;
-    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     bench_set_step("latency", "setup");
 
-    char *buffer = malloc(MAX_SIZE);
-    if (!buffer) {
-        fprintf(stderr, "bench: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-        return 2;
-    }
+    char *buffer = bench_malloc("bench", MAX_SIZE);
     memset(buffer, 1, MAX_SIZE);
     int all_ok = 1;
 
     /* The baseline first, before any window exists. */
-    if (selected(options, operation_names[OP_PUT]) || selected(options, operation_names[OP_GET])) {
+    if (bench_selected(options, operation_names[OP_PUT]) ||
+        bench_selected(options, operation_names[OP_GET])) {
         struct raw_shm shm;
         if (raw_shm_map(&shm, rank)) {
             all_ok &=
@@ -1105,8 +1060,7 @@ int bench_latency(const struct bench_options *options) {
 
     unsigned char *window_memory = NULL;
     MPI_Win win;
-    CHECK_MPI(MPI_Win_allocate(MAX_SIZE, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &window_memory, &win));
-    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    bench_win_allocate(MAX_SIZE, 1, NULL, MPI_COMM_WORLD, &window_memory, &win);
 
     all_ok &= run_passive_series(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, window_memory, buffer, win,
                                  rank, 1, options);
@@ -1118,10 +1072,10 @@ int bench_latency(const struct bench_options *options) {
     /* PSCW groups: each rank of the pair names the other (the window's group is
      * MPI_COMM_WORLD's, so the ranks are the same). */
     MPI_Group world_group, peer_group = MPI_GROUP_NULL;
-    CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+    BENCH_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
     if (rank <= TARGET) {
         int peer = 1 - rank;
-        CHECK_MPI(MPI_Group_incl(world_group, 1, &peer, &peer_group));
+        BENCH_MPI(MPI_Group_incl(world_group, 1, &peer, &peer_group));
     }
     struct pair_setup setup = {win, peer_group, window_memory, buffer, rank};
     all_ok &= run_active_benchmarks(&setup, options);
@@ -1132,10 +1086,10 @@ int bench_latency(const struct bench_options *options) {
     all_ok &= run_active_row(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, PINGPONG_WAITALL, NULL, 0,
                              paired_names[PINGPONG_WAITALL], &setup, 121, options);
 
-    if (peer_group != MPI_GROUP_NULL) CHECK_MPI(MPI_Group_free(&peer_group));
-    CHECK_MPI(MPI_Group_free(&world_group));
+    if (peer_group != MPI_GROUP_NULL) BENCH_MPI(MPI_Group_free(&peer_group));
+    BENCH_MPI(MPI_Group_free(&world_group));
     bench_set_step("latency", "teardown (MPI_Win_free)");
-    CHECK_MPI(MPI_Win_free(&win));
+    BENCH_MPI(MPI_Win_free(&win));
     free(buffer);
     (void)size;
     return all_ok ? 0 : 3;

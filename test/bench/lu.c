@@ -1,6 +1,7 @@
 /*
  * lu.c — LU decomposition over GATS epochs (SC14 §VIII-B, Fig 13), group "lu" of
- * nbrma-bench (see bench.h). Needs 2 ranks or more (the driver runs 4).
+ * nbrma-bench (see bench.h). Runs on the driver's 4 ranks (bench_main.c requires them;
+ * the code itself works with 2 or more).
  *
  * A is N × N, diagonally dominant (a_ij pseudo-random in [0,1), a_ii = N + a_ii), so
  * Gaussian elimination without pivoting is stable: no pivoting is done. Rows are
@@ -51,15 +52,6 @@ static const int sizes[] = {256, 512, 1024, 2048};
 /* nonblocking: about this many matrix elements updated between two MPI_Testall
  * (some 20-40 us of work) */
 #define CHUNK_ELEMENTS 65536
-
-static void *xmalloc(size_t bytes) {
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "lu: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
 
 /* The matrix, entry by entry, the same on every rank. */
 static double a_entry(int i, int j, int n) {
@@ -204,9 +196,9 @@ static int factorize(struct lu_run *r, double *seconds, int check) {
     if (!check) return 1;
 
     /* Check: every rank gets all rows, computes its rows of L·U. */
-    double *all = xmalloc((size_t)n * n * sizeof(double));
+    double *all = bench_malloc("lu", (size_t)n * n * sizeof(double));
     int per = r->local_rows; /* n % size == 0 (checked) */
-    double *gathered = xmalloc((size_t)n * n * sizeof(double));
+    double *gathered = bench_malloc("lu", (size_t)n * n * sizeof(double));
     BENCH_MPI(
         MPI_Allgather(r->rows, per * n, MPI_DOUBLE, gathered, per * n, MPI_DOUBLE, MPI_COMM_WORLD));
     for (int p = 0; p < r->size; p++)
@@ -215,7 +207,7 @@ static int factorize(struct lu_run *r, double *seconds, int check) {
                    (size_t)n * sizeof(double));
     free(gathered);
     double err = 0, norm = 0;
-    double *lu_row = xmalloc((size_t)n * sizeof(double));
+    double *lu_row = bench_malloc("lu", (size_t)n * sizeof(double));
     for (int i = r->rank; i < n; i += r->size) {
         const double *li = all + (size_t)i * n;
         for (int j = 0; j < n; j++) lu_row[j] = 0;
@@ -269,30 +261,17 @@ static int run_series(struct lu_run *r, double budget) {
     return ok;
 }
 
-/* Too few ranks or a bad --only: every rank gets here; end the job with `status`. */
-static void leave(int status) {
-    MPI_Finalize();
-    exit(status);
-}
+static const char *const benchmark_names[] = {"lu"};
 
 int bench_lu(const struct bench_options *options) {
     int rank, size;
-    BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size < 2) {
-        if (rank == 0) fprintf(stderr, "lu: needs 2 ranks or more (mpiexec -n 4), got %d\n", size);
-        leave(2); /* bench.h: too few ranks */
-    }
-    if (options->only && strcmp(options->only, "lu") != 0) {
-        if (rank == 0) fprintf(stderr, "lu: no benchmark '%s'\n", options->only);
-        leave(1); /* bad usage */
-    }
+    bench_start_group("lu", options, benchmark_names, 1, &rank, &size);
     int num_sizes = options->quick ? NUM_QUICK : NUM_SIZES;
     double budget = options->quick ? 1.0 : 30.0; /* seconds of runs of one N and series */
     MPI_Group world_group;
     BENCH_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
-    MPI_Group *group_of = xmalloc(size * sizeof(MPI_Group));
-    MPI_Group *others_of = xmalloc(size * sizeof(MPI_Group));
+    MPI_Group *group_of = bench_malloc("lu", size * sizeof(MPI_Group));
+    MPI_Group *others_of = bench_malloc("lu", size * sizeof(MPI_Group));
     for (int p = 0; p < size; p++) {
         BENCH_MPI(MPI_Group_incl(world_group, 1, &p, &group_of[p]));
         BENCH_MPI(MPI_Group_excl(world_group, 1, &p, &others_of[p]));
@@ -314,11 +293,10 @@ int bench_lu(const struct bench_options *options) {
         struct lu_run r = {
             .rank = rank, .size = size, .n = n, .group_of = group_of, .others_of = others_of};
         r.local_rows = n / size;
-        r.rows = xmalloc((size_t)r.local_rows * n * sizeof(double));
+        r.rows = bench_malloc("lu", (size_t)r.local_rows * n * sizeof(double));
         bench_set_step("setup", "lu window");
-        BENCH_MPI(MPI_Win_allocate(2 * (MPI_Aint)n * sizeof(double), sizeof(double), MPI_INFO_NULL,
-                                   MPI_COMM_WORLD, &r.slots, &r.win));
-        BENCH_MPI(MPI_Win_set_errhandler(r.win, MPI_ERRORS_RETURN));
+        bench_win_allocate(2 * (MPI_Aint)n * sizeof(double), sizeof(double), NULL, MPI_COMM_WORLD,
+                           &r.slots, &r.win);
         r.series = BENCH_BLOCKING_SERIES;
         r.style = BLOCKING;
         ok &= run_series(&r, budget);

@@ -70,8 +70,6 @@
  * by its target after the epoch (and the two-sided message of late_post by P1); one
  * CHECK line per benchmark and series, before its RESULT lines.
  */
-#include <sched.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,85 +96,6 @@ static const int early_fence_sizes[] = {262144, MIB};
 #define IDLE_POLL_USEC 200.0
 #define TARGET_POLL_USEC 20.0
 
-/* ---- helpers ------------------------------------------------------------------------ */
-
-static void *xmalloc(size_t bytes) {
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "patterns: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-static unsigned char stamp(int iteration, int salt) {
-    return (unsigned char)((iteration * 37 + salt * 11 + 1) & 0xff);
-}
-
-/* Returns 1 when the `bytes` bytes at p all equal `value`. */
-static int all_equal(const unsigned char *p, int bytes, unsigned char value) {
-    for (int i = 0; i < bytes; i++)
-        if (p[i] != value) return 0;
-    return 1;
-}
-
-/* Wait without a busy loop (ranks that share a core with a measured one). */
-static void wait_sleeping(MPI_Request *request, double usec) {
-    int done = 0;
-    for (;;) {
-        BENCH_MPI(MPI_Test(request, &done, MPI_STATUS_IGNORE));
-        if (done) return;
-        bench_sleep(usec);
-    }
-}
-
-/* Wait polling, yielding the core between polls. */
-static void wait_yielding(MPI_Request *request) {
-    int done = 0;
-    for (;;) {
-        BENCH_MPI(MPI_Test(request, &done, MPI_STATUS_IGNORE));
-        if (done) return;
-        sched_yield();
-    }
-}
-
-/* Collective iteration boundary: returns rank 0's verdict (1 = go on). */
-/* `sleep_usec` 0: poll with sched_yield; otherwise sleep that long between polls. */
-static int next_iteration(int want_more, double sleep_usec) {
-    int verdict = 0;
-    MPI_Request request;
-    BENCH_MPI(MPI_Iallreduce(&want_more, &verdict, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request));
-    if (sleep_usec > 0)
-        wait_sleeping(&request, sleep_usec);
-    else
-        wait_yielding(&request);
-    return verdict;
-}
-
-static void finish(MPI_Request *request) {
-    if (*request != MPI_REQUEST_NULL) BENCH_MPI(MPI_Wait(request, MPI_STATUS_IGNORE));
-}
-
-/* The synchronization calls in one style; blocking ones leave MPI_REQUEST_NULL. */
-#ifdef NBRMA_NONBLOCKING_SERIES
-#define SYNC(style, request, blocking, nonblocking) \
-    do {                                            \
-        if ((style) == NONBLOCKING) {               \
-            BENCH_MPI(nonblocking);                 \
-        } else {                                    \
-            BENCH_MPI(blocking);                    \
-            *(request) = MPI_REQUEST_NULL;          \
-        }                                           \
-    } while (0)
-#else
-#define SYNC(style, request, blocking, nonblocking) \
-    do {                                            \
-        (void)(style);                              \
-        BENCH_MPI(blocking);                        \
-        *(request) = MPI_REQUEST_NULL;              \
-    } while (0)
-#endif
-
 /* One benchmark × series in progress. */
 struct run {
     const char *series;
@@ -197,43 +116,28 @@ struct run {
     double *gathered; /* the same summed over the ranks, on rank 0 */
 };
 
-/* Drives the iterations: rank 0 decides when to stop. Returns the iteration index to
- * run next (negative for warm-up ones), or INT_MIN when done. */
-struct loop {
-    int i, total, warmup;
-    double start, budget;
-};
+/* ---- helpers ------------------------------------------------------------------------ */
 
-static int loop_next(struct loop *l, int rank, double sleep_usec) {
-    int more = 0;
-    if (rank == 0) {
-        more = l->i < l->total;
-        if (l->i == l->warmup) l->start = MPI_Wtime();
-        if (l->i > l->warmup && MPI_Wtime() - l->start > l->budget) more = 0;
-    }
-    if (!next_iteration(more, sleep_usec)) return 0;
-    l->i++;
-    return 1;
+/* Collective start of a benchmark: names the step, then the loop rank 0 drives. */
+static struct bench_loop start_loop(const struct run *r, const char *benchmark) {
+    bench_set_step(r->series, benchmark);
+    struct bench_loop l = {
+        .total = r->warmup + r->iterations, .warmup = r->warmup, .budget = r->budget};
+    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    return l;
 }
 
-/* The timed iterations that ran (the loop's count minus warm-up). */
-static int loop_timed(const struct loop *l) { return l->i - l->warmup; }
-
-/* Where a rank records quantity k of timed iteration `it` (1-based loop index). */
-static void record(struct run *r, const struct loop *l, int k, int it, double usec) {
-    int index = it - l->warmup - 1;
-    if (index >= 0 && index < r->iterations) r->samples[k * r->iterations + index] = usec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+/* Where a rank records quantity k of the loop's current iteration (if timed). */
+static void record(struct run *r, const struct bench_loop *l, int k, double usec) {
+    int index = bench_loop_slot(l, r->iterations);
+    if (index >= 0) r->samples[k * r->iterations + index] = usec;
 }
 
 /* Collective: gathers the samples (each measured by one rank) to rank 0 and reports
  * their mean (the paper's statistic) as RESULT, the median and range as a comment. */
 static void report(struct run *r, const char *benchmark, const char *const *params, int count,
-                   int timed) {
+                   const struct bench_loop *l) {
+    int timed = bench_loop_timed(l);
     BENCH_MPI(MPI_Reduce(r->samples, r->gathered, count * r->iterations, MPI_DOUBLE, MPI_SUM, 0,
                          MPI_COMM_WORLD));
     memset(r->samples, 0, (size_t)count * r->iterations * sizeof(double));
@@ -243,15 +147,44 @@ static void report(struct run *r, const char *benchmark, const char *const *para
     bench_check(r->series, benchmark, bad == 0);
     if (bad) fprintf(stderr, "patterns: %s %s: %ld data mismatches\n", r->series, benchmark, bad);
     printf("# %s %s: %d timed iterations, D = %.0f us\n", r->series, benchmark, timed, r->delay);
-    for (int k = 0; k < count; k++) {
-        double *v = r->gathered + k * r->iterations, sum = 0;
-        for (int i = 0; i < timed; i++) sum += v[i];
-        if (timed > 0) {
-            qsort(v, timed, sizeof *v, compare_doubles);
-            printf("# %s %s %s: median %.1f, min %.1f, max %.1f usec\n", r->series, benchmark,
-                   params[k], v[timed / 2], v[0], v[timed - 1]);
-        }
-        bench_result(r->series, benchmark, params[k], timed > 0 ? sum / timed : 0.0, "usec");
+    bench_report_samples(r->series, benchmark, params, count, r->gathered, r->iterations, timed);
+}
+
+/* report() of a one-row benchmark whose parameter is the message size. */
+static void report_bytes(struct run *r, const char *benchmark, int bytes,
+                         const struct bench_loop *l) {
+    char param[24];
+    snprintf(param, sizeof param, "%d", bytes);
+    const char *params[] = {param};
+    report(r, benchmark, params, 1, l);
+}
+
+enum closing { CLOSE_COMPLETE, CLOSE_FENCE, CLOSE_UNLOCK };
+
+/* The origin's work D and the call closing its epoch (MPI_Win_complete, the pair window's
+ * closing fence, or the unlock of `target`): blocking, the work inside the epoch;
+ * nonblocking, the closing call first and the work while its request is pending. */
+static void work_and_close(struct run *r, enum closing how, int target) {
+    int nonblocking = r->style == NONBLOCKING;
+    MPI_Request closing = MPI_REQUEST_NULL;
+    if (!nonblocking) bench_compute(r->delay);
+    switch (how) {
+        case CLOSE_COMPLETE:
+            BENCH_SYNC(nonblocking, &closing, MPI_Win_complete(r->win),
+                       MPIX_Win_icomplete(r->win, &closing));
+            break;
+        case CLOSE_FENCE:
+            BENCH_SYNC(nonblocking, &closing, MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win),
+                       MPIX_Win_ifence(MPI_MODE_NOSUCCEED, r->pair_win, &closing));
+            break;
+        case CLOSE_UNLOCK:
+            BENCH_SYNC(nonblocking, &closing, MPI_Win_unlock(target, r->win),
+                       MPIX_Win_iunlock(target, r->win, &closing));
+            break;
+    }
+    if (nonblocking) {
+        bench_compute(r->delay);
+        bench_finish(&closing);
     }
 }
 
@@ -260,21 +193,20 @@ static void report(struct run *r, const char *benchmark, const char *const *para
 enum { LP_ORIGIN = 0, LP_PEER = 1, LP_TARGET = 2 };
 
 static void late_post(struct run *r) {
-    bench_set_step(r->series, "late_post");
-    struct loop l = {.total = r->warmup + r->iterations, .warmup = r->warmup, .budget = r->budget};
-    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    while (loop_next(&l, r->rank, 0)) {
+    struct bench_loop l = start_loop(r, "late_post");
+    while (bench_loop_next(&l, r->rank, 0)) {
         int it = l.i;
-        unsigned char value = stamp(it, 1);
+        unsigned char value = bench_stamp(it, 1);
         if (r->rank == LP_ORIGIN) {
             memset(r->buffer, value, MIB);
             MPI_Request requests[2], opening;
             double t0 = MPI_Wtime();
-            SYNC(r->style, &opening, MPI_Win_start(r->group_of[LP_TARGET], 0, r->win),
-                 MPIX_Win_istart(r->group_of[LP_TARGET], 0, r->win, &opening));
+            BENCH_SYNC(r->style == NONBLOCKING, &opening,
+                       MPI_Win_start(r->group_of[LP_TARGET], 0, r->win),
+                       MPIX_Win_istart(r->group_of[LP_TARGET], 0, r->win, &opening));
             BENCH_MPI(MPI_Put(r->buffer, MIB, MPI_BYTE, LP_TARGET, 0, MIB, MPI_BYTE, r->win));
-            SYNC(r->style, &requests[0], MPI_Win_complete(r->win),
-                 MPIX_Win_icomplete(r->win, &requests[0]));
+            BENCH_SYNC(r->style == NONBLOCKING, &requests[0], MPI_Win_complete(r->win),
+                       MPIX_Win_icomplete(r->win, &requests[0]));
             double t_epoch = requests[0] == MPI_REQUEST_NULL ? MPI_Wtime() : 0;
             BENCH_MPI(
                 MPI_Isend(r->buffer, MIB, MPI_BYTE, LP_PEER, it, MPI_COMM_WORLD, &requests[1]));
@@ -286,185 +218,131 @@ static void late_post(struct run *r) {
                 if (index == 0) t_epoch = MPI_Wtime();
                 if (index == 1) t_send = MPI_Wtime();
             }
-            finish(&opening);
-            record(r, &l, 0, it, (t_epoch - t0) * 1e6);
-            record(r, &l, 1, it, (t_send - t0) * 1e6);
-            record(r, &l, 2, it, ((t_epoch > t_send ? t_epoch : t_send) - t0) * 1e6);
+            bench_finish(&opening);
+            record(r, &l, 0, (t_epoch - t0) * 1e6);
+            record(r, &l, 1, (t_send - t0) * 1e6);
+            record(r, &l, 2, ((t_epoch > t_send ? t_epoch : t_send) - t0) * 1e6);
         } else if (r->rank == LP_PEER) {
             BENCH_MPI(
                 MPI_Recv(r->recv, MIB, MPI_BYTE, LP_ORIGIN, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            if (!all_equal(r->recv, MIB, value)) r->mismatches++;
+            if (!bench_all_equal(r->recv, MIB, value)) r->mismatches++;
         } else if (r->rank == LP_TARGET) {
             bench_sleep(r->delay);
             BENCH_MPI(MPI_Win_post(r->group_of[LP_ORIGIN], 0, r->win));
             BENCH_MPI(MPI_Win_wait(r->win));
-            if (!all_equal(r->base, MIB, value)) r->mismatches++;
+            if (!bench_all_equal(r->base, MIB, value)) r->mismatches++;
         }
     }
-    report(r, "late_post", late_post_rows, 3, loop_timed(&l));
+    report(r, "late_post", late_post_rows, 3, &l);
 }
 
 /* ---- late_complete (Fig 3): origin rank 0, target rank 1, rank 2 idle ---------------- */
 
 static void late_complete(struct run *r, int size_index) {
     int bytes = late_complete_sizes[size_index];
-    bench_set_step(r->series, "late_complete");
-    struct loop l = {.total = r->warmup + r->iterations, .warmup = r->warmup, .budget = r->budget};
-    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    while (loop_next(&l, r->rank, r->rank == 2 ? IDLE_POLL_USEC : 0)) {
+    struct bench_loop l = start_loop(r, "late_complete");
+    while (bench_loop_next(&l, r->rank, r->rank == 2 ? IDLE_POLL_USEC : 0)) {
         int it = l.i;
-        unsigned char value = stamp(it, 2 + size_index);
+        unsigned char value = bench_stamp(it, 2 + size_index);
         if (r->rank == 0) {
             memset(r->buffer, value, bytes);
             /* The target has posted (the figure's setting: the wait is the transfer
              * plus what the origin adds, not a late post). */
             BENCH_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 1, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            MPI_Request opening, closing = MPI_REQUEST_NULL;
-            SYNC(r->style, &opening, MPI_Win_start(r->group_of[1], 0, r->win),
-                 MPIX_Win_istart(r->group_of[1], 0, r->win, &opening));
+            MPI_Request opening;
+            BENCH_SYNC(r->style == NONBLOCKING, &opening, MPI_Win_start(r->group_of[1], 0, r->win),
+                       MPIX_Win_istart(r->group_of[1], 0, r->win, &opening));
             BENCH_MPI(MPI_Put(r->buffer, bytes, MPI_BYTE, 1, 0, bytes, MPI_BYTE, r->win));
-            if (r->style == BLOCKING) {
-                bench_compute(r->delay);
-                BENCH_MPI(MPI_Win_complete(r->win));
-            } else {
-                SYNC(r->style, &closing, MPI_Win_complete(r->win),
-                     MPIX_Win_icomplete(r->win, &closing));
-                bench_compute(r->delay);
-                finish(&closing);
-            }
-            finish(&opening);
+            work_and_close(r, CLOSE_COMPLETE, 1);
+            bench_finish(&opening);
         } else if (r->rank == 1) {
             BENCH_MPI(MPI_Win_post(r->group_of[0], 0, r->win));
             BENCH_MPI(MPI_Send(NULL, 0, MPI_BYTE, 0, it, MPI_COMM_WORLD));
             double t0 = MPI_Wtime();
             BENCH_MPI(MPI_Win_wait(r->win));
             double t1 = MPI_Wtime();
-            record(r, &l, 0, it, (t1 - t0) * 1e6);
-            if (!all_equal(r->base, bytes, value)) r->mismatches++;
+            record(r, &l, 0, (t1 - t0) * 1e6);
+            if (!bench_all_equal(r->base, bytes, value)) r->mismatches++;
         }
     }
-    char param[24];
-    snprintf(param, sizeof param, "%d", bytes);
-    const char *params[] = {param};
-    report(r, "late_complete", params, 1, loop_timed(&l));
+    report_bytes(r, "late_complete", bytes, &l);
 }
 
 /* ---- early_fence (Fig 4) and wait_at_fence (Fig 5): pair window of ranks 0 and 1 ------
  * Origin rank 0, target rank 1, rank 2 idle. Both open the epoch with a blocking
- * MPI_Win_fence(MPI_MODE_NOPRECEDE) and close it with MPI_MODE_NOSUCCEED. */
+ * MPI_Win_fence(MPI_MODE_NOPRECEDE) and close it with MPI_MODE_NOSUCCEED; the two differ
+ * in who works D: early_fence's target after its (early) closing fence, wait_at_fence's
+ * origin before its own. */
 
-static void early_fence(struct run *r, int size_index) {
-    int bytes = early_fence_sizes[size_index];
-    bench_set_step(r->series, "early_fence");
-    struct loop l = {.total = r->warmup + r->iterations, .warmup = r->warmup, .budget = r->budget};
-    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    while (loop_next(&l, r->rank, r->rank == 2 ? IDLE_POLL_USEC : 0)) {
-        int it = l.i;
-        unsigned char value = stamp(it, 5 + size_index);
+static void fence_pattern(struct run *r, enum benchmark b, int size_index) {
+    int early = b == EARLY_FENCE;
+    int bytes = early ? early_fence_sizes[size_index] : late_complete_sizes[size_index];
+    struct bench_loop l = start_loop(r, benchmark_names[b]);
+    while (bench_loop_next(&l, r->rank, r->rank == 2 ? IDLE_POLL_USEC : 0)) {
+        unsigned char value = bench_stamp(l.i, (early ? 5 : 7) + size_index);
         if (r->rank == 0) {
             memset(r->buffer, value, bytes);
             BENCH_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, r->pair_win));
             BENCH_MPI(MPI_Put(r->buffer, bytes, MPI_BYTE, 1, 0, bytes, MPI_BYTE, r->pair_win));
-            BENCH_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win));
+            if (early)
+                BENCH_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win));
+            else
+                work_and_close(r, CLOSE_FENCE, 1);
         } else if (r->rank == 1) {
             BENCH_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, r->pair_win));
             MPI_Request closing;
             double t0 = MPI_Wtime();
-            SYNC(r->style, &closing, MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win),
-                 MPIX_Win_ifence(MPI_MODE_NOSUCCEED, r->pair_win, &closing));
-            bench_compute(r->delay); /* the CPU-bound subsequent activity */
-            finish(&closing);
-            double t1 = MPI_Wtime();
-            record(r, &l, 0, it, (t1 - t0) * 1e6);
-            if (!all_equal(r->pair_base, bytes, value)) r->mismatches++;
-        }
-    }
-    char param[24];
-    snprintf(param, sizeof param, "%d", bytes);
-    const char *params[] = {param};
-    report(r, "early_fence", params, 1, loop_timed(&l));
-}
-
-static void wait_at_fence(struct run *r, int size_index) {
-    int bytes = late_complete_sizes[size_index];
-    bench_set_step(r->series, "wait_at_fence");
-    struct loop l = {.total = r->warmup + r->iterations, .warmup = r->warmup, .budget = r->budget};
-    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    while (loop_next(&l, r->rank, r->rank == 2 ? IDLE_POLL_USEC : 0)) {
-        int it = l.i;
-        unsigned char value = stamp(it, 7 + size_index);
-        if (r->rank == 0) {
-            memset(r->buffer, value, bytes);
-            BENCH_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, r->pair_win));
-            BENCH_MPI(MPI_Put(r->buffer, bytes, MPI_BYTE, 1, 0, bytes, MPI_BYTE, r->pair_win));
-            MPI_Request closing = MPI_REQUEST_NULL;
-            if (r->style == BLOCKING) {
-                bench_compute(r->delay);
-                BENCH_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win));
+            if (early) {
+                BENCH_SYNC(r->style == NONBLOCKING, &closing,
+                           MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win),
+                           MPIX_Win_ifence(MPI_MODE_NOSUCCEED, r->pair_win, &closing));
+                bench_compute(r->delay); /* the CPU-bound subsequent activity */
+                bench_finish(&closing);
             } else {
-                SYNC(r->style, &closing, MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win),
-                     MPIX_Win_ifence(MPI_MODE_NOSUCCEED, r->pair_win, &closing));
-                bench_compute(r->delay);
-                finish(&closing);
+                BENCH_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win));
             }
-        } else if (r->rank == 1) {
-            BENCH_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, r->pair_win));
-            double t0 = MPI_Wtime();
-            BENCH_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, r->pair_win));
             double t1 = MPI_Wtime();
-            record(r, &l, 0, it, (t1 - t0) * 1e6);
-            if (!all_equal(r->pair_base, bytes, value)) r->mismatches++;
+            record(r, &l, 0, (t1 - t0) * 1e6);
+            if (!bench_all_equal(r->pair_base, bytes, value)) r->mismatches++;
         }
     }
-    char param[24];
-    snprintf(param, sizeof param, "%d", bytes);
-    const char *params[] = {param};
-    report(r, "wait_at_fence", params, 1, loop_timed(&l));
+    report_bytes(r, benchmark_names[b], bytes, &l);
 }
 
 /* ---- late_unlock (Fig 6): O0 = rank 0, O1 = rank 1, target T = rank 2 ----------------
  * O0 puts to T's first MiB, O1 to its second. */
 
 static void late_unlock(struct run *r) {
-    bench_set_step(r->series, "late_unlock");
     enum { O0 = 0, O1 = 1, T = 2 };
-    struct loop l = {.total = r->warmup + r->iterations, .warmup = r->warmup, .budget = r->budget};
-    BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    while (loop_next(&l, r->rank, r->rank == T ? TARGET_POLL_USEC : 0)) {
+    struct bench_loop l = start_loop(r, "late_unlock");
+    while (bench_loop_next(&l, r->rank, r->rank == T ? TARGET_POLL_USEC : 0)) {
         int it = l.i;
-        unsigned char value = stamp(it, 9 + r->rank);
+        unsigned char value = bench_stamp(it, 9 + r->rank);
         if (r->rank == T) {
             /* Both origins have unlocked once everyone passed this boundary; the
              * check (under a shared lock on its own window) is over before the next
              * iteration starts. */
-            next_iteration(1, TARGET_POLL_USEC);
+            bench_boundary(1, TARGET_POLL_USEC);
             BENCH_MPI(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, r->win));
-            if (!all_equal(r->base, MIB, stamp(it, 9 + O0)) ||
-                !all_equal(r->base + MIB, MIB, stamp(it, 9 + O1)))
+            if (!bench_all_equal(r->base, MIB, bench_stamp(it, 9 + O0)) ||
+                !bench_all_equal(r->base + MIB, MIB, bench_stamp(it, 9 + O1)))
                 r->mismatches++;
             BENCH_MPI(MPI_Win_unlock(T, r->win));
             continue;
         }
         memset(r->buffer, value, MIB);
-        MPI_Request opening, closing = MPI_REQUEST_NULL;
         double t0 = 0, t1 = 0;
         if (r->rank == O0) {
+            MPI_Request opening;
             t0 = MPI_Wtime();
-            SYNC(r->style, &opening, MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, r->win),
-                 MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, T, 0, r->win, &opening));
+            BENCH_SYNC(r->style == NONBLOCKING, &opening,
+                       MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, r->win),
+                       MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, T, 0, r->win, &opening));
             BENCH_MPI(MPI_Put(r->buffer, MIB, MPI_BYTE, T, 0, MIB, MPI_BYTE, r->win));
             /* O1 may ask for the lock now. */
             BENCH_MPI(MPI_Send(NULL, 0, MPI_BYTE, O1, it, MPI_COMM_WORLD));
-            if (r->style == BLOCKING) {
-                bench_compute(r->delay);
-                BENCH_MPI(MPI_Win_unlock(T, r->win));
-            } else {
-                SYNC(r->style, &closing, MPI_Win_unlock(T, r->win),
-                     MPIX_Win_iunlock(T, r->win, &closing));
-                bench_compute(r->delay);
-                finish(&closing);
-            }
-            finish(&opening);
+            work_and_close(r, CLOSE_UNLOCK, T);
+            bench_finish(&opening);
             t1 = MPI_Wtime();
         } else {
             BENCH_MPI(MPI_Recv(NULL, 0, MPI_BYTE, O0, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
@@ -474,51 +352,28 @@ static void late_unlock(struct run *r) {
             BENCH_MPI(MPI_Win_unlock(T, r->win));
             t1 = MPI_Wtime();
         }
-        record(r, &l, r->rank, it, (t1 - t0) * 1e6);
-        next_iteration(1, 0);
+        record(r, &l, r->rank, (t1 - t0) * 1e6);
+        bench_boundary(1, 0);
     }
-    report(r, "late_unlock", late_unlock_rows, 2, loop_timed(&l));
+    report(r, "late_unlock", late_unlock_rows, 2, &l);
 }
 
 /* ---- the group ---------------------------------------------------------------------- */
 
-static int selected(const struct bench_options *options, enum benchmark b) {
-    return options->only == NULL || strcmp(options->only, benchmark_names[b]) == 0;
-}
-
 static void run_all(struct run *r, const struct bench_options *options) {
-    if (selected(options, LATE_POST)) late_post(r);
-    if (selected(options, LATE_COMPLETE))
+    if (bench_selected(options, benchmark_names[LATE_POST])) late_post(r);
+    if (bench_selected(options, benchmark_names[LATE_COMPLETE]))
         for (int s = 0; s < NUM_LC_SIZES; s++) late_complete(r, s);
-    if (selected(options, EARLY_FENCE))
-        for (int s = 0; s < NUM_EF_SIZES; s++) early_fence(r, s);
-    if (selected(options, WAIT_AT_FENCE))
-        for (int s = 0; s < NUM_LC_SIZES; s++) wait_at_fence(r, s);
-    if (selected(options, LATE_UNLOCK)) late_unlock(r);
-}
-
-/* Too few ranks or a bad --only: every rank gets here; end the job with `status`. */
-static void leave(int status) {
-    MPI_Finalize();
-    exit(status);
+    if (bench_selected(options, benchmark_names[EARLY_FENCE]))
+        for (int s = 0; s < NUM_EF_SIZES; s++) fence_pattern(r, EARLY_FENCE, s);
+    if (bench_selected(options, benchmark_names[WAIT_AT_FENCE]))
+        for (int s = 0; s < NUM_LC_SIZES; s++) fence_pattern(r, WAIT_AT_FENCE, s);
+    if (bench_selected(options, benchmark_names[LATE_UNLOCK])) late_unlock(r);
 }
 
 int bench_patterns(const struct bench_options *options) {
     int rank, size;
-    BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size < 3) {
-        if (rank == 0) fprintf(stderr, "patterns: needs 3 ranks (mpiexec -n 3), got %d\n", size);
-        leave(2); /* bench.h: too few ranks */
-    }
-    if (options->only) {
-        int known = 0;
-        for (int b = 0; b < NUM_BENCH; b++) known |= strcmp(options->only, benchmark_names[b]) == 0;
-        if (!known) {
-            if (rank == 0) fprintf(stderr, "patterns: no benchmark '%s'\n", options->only);
-            leave(1); /* bad usage */
-        }
-    }
+    bench_start_group("patterns", options, benchmark_names, NUM_BENCH, &rank, &size);
     struct run r;
     memset(&r, 0, sizeof r);
     r.rank = rank;
@@ -526,22 +381,20 @@ int bench_patterns(const struct bench_options *options) {
     r.warmup = options->iterations > 0 ? 1 : 3;
     r.budget = options->iterations > 0 ? 1e9 : options->quick ? 3.0 : 30.0;
     r.delay = 1000.0 * (options->scale > 0 ? options->scale : 1.0);
-    r.samples = xmalloc(3 * (size_t)r.iterations * sizeof(double));
-    r.gathered = xmalloc(3 * (size_t)r.iterations * sizeof(double));
+    r.samples = bench_malloc("patterns", 3 * (size_t)r.iterations * sizeof(double));
+    r.gathered = bench_malloc("patterns", 3 * (size_t)r.iterations * sizeof(double));
     memset(r.samples, 0, 3 * (size_t)r.iterations * sizeof(double));
-    r.buffer = xmalloc(MIB);
-    r.recv = xmalloc(MIB);
+    r.buffer = bench_malloc("patterns", MIB);
+    r.recv = bench_malloc("patterns", MIB);
     memset(r.buffer, 0, MIB);
 
     bench_set_step("setup", "patterns windows");
-    BENCH_MPI(MPI_Win_allocate(2 * MIB, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &r.base, &r.win));
-    BENCH_MPI(MPI_Win_set_errhandler(r.win, MPI_ERRORS_RETURN));
+    bench_win_allocate(2 * MIB, 1, NULL, MPI_COMM_WORLD, &r.base, &r.win);
     memset(r.base, 0, 2 * MIB);
     BENCH_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &r.pair_comm));
     r.pair_win = MPI_WIN_NULL;
     if (r.pair_comm != MPI_COMM_NULL) {
-        BENCH_MPI(MPI_Win_allocate(MIB, 1, MPI_INFO_NULL, r.pair_comm, &r.pair_base, &r.pair_win));
-        BENCH_MPI(MPI_Win_set_errhandler(r.pair_win, MPI_ERRORS_RETURN));
+        bench_win_allocate(MIB, 1, NULL, r.pair_comm, &r.pair_base, &r.pair_win);
         memset(r.pair_base, 0, MIB);
     }
     MPI_Group world_group;

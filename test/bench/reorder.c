@@ -50,7 +50,6 @@
  * by its target once the epoch is over (passive targets after the iteration, under a
  * shared lock of their own window); a CHECK line per scenario and series.
  */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +57,9 @@
 #include "bench.h"
 
 #define MIB (1024 * 1024)
+
+/* rank 2, the late peer sharing rank 0's core, sleeps this long between polls. */
+#define LATE_POLL_USEC 20.0
 
 enum style { BLOCKING, NONBLOCKING };
 enum scenario { AAAR_GATS, AAAR_LOCK, AAER, EAER, EAAR, NUM_SCENARIOS };
@@ -84,82 +86,20 @@ struct run {
     long mismatches;
 };
 
-static void *xmalloc(size_t bytes) {
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "reorder: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
-static unsigned char stamp(int iteration, int salt) {
-    return (unsigned char)((iteration * 37 + salt * 11 + 1) & 0xff);
-}
-
-static int all_equal(const unsigned char *p, int bytes, unsigned char value) {
-    for (int i = 0; i < bytes; i++)
-        if (p[i] != value) return 0;
-    return 1;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void wait_polling(MPI_Request *request, int sleeping) {
-    int done = 0;
-    for (;;) {
-        BENCH_MPI(MPI_Test(request, &done, MPI_STATUS_IGNORE));
-        if (done) return;
-        if (sleeping)
-            bench_sleep(20);
-        else
-            sched_yield();
-    }
-}
-
-/* Collective iteration boundary carrying rank 0's verdict (1 = go on). */
-static int boundary(int want_more, int sleeping) {
-    int verdict = 0;
-    MPI_Request request;
-    BENCH_MPI(MPI_Iallreduce(&want_more, &verdict, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request));
-    wait_polling(&request, sleeping);
-    return verdict;
-}
-
-#ifdef NBRMA_NONBLOCKING_SERIES
-#define SYNC(style, request, blocking, nonblocking) \
-    do {                                            \
-        if ((style) == NONBLOCKING) {               \
-            BENCH_MPI(nonblocking);                 \
-        } else {                                    \
-            BENCH_MPI(blocking);                    \
-            *(request) = MPI_REQUEST_NULL;          \
-        }                                           \
-    } while (0)
-#else
-#define SYNC(style, request, blocking, nonblocking) \
-    do {                                            \
-        (void)(style);                              \
-        BENCH_MPI(blocking);                        \
-        *(request) = MPI_REQUEST_NULL;              \
-    } while (0)
-#endif
-
-static void finish(MPI_Request *request) {
-    if (*request != MPI_REQUEST_NULL) BENCH_MPI(MPI_Wait(request, MPI_STATUS_IGNORE));
-}
+/* Rank 0's two epochs of one iteration. */
+struct epochs {
+    MPI_Request opening[2], closing[2];
+    double t_closed[2]; /* when each closing call returned */
+};
 
 /* Rank 0, after opening/closing both epochs: the completion times of the two closing
- * requests (already-complete blocking ones count as done at `t_blocking[k]`). */
-static void completion_times(MPI_Request closing[2], const double t_closed[2], double done[2]) {
+ * requests (already-complete blocking ones count as done when their call returned). */
+static void completion_times(struct epochs *e, double done[2]) {
     for (int k = 0; k < 2; k++)
-        if (closing[k] == MPI_REQUEST_NULL) done[k] = t_closed[k];
+        if (e->closing[k] == MPI_REQUEST_NULL) done[k] = e->t_closed[k];
     for (;;) {
         int index;
-        BENCH_MPI(MPI_Waitany(2, closing, &index, MPI_STATUS_IGNORE));
+        BENCH_MPI(MPI_Waitany(2, e->closing, &index, MPI_STATUS_IGNORE));
         if (index == MPI_UNDEFINED) break;
         done[index] = MPI_Wtime();
     }
@@ -167,36 +107,76 @@ static void completion_times(MPI_Request closing[2], const double t_closed[2], d
 
 /* The put of epoch k (0 or 1) of iteration `it` from rank 0's buffers. */
 static void put_epoch(struct run *r, int k, int it, int target, MPI_Aint disp) {
-    memset(r->buffer[k], stamp(it, k), MIB);
+    memset(r->buffer[k], bench_stamp(it, k), MIB);
     BENCH_MPI(MPI_Put(r->buffer[k], MIB, MPI_BYTE, target, disp, MIB, MPI_BYTE, r->win));
+}
+
+enum epoch_kind { ACCESS, LOCK, EXPOSURE };
+
+/* Rank 0's epoch k (0 or 1) with `peer`, in the run's style: an access epoch (start, put
+ * at `disp`, complete), a lock epoch (exclusive lock, put at `disp`, unlock) or an
+ * exposure epoch (post, wait). */
+static void rank0_epoch(struct run *r, struct epochs *e, int k, enum epoch_kind kind, int peer,
+                        MPI_Aint disp, int it) {
+    int nonblocking = r->style == NONBLOCKING;
+    MPI_Request *opening = &e->opening[k], *closing = &e->closing[k];
+    switch (kind) {
+        case ACCESS:
+            BENCH_SYNC(nonblocking, opening, MPI_Win_start(r->group_of[peer], 0, r->win),
+                       MPIX_Win_istart(r->group_of[peer], 0, r->win, opening));
+            put_epoch(r, k, it, peer, disp);
+            BENCH_SYNC(nonblocking, closing, MPI_Win_complete(r->win),
+                       MPIX_Win_icomplete(r->win, closing));
+            break;
+        case LOCK:
+            BENCH_SYNC(nonblocking, opening, MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, r->win),
+                       MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, peer, 0, r->win, opening));
+            put_epoch(r, k, it, peer, disp);
+            BENCH_SYNC(nonblocking, closing, MPI_Win_unlock(peer, r->win),
+                       MPIX_Win_iunlock(peer, r->win, closing));
+            break;
+        case EXPOSURE:
+            BENCH_SYNC(nonblocking, opening, MPI_Win_post(r->group_of[peer], 0, r->win),
+                       MPIX_Win_ipost(r->group_of[peer], 0, r->win, opening));
+            BENCH_SYNC(nonblocking, closing, MPI_Win_wait(r->win), MPIX_Win_iwait(r->win, closing));
+            break;
+    }
+    e->t_closed[k] = MPI_Wtime();
+}
+
+/* A peer's exposure epoch for rank 0 (post, wait); checks its first MiB holds `salt`'s
+ * stamp. */
+static void peer_exposure(struct run *r, int it, int salt) {
+    BENCH_MPI(MPI_Win_post(r->group_of[0], 0, r->win));
+    BENCH_MPI(MPI_Win_wait(r->win));
+    if (!bench_all_equal(r->base, MIB, bench_stamp(it, salt))) r->mismatches++;
+}
+
+/* A peer's access epoch toward rank 0, `late_usec` late: one put of `salt`'s stamp at
+ * `disp`. */
+static void peer_access(struct run *r, int it, int salt, MPI_Aint disp, double late_usec) {
+    memset(r->buffer[0], bench_stamp(it, salt), MIB);
+    bench_sleep(late_usec);
+    BENCH_MPI(MPI_Win_start(r->group_of[0], 0, r->win));
+    BENCH_MPI(MPI_Put(r->buffer[0], MIB, MPI_BYTE, 0, disp, MIB, MPI_BYTE, r->win));
+    BENCH_MPI(MPI_Win_complete(r->win));
 }
 
 /* One iteration of a scenario. Rank 0 returns its two measurements (usec). */
 static void iteration(struct run *r, enum scenario s, int it, double out[2]) {
     const int late = 2, peer = 1;
-    MPI_Request opening[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, closing[2];
-    double t_closed[2] = {0, 0}, done[2] = {0, 0}, t0 = 0;
-    enum style st = r->style;
+    struct epochs e = {.opening = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+    double done[2] = {0, 0}, t0 = 0;
     switch (s) {
         case AAAR_GATS:
             if (r->rank == 0) {
                 t0 = MPI_Wtime();
-                SYNC(st, &opening[0], MPI_Win_start(r->group_of[late], 0, r->win),
-                     MPIX_Win_istart(r->group_of[late], 0, r->win, &opening[0]));
-                put_epoch(r, 0, it, late, 0);
-                SYNC(st, &closing[0], MPI_Win_complete(r->win),
-                     MPIX_Win_icomplete(r->win, &closing[0]));
-                t_closed[0] = MPI_Wtime();
+                rank0_epoch(r, &e, 0, ACCESS, late, 0, it);
 #ifndef NBRMA_NONBLOCKING_SERIES
                 /* MPICH 4.0.2 workaround, see the header: target 1 posts only now. */
                 BENCH_MPI(MPI_Send(NULL, 0, MPI_BYTE, peer, it, MPI_COMM_WORLD));
 #endif
-                SYNC(st, &opening[1], MPI_Win_start(r->group_of[peer], 0, r->win),
-                     MPIX_Win_istart(r->group_of[peer], 0, r->win, &opening[1]));
-                put_epoch(r, 1, it, peer, 0);
-                SYNC(st, &closing[1], MPI_Win_complete(r->win),
-                     MPIX_Win_icomplete(r->win, &closing[1]));
-                t_closed[1] = MPI_Wtime();
+                rank0_epoch(r, &e, 1, ACCESS, peer, 0, it);
             } else {
                 if (r->rank == late) bench_sleep(r->delay);
 #ifndef NBRMA_NONBLOCKING_SERIES
@@ -204,29 +184,17 @@ static void iteration(struct run *r, enum scenario s, int it, double out[2]) {
                     BENCH_MPI(
                         MPI_Recv(NULL, 0, MPI_BYTE, 0, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
 #endif
-                BENCH_MPI(MPI_Win_post(r->group_of[0], 0, r->win));
-                BENCH_MPI(MPI_Win_wait(r->win));
-                if (!all_equal(r->base, MIB, stamp(it, r->rank == late ? 0 : 1))) r->mismatches++;
+                peer_exposure(r, it, r->rank == late ? 0 : 1);
             }
             break;
         case AAAR_LOCK: /* O1 = 0, O0 = 1 (also T1), T0 = 2 */
             if (r->rank == 0) {
                 BENCH_MPI(MPI_Recv(NULL, 0, MPI_BYTE, 1, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
                 t0 = MPI_Wtime();
-                SYNC(st, &opening[0], MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 2, 0, r->win),
-                     MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, 2, 0, r->win, &opening[0]));
-                put_epoch(r, 0, it, 2, MIB);
-                SYNC(st, &closing[0], MPI_Win_unlock(2, r->win),
-                     MPIX_Win_iunlock(2, r->win, &closing[0]));
-                t_closed[0] = MPI_Wtime();
-                SYNC(st, &opening[1], MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, r->win),
-                     MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, 1, 0, r->win, &opening[1]));
-                put_epoch(r, 1, it, 1, 0);
-                SYNC(st, &closing[1], MPI_Win_unlock(1, r->win),
-                     MPIX_Win_iunlock(1, r->win, &closing[1]));
-                t_closed[1] = MPI_Wtime();
+                rank0_epoch(r, &e, 0, LOCK, 2, MIB, it);
+                rank0_epoch(r, &e, 1, LOCK, 1, 0, it);
             } else if (r->rank == 1) {
-                memset(r->buffer[0], stamp(it, 7), MIB);
+                memset(r->buffer[0], bench_stamp(it, 7), MIB);
                 BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 2, 0, r->win));
                 BENCH_MPI(MPI_Put(r->buffer[0], MIB, MPI_BYTE, 2, 0, MIB, MPI_BYTE, r->win));
                 BENCH_MPI(MPI_Win_flush(2, r->win));
@@ -238,161 +206,100 @@ static void iteration(struct run *r, enum scenario s, int it, double out[2]) {
         case AAER: /* P2 = 0: exposure to late origin 2, then access to target 1 */
             if (r->rank == 0) {
                 t0 = MPI_Wtime();
-                SYNC(st, &opening[0], MPI_Win_post(r->group_of[late], 0, r->win),
-                     MPIX_Win_ipost(r->group_of[late], 0, r->win, &opening[0]));
-                SYNC(st, &closing[0], MPI_Win_wait(r->win), MPIX_Win_iwait(r->win, &closing[0]));
-                t_closed[0] = MPI_Wtime();
-                SYNC(st, &opening[1], MPI_Win_start(r->group_of[peer], 0, r->win),
-                     MPIX_Win_istart(r->group_of[peer], 0, r->win, &opening[1]));
-                put_epoch(r, 1, it, peer, 0);
-                SYNC(st, &closing[1], MPI_Win_complete(r->win),
-                     MPIX_Win_icomplete(r->win, &closing[1]));
-                t_closed[1] = MPI_Wtime();
+                rank0_epoch(r, &e, 0, EXPOSURE, late, 0, it);
+                rank0_epoch(r, &e, 1, ACCESS, peer, 0, it);
             } else if (r->rank == late) {
-                memset(r->buffer[0], stamp(it, 0), MIB);
-                bench_sleep(r->delay);
-                BENCH_MPI(MPI_Win_start(r->group_of[0], 0, r->win));
-                BENCH_MPI(MPI_Put(r->buffer[0], MIB, MPI_BYTE, 0, 0, MIB, MPI_BYTE, r->win));
-                BENCH_MPI(MPI_Win_complete(r->win));
+                peer_access(r, it, 0, 0, r->delay);
             } else {
-                BENCH_MPI(MPI_Win_post(r->group_of[0], 0, r->win));
-                BENCH_MPI(MPI_Win_wait(r->win));
-                if (!all_equal(r->base, MIB, stamp(it, 1))) r->mismatches++;
+                peer_exposure(r, it, 1);
             }
             break;
         case EAER: /* target 0: exposure to late origin 2 (first MiB), then to 1 (second) */
             if (r->rank == 0) {
                 t0 = MPI_Wtime();
-                SYNC(st, &opening[0], MPI_Win_post(r->group_of[late], 0, r->win),
-                     MPIX_Win_ipost(r->group_of[late], 0, r->win, &opening[0]));
-                SYNC(st, &closing[0], MPI_Win_wait(r->win), MPIX_Win_iwait(r->win, &closing[0]));
-                t_closed[0] = MPI_Wtime();
-                SYNC(st, &opening[1], MPI_Win_post(r->group_of[peer], 0, r->win),
-                     MPIX_Win_ipost(r->group_of[peer], 0, r->win, &opening[1]));
-                SYNC(st, &closing[1], MPI_Win_wait(r->win), MPIX_Win_iwait(r->win, &closing[1]));
-                t_closed[1] = MPI_Wtime();
+                rank0_epoch(r, &e, 0, EXPOSURE, late, 0, it);
+                rank0_epoch(r, &e, 1, EXPOSURE, peer, 0, it);
+            } else if (r->rank == late) {
+                peer_access(r, it, 0, 0, r->delay);
             } else {
-                memset(r->buffer[0], stamp(it, r->rank == late ? 0 : 1), MIB);
-                if (r->rank == late) bench_sleep(r->delay);
-                BENCH_MPI(MPI_Win_start(r->group_of[0], 0, r->win));
-                BENCH_MPI(MPI_Put(r->buffer[0], MIB, MPI_BYTE, 0, r->rank == late ? 0 : MIB, MIB,
-                                  MPI_BYTE, r->win));
-                BENCH_MPI(MPI_Win_complete(r->win));
+                peer_access(r, it, 1, MIB, 0);
             }
             break;
         case EAAR: /* P2 = 0: access to late target 2, then exposure to origin 1 */
             if (r->rank == 0) {
                 t0 = MPI_Wtime();
-                SYNC(st, &opening[0], MPI_Win_start(r->group_of[late], 0, r->win),
-                     MPIX_Win_istart(r->group_of[late], 0, r->win, &opening[0]));
-                put_epoch(r, 0, it, late, 0);
-                SYNC(st, &closing[0], MPI_Win_complete(r->win),
-                     MPIX_Win_icomplete(r->win, &closing[0]));
-                t_closed[0] = MPI_Wtime();
-                SYNC(st, &opening[1], MPI_Win_post(r->group_of[peer], 0, r->win),
-                     MPIX_Win_ipost(r->group_of[peer], 0, r->win, &opening[1]));
-                SYNC(st, &closing[1], MPI_Win_wait(r->win), MPIX_Win_iwait(r->win, &closing[1]));
-                t_closed[1] = MPI_Wtime();
+                rank0_epoch(r, &e, 0, ACCESS, late, 0, it);
+                rank0_epoch(r, &e, 1, EXPOSURE, peer, 0, it);
             } else if (r->rank == late) {
                 bench_sleep(r->delay);
-                BENCH_MPI(MPI_Win_post(r->group_of[0], 0, r->win));
-                BENCH_MPI(MPI_Win_wait(r->win));
-                if (!all_equal(r->base, MIB, stamp(it, 0))) r->mismatches++;
+                peer_exposure(r, it, 0);
             } else {
-                memset(r->buffer[0], stamp(it, 1), MIB);
-                BENCH_MPI(MPI_Win_start(r->group_of[0], 0, r->win));
-                BENCH_MPI(MPI_Put(r->buffer[0], MIB, MPI_BYTE, 0, MIB, MIB, MPI_BYTE, r->win));
-                BENCH_MPI(MPI_Win_complete(r->win));
+                peer_access(r, it, 1, MIB, 0);
             }
             break;
         default:
             break;
     }
     if (r->rank != 0) return;
-    completion_times(closing, t_closed, done);
-    finish(&opening[0]);
-    finish(&opening[1]);
+    completion_times(&e, done);
+    bench_finish(&e.opening[0]);
+    bench_finish(&e.opening[1]);
     out[0] = (done[1] - t0) * 1e6;
     out[1] = ((done[0] > done[1] ? done[0] : done[1]) - t0) * 1e6;
     /* Rank 0's own exposures: check what its origins put. */
-    if (s == AAER && !all_equal(r->base, MIB, stamp(it, 0))) r->mismatches++;
-    if (s == EAER &&
-        (!all_equal(r->base, MIB, stamp(it, 0)) || !all_equal(r->base + MIB, MIB, stamp(it, 1))))
+    if (s == AAER && !bench_all_equal(r->base, MIB, bench_stamp(it, 0))) r->mismatches++;
+    if (s == EAER && (!bench_all_equal(r->base, MIB, bench_stamp(it, 0)) ||
+                      !bench_all_equal(r->base + MIB, MIB, bench_stamp(it, 1))))
         r->mismatches++;
-    if (s == EAAR && !all_equal(r->base + MIB, MIB, stamp(it, 1))) r->mismatches++;
+    if (s == EAAR && !bench_all_equal(r->base + MIB, MIB, bench_stamp(it, 1))) r->mismatches++;
 }
 
 /* Passive targets of aaar_lock, after everyone passed the iteration's end. */
 static void check_lock_targets(struct run *r, int it) {
     if (r->rank == 0) return;
     BENCH_MPI(MPI_Win_lock(MPI_LOCK_SHARED, r->rank, 0, r->win));
-    if (r->rank == 2 &&
-        (!all_equal(r->base, MIB, stamp(it, 7)) || !all_equal(r->base + MIB, MIB, stamp(it, 0))))
+    if (r->rank == 2 && (!bench_all_equal(r->base, MIB, bench_stamp(it, 7)) ||
+                         !bench_all_equal(r->base + MIB, MIB, bench_stamp(it, 0))))
         r->mismatches++;
-    if (r->rank == 1 && !all_equal(r->base, MIB, stamp(it, 1))) r->mismatches++;
+    if (r->rank == 1 && !bench_all_equal(r->base, MIB, bench_stamp(it, 1))) r->mismatches++;
     BENCH_MPI(MPI_Win_unlock(r->rank, r->win));
 }
 
 /* Collective: one scenario in one series, on a window created with `key` set (or not). */
 static void run_scenario(struct run *r, enum scenario s, const char *key) {
-    char step[64];
-    snprintf(step, sizeof step, "%s", scenario_names[s]);
-    bench_set_step(r->series, step);
-    MPI_Info info = MPI_INFO_NULL;
-    if (key) {
-        BENCH_MPI(MPI_Info_create(&info));
-        BENCH_MPI(MPI_Info_set(info, key, "true"));
-    }
-    BENCH_MPI(MPI_Win_allocate(2 * MIB, 1, info, MPI_COMM_WORLD, &r->base, &r->win));
-    BENCH_MPI(MPI_Win_set_errhandler(r->win, MPI_ERRORS_RETURN));
-    if (info != MPI_INFO_NULL) BENCH_MPI(MPI_Info_free(&info));
+    const char *name = scenario_names[s];
+    bench_set_step(r->series, name);
+    bench_win_allocate(2 * MIB, 1, key, MPI_COMM_WORLD, &r->base, &r->win);
     memset(r->base, 0, 2 * MIB);
     BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
-    double *samples = xmalloc(2 * (size_t)r->iterations * sizeof(double));
-    int total = r->warmup + r->iterations, it = 0;
-    double start = 0;
-    for (;;) {
-        int more = 0;
-        if (r->rank == 0) {
-            more = it < total;
-            if (it == r->warmup) start = MPI_Wtime();
-            if (it > r->warmup && MPI_Wtime() - start > r->budget) more = 0;
-        }
-        /* rank 2 is the late peer sharing rank 0's core: it sleeps between polls. */
-        if (!boundary(more, r->rank == 2)) break;
-        it++;
+    double *samples = bench_malloc("reorder", 2 * (size_t)r->iterations * sizeof(double));
+    struct bench_loop l = {
+        .total = r->warmup + r->iterations, .warmup = r->warmup, .budget = r->budget};
+    double poll_usec = r->rank == 2 ? LATE_POLL_USEC : 0;
+    while (bench_loop_next(&l, r->rank, poll_usec)) {
         double out[2] = {0, 0};
-        iteration(r, s, it, out);
+        iteration(r, s, l.i, out);
         if (s == AAAR_LOCK) {
-            boundary(1, r->rank == 2);
-            check_lock_targets(r, it);
+            bench_boundary(1, poll_usec);
+            check_lock_targets(r, l.i);
         }
-        if (it > r->warmup && it - r->warmup <= r->iterations) {
-            samples[it - r->warmup - 1] = out[0];
-            samples[r->iterations + it - r->warmup - 1] = out[1];
+        int index = bench_loop_slot(&l, r->iterations);
+        if (index >= 0) {
+            samples[index] = out[0];
+            samples[r->iterations + index] = out[1];
         }
     }
-    int timed = it - r->warmup;
+    int timed = bench_loop_timed(&l);
     long bad = 0;
     BENCH_MPI(MPI_Reduce(&r->mismatches, &bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     r->mismatches = 0;
     if (r->rank == 0) {
-        bench_check(r->series, scenario_names[s], bad == 0);
-        if (bad) fprintf(stderr, "reorder: %s %s: %ld data mismatches\n", r->series, step, bad);
-        printf("# %s %s: %d timed iterations, D = %.0f us%s%s\n", r->series, step, timed, r->delay,
+        bench_check(r->series, name, bad == 0);
+        if (bad) fprintf(stderr, "reorder: %s %s: %ld data mismatches\n", r->series, name, bad);
+        printf("# %s %s: %d timed iterations, D = %.0f us%s%s\n", r->series, name, timed, r->delay,
                key ? ", window info " : "", key ? key : "");
-        for (int k = 0; k < 2; k++) {
-            double *v = samples + k * r->iterations, sum = 0;
-            for (int i = 0; i < timed; i++) sum += v[i];
-            if (timed > 0) {
-                qsort(v, timed, sizeof *v, compare_doubles);
-                printf("# %s %s %s: median %.1f, min %.1f, max %.1f usec\n", r->series,
-                       scenario_names[s], rows[k], v[timed / 2], v[0], v[timed - 1]);
-            }
-            bench_result(r->series, scenario_names[s], rows[k], timed > 0 ? sum / timed : 0.0,
-                         "usec");
-        }
+        bench_report_samples(r->series, name, rows, 2, samples, r->iterations, timed);
     }
     free(samples);
     bench_set_step(r->series, "MPI_Win_free");
@@ -400,29 +307,9 @@ static void run_scenario(struct run *r, enum scenario s, const char *key) {
     if (bad) r->mismatches = -1; /* remembered for the exit status */
 }
 
-/* Too few ranks or a bad --only: every rank gets here; end the job with `status`. */
-static void leave(int status) {
-    MPI_Finalize();
-    exit(status);
-}
-
 int bench_reorder(const struct bench_options *options) {
     int rank, size;
-    BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size < 3) {
-        if (rank == 0) fprintf(stderr, "reorder: needs 3 ranks (mpiexec -n 3), got %d\n", size);
-        leave(2); /* bench.h: too few ranks */
-    }
-    int selected[NUM_SCENARIOS], any = 0;
-    for (int s = 0; s < NUM_SCENARIOS; s++) {
-        selected[s] = options->only == NULL || strcmp(options->only, scenario_names[s]) == 0;
-        any |= selected[s];
-    }
-    if (!any) {
-        if (rank == 0) fprintf(stderr, "reorder: no benchmark '%s'\n", options->only);
-        leave(1); /* bad usage */
-    }
+    bench_start_group("reorder", options, scenario_names, NUM_SCENARIOS, &rank, &size);
     struct run r;
     memset(&r, 0, sizeof r);
     r.rank = rank;
@@ -430,8 +317,8 @@ int bench_reorder(const struct bench_options *options) {
     r.warmup = options->iterations > 0 ? 1 : 3;
     r.budget = options->iterations > 0 ? 1e9 : options->quick ? 1.5 : 20.0;
     r.delay = 1000.0 * (options->scale > 0 ? options->scale : 1.0);
-    r.buffer[0] = xmalloc(MIB);
-    r.buffer[1] = xmalloc(MIB);
+    r.buffer[0] = bench_malloc("reorder", MIB);
+    r.buffer[1] = bench_malloc("reorder", MIB);
     MPI_Group world_group;
     BENCH_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
     for (int k = 0; k < 3; k++) BENCH_MPI(MPI_Group_incl(world_group, 1, &k, &r.group_of[k]));
@@ -442,7 +329,7 @@ int bench_reorder(const struct bench_options *options) {
     }
     int failed = 0;
     for (int s = 0; s < NUM_SCENARIOS; s++) {
-        if (!selected[s]) continue;
+        if (!bench_selected(options, scenario_names[s])) continue;
         r.series = BENCH_BLOCKING_SERIES;
         r.style = BLOCKING;
         run_scenario(&r, (enum scenario)s, NULL);

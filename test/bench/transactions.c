@@ -1,9 +1,9 @@
 /*
  * transactions.c — massive unstructured atomic transactions (SC14 §IV-B, Fig 12),
- * group "transactions" of nbrma-bench (see bench.h). Needs 2 ranks or more (the
- * driver runs 4). The figure's x axis is the job size: the group runs every series on
- * the first 2 ranks (a core each on a 2-core machine; the others wait, asleep) and
- * then on all of them (4 ranks: two a core), parameter = the job size.
+ * group "transactions" of nbrma-bench (see bench.h). Runs on the driver's 4 ranks
+ * (bench_main.c requires them; the code itself works with 2 or more). The figure's x axis is the
+ * job size: the group runs every series on the first 2 ranks (a core each on a 2-core machine; the
+ * others wait, asleep) and then on all of them (4 ranks: two a core), parameter = the job size.
  *
  * Every rank performs K transactions (2000000; --quick 200000; --iterations N sets K),
  * each an exclusive lock epoch on a random rank (itself included: the updates are
@@ -32,7 +32,6 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -66,17 +65,10 @@ struct txn_run {
 /* Collective. Returns 1 when the window sums check out. */
 static int run_series(const struct txn_run *t) {
     bench_set_step(t->series, "transactions");
-    MPI_Info info = MPI_INFO_NULL;
-    if (t->info_key) {
-        BENCH_MPI(MPI_Info_create(&info));
-        BENCH_MPI(MPI_Info_set(info, t->info_key, "true"));
-    }
     int64_t *base = NULL;
     MPI_Win win;
-    BENCH_MPI(MPI_Win_allocate((MPI_Aint)SLOTS * ELEMENTS * sizeof(int64_t), sizeof(int64_t), info,
-                               t->comm, &base, &win));
-    BENCH_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    if (info != MPI_INFO_NULL) BENCH_MPI(MPI_Info_free(&info));
+    bench_win_allocate((MPI_Aint)SLOTS * ELEMENTS * sizeof(int64_t), sizeof(int64_t), t->info_key,
+                       t->comm, &base, &win);
     BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t->rank, 0, win));
     memset(base, 0, (size_t)SLOTS * ELEMENTS * sizeof(int64_t));
     BENCH_MPI(MPI_Win_unlock(t->rank, win));
@@ -162,35 +154,11 @@ static int run_series(const struct txn_run *t) {
     return ok;
 }
 
-/* Too few ranks or a bad --only: every rank gets here; end the job with `status`. */
-static void leave(int status) {
-    MPI_Finalize();
-    exit(status);
-}
-
-/* Wait for a request without taking a core (ranks sitting out a job size). */
-static void wait_sleeping(MPI_Request *request) {
-    int done = 0;
-    for (;;) {
-        BENCH_MPI(MPI_Test(request, &done, MPI_STATUS_IGNORE));
-        if (done) return;
-        bench_sleep(50);
-    }
-}
+static const char *const benchmark_names[] = {"transactions"};
 
 int bench_transactions(const struct bench_options *options) {
     int rank, size;
-    BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size < 2) {
-        if (rank == 0)
-            fprintf(stderr, "transactions: needs 2 ranks or more (mpiexec -n 4), got %d\n", size);
-        leave(2); /* bench.h: too few ranks */
-    }
-    if (options->only && strcmp(options->only, "transactions") != 0) {
-        if (rank == 0) fprintf(stderr, "transactions: no benchmark '%s'\n", options->only);
-        leave(1); /* bad usage */
-    }
+    bench_start_group("transactions", options, benchmark_names, 1, &rank, &size);
     long per_rank = options->iterations > 0 ? options->iterations
                     : options->quick        ? 200000
                                             : 2000000;
@@ -226,9 +194,10 @@ int bench_transactions(const struct bench_options *options) {
 #endif
             BENCH_MPI(MPI_Comm_free(&comm));
         }
+        /* Wait without taking a core (ranks sitting out a job size). */
         MPI_Request request;
         BENCH_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &request));
-        wait_sleeping(&request);
+        bench_wait_polling(&request, 50);
     }
     int all_ok = 0;
     BENCH_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
