@@ -278,7 +278,9 @@ Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout
         status = pending.wait(transport);
         if (is_error(status)) return status;
         if (previous == 0) break;
-        backoff.pause();
+        // The holder's release may need our own progress (a transport that serves
+        // peers in software), and a CAS that completed inline polled nothing.
+        if (transport.poll() == 0) backoff.pause();
     }
 
     const std::size_t bytes = target.size * static_cast<std::size_t>(call_.target_count);

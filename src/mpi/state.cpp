@@ -126,6 +126,7 @@ void parse_info(MPI_Info info, WindowInfo *out) {
     if (get("accumulate_ops")) out->accumulate_ops = value;
     if (get("no_locks")) out->no_locks = truth();
     if (get("alloc_shared_noncontig")) out->alloc_shared_noncontig = truth();
+    if (get("nbrma_transport")) out->transport = value;
     static const char *const reorder_keys[4][2] = {
         {"access_after_access_reorder", "MPI_WIN_ACCESS_AFTER_ACCESS_REORDER"},
         {"access_after_exposure_reorder", "MPI_WIN_ACCESS_AFTER_EXPOSURE_REORDER"},

@@ -13,7 +13,7 @@
 #include "engine/window.hpp"
 #include "sync/control_region.hpp"
 #include "transport/shm/shm_segment.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/transport.hpp"
 
 namespace nbrma::mpi {
 
@@ -23,11 +23,15 @@ struct WindowInfo {
     bool no_locks = false;
     bool alloc_shared_noncontig = false;
     bool reorder[4] = {false, false, false, false};  // SC14 §VI-B, by engine::Reorder
+    // nbrma_transport: "shm" (node-local peers over shm, remote ones over UCX: the
+    // default) or "ucx" (every peer over UCX, self included); "" = not given (the
+    // NBRMA_TRANSPORT environment variable decides). Anything else is refused.
+    std::string transport;
 };
 
 struct WindowState {
     MPI_Win handle = MPI_WIN_NULL;
-    MPI_Comm comm = MPI_COMM_NULL;  // nbrma's duplicate, for its own collectives
+    MPI_Comm comm = MPI_COMM_NULL;     // nbrma's duplicate, for its own collectives
     MPI_Group group = MPI_GROUP_NULL;  // the window's group, made at first PSCW call
     engine::Flavor flavor = engine::Flavor::allocate;
     // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, DESIGN §1).
@@ -39,10 +43,13 @@ struct WindowState {
     WindowInfo info;
     std::unique_ptr<sync::ControlLayout> layout;
     std::unique_ptr<transport::shm::ShmSegment> segment;
-    std::unique_ptr<transport::shm::ShmTransport> transport;
+    // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
+    std::unique_ptr<transport::Transport> transport;
+    bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)
     std::unique_ptr<engine::Window> engine;
-    std::uint8_t *shared_base = nullptr;  // window memory of rank 0 in the segment (allocate flavors)
-    std::vector<MPI_Aint> shared_offsets;  // per rank, from shared_base
+    std::uint8_t *shared_base =
+        nullptr;  // window memory of rank 0 in the segment (allocate flavors)
+    std::vector<MPI_Aint> shared_offsets;  // per rank, from shared_base; -1: on another node
     std::vector<MPI_Aint> sizes;
     std::vector<int> disp_units;
 };

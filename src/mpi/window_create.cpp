@@ -4,6 +4,7 @@
 // state lives in the side table.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -12,6 +13,9 @@
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
+#include "transport/shm/shm_transport.hpp"
+#include "transport/ucx/mixed_transport.hpp"
+#include "transport/ucx/ucx_transport.hpp"
 
 using namespace nbrma;
 using namespace nbrma::mpi;
@@ -24,13 +28,132 @@ struct PeerRecord {
     std::int64_t base;
     std::int32_t disp_unit;
     std::int32_t pid;
+    std::int32_t node;  // comm rank of the rank's node leader: equal iff same node
+    std::int32_t pad;
 };
 
 std::int64_t round_up(std::int64_t value, std::int64_t to) { return (value + to - 1) / to * to; }
 
-// The common path: exchange sizes, map one segment holding every control region
-// (and, for the allocate flavors, the window memory), build the transport and the
-// engine window, create the MPICH window underneath.
+// nbrma's UCP worker, one per process, made at the first window that needs UCX and
+// kept for the process's life: endpoints are cached in it across windows, and no
+// finalize hook could tear it down after the last window; exit closes its sockets.
+Status process_worker(transport::ucx::UcxWorker **out) {
+    static transport::ucx::UcxWorker *worker = nullptr;
+    static Status failure = Status::ok;
+    if (!worker && !is_error(failure)) {
+        std::unique_ptr<transport::ucx::UcxWorker> made;
+        failure = transport::ucx::UcxWorker::create(nullptr, &made);
+        if (!is_error(failure)) worker = made.release();
+    }
+    *out = worker;
+    return failure;
+}
+
+// True on every rank iff `ok` on every rank.
+bool everyone(bool ok, MPI_Comm comm) {
+    int mine = ok ? 1 : 0, all = 0;
+    PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
+    return all != 0;
+}
+
+// A barrier during which this process keeps serving its peers' software-emulated RMA
+// (UCX over tcp): a rank waiting in a plain barrier would starve a peer whose last
+// operations target it.
+void barrier_serving(MPI_Comm comm, transport::Transport &transport) {
+    if (!transport.needs_target_progress()) {
+        PMPI_Barrier(comm);
+        return;
+    }
+    MPI_Request request;
+    PMPI_Ibarrier(comm, &request);
+    Backoff backoff;
+    for (int done = 0;;) {
+        PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        if (transport.poll() == 0) backoff.pause();
+    }
+}
+
+// The UCX side of a window (DESIGN §2): register our control region and memory,
+// allgather the exposure records, connect to every rank, and wait for the wireup on
+// every rank at once (each rank keeps progressing its worker inside a nonblocking
+// barrier). On failure `why` says what failed; the result is the same on every rank.
+Status connect_ucx(WindowState &state, void *base, std::size_t size, void *control,
+                   std::size_t control_bytes, std::unique_ptr<transport::ucx::UcxTransport> *out,
+                   const char **why) {
+    int rank, nranks;
+    PMPI_Comm_rank(state.comm, &rank);
+    PMPI_Comm_size(state.comm, &nranks);
+    transport::ucx::UcxWorker *worker = nullptr;
+    Status status = process_worker(&worker);
+    std::unique_ptr<transport::ucx::UcxTransport> ucx;
+    if (!is_error(status)) {
+        ucx = std::make_unique<transport::ucx::UcxTransport>(*worker, rank, nranks, control,
+                                                             control_bytes);
+        status = state.flavor == Flavor::dynamic ? ucx->expose_dynamic()
+                                                 : ucx->expose_window(base, size);
+    }
+    if (!everyone(!is_error(status), state.comm)) {
+        *why = worker ? "cannot register the window memory with UCX"
+                      : "cannot initialize UCX (see NBRMA_UCX_*/UCX_* settings)";
+        return is_error(status) ? status : Status::err_transport;
+    }
+
+    std::vector<std::uint8_t> mine = ucx->exposure();
+    int length = static_cast<int>(mine.size());
+    std::vector<int> lengths(nranks), displacements(nranks, 0);
+    PMPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, state.comm);
+    for (int r = 1; r < nranks; ++r) displacements[r] = displacements[r - 1] + lengths[r - 1];
+    std::vector<std::uint8_t> records(static_cast<std::size_t>(displacements[nranks - 1]) +
+                                      lengths[nranks - 1]);
+    PMPI_Allgatherv(mine.data(), length, MPI_BYTE, records.data(), lengths.data(),
+                    displacements.data(), MPI_BYTE, state.comm);
+    for (int r = 0; r < nranks && !is_error(status); ++r) {
+        status = ucx->connect(r, records.data() + displacements[r], lengths[r]);
+        if (is_error(status)) log(0, "cannot create a UCX endpoint to rank %d", r);
+    }
+    // Unreachable peers fail ucp_ep_create at once: agree before any wireup waits.
+    if (!everyone(!is_error(status), state.comm)) {
+        *why = "a peer is unreachable through UCX (endpoint creation failed)";
+        return is_error(status) ? status : Status::err_transport;
+    }
+    status = ucx->finish_connect_start();
+    Backoff backoff;
+    for (bool done = is_error(status); !done;) {
+        status = ucx->finish_connect_test(&done);
+        if (is_error(status)) break;
+        if (!done) backoff.pause();
+    }
+    MPI_Request barrier;
+    PMPI_Ibarrier(state.comm, &barrier);
+    for (int done = 0; !done;) {
+        PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        if (!done && worker->progress() == 0) backoff.pause();
+    }
+    if (!everyone(!is_error(status), state.comm)) {
+        *why = "the UCX wireup with a peer failed";
+        return is_error(status) ? status : Status::err_transport;
+    }
+    *out = std::move(ucx);
+    return Status::ok;
+}
+
+// Fails the window creation on every rank alike: frees what was made, raises.
+int creation_failed(const char *call, WindowState &state, Status status, const char *why) {
+    PMPI_Comm_free(&state.comm);
+    return raise(call, MPI_WIN_NULL, status, why);
+}
+
+// The common path: exchange sizes, map one segment per node holding the node's control
+// regions (and, for the allocate flavors, its window memory), build the transports
+// and the engine window, create the MPICH window underneath.
+//
+// Peer selection (DESIGN §2): node-local peers over shm, remote peers over UCX (the
+// mixed transport, which also sends every atomic through UCX: CPU and NIC atomics are
+// not atomic with respect to each other). nbrma_transport=ucx (info key, or the
+// NBRMA_TRANSPORT environment variable) sends every peer through UCX; the window
+// memory of the allocate flavors still lives in the node's segment, so load/store on
+// MPI_Win_allocate_shared memory works in both modes.
 int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit, MPI_Info info,
                   MPI_Comm comm, void *user_base, void *base_out, MPI_Win *win) {
     ensure_initialized();
@@ -47,99 +170,152 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     PMPI_Comm_size(state->comm, &nranks);
     set_log_rank(rank);
 
+    // The transport choice, agreed by every rank (a bad value anywhere fails everywhere).
+    std::string choice = state->info.transport;
+    if (choice.empty()) {
+        const char *environment = std::getenv("NBRMA_TRANSPORT");
+        choice = environment ? environment : "";
+    }
+    const bool valid = choice.empty() || choice == "shm" || choice == "ucx";
+    if (!everyone(valid, state->comm))
+        return creation_failed(call, *state, Status::err_info,
+                               "nbrma_transport / NBRMA_TRANSPORT must be \"shm\" or \"ucx\"");
+    state->all_ucx = !everyone(choice != "ucx", state->comm);
+
     MPI_Comm node;
-    int local = 0;
+    int local = 0, leader = rank;
     PMPI_Comm_split_type(state->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     PMPI_Comm_size(node, &local);
-    PMPI_Comm_free(&node);
-    int all_local = local == nranks, everywhere = 0;
-    PMPI_Allreduce(&all_local, &everywhere, 1, MPI_INT, MPI_LAND, state->comm);
-    if (!everywhere) {
-        PMPI_Comm_free(&state->comm);
-        return raise(call, MPI_WIN_NULL, Status::err_unsupported,
-                     "the communicator spans nodes; remote peers need the UCX transport");
-    }
+    PMPI_Bcast(&leader, 1, MPI_INT, 0, node);
     if (nranks > sync::LockWord::max_ranks) {
-        PMPI_Comm_free(&state->comm);
-        return raise(call, MPI_WIN_NULL, Status::err_unsupported, "too many ranks for the lock word");
+        PMPI_Comm_free(&node);
+        return creation_failed(call, *state, Status::err_unsupported,
+                               "too many ranks for the lock word");
     }
     set_local_ranks(local);
 
     const bool allocates = flavor == Flavor::allocate || flavor == Flavor::shared;
     PeerRecord mine{static_cast<std::int64_t>(size),
                     static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user_base)),
-                    disp_unit, static_cast<std::int32_t>(getpid())};
-    if (flavor == Flavor::dynamic) mine = PeerRecord{0, 0, 1, static_cast<std::int32_t>(getpid())};
+                    disp_unit,
+                    static_cast<std::int32_t>(getpid()),
+                    leader,
+                    0};
+    if (flavor == Flavor::dynamic) mine = PeerRecord{0, 0, 1, mine.pid, leader, 0};
     std::vector<PeerRecord> peers(nranks);
     PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE, state->comm);
+    std::vector<bool> is_local(nranks);
+    std::vector<int> local_index(nranks, -1);  // position in the node's segment
+    int local_count = 0;
+    bool spans_nodes = false;
+    for (int r = 0; r < nranks; ++r) {
+        is_local[r] = peers[r].node == leader;
+        if (is_local[r]) local_index[r] = local_count++;
+        spans_nodes |= peers[r].node != peers[0].node;
+    }
+    if (flavor == Flavor::shared && spans_nodes) {
+        PMPI_Comm_free(&node);
+        return creation_failed(call, *state, Status::err_unsupported,
+                               "the communicator spans nodes: no shared memory between them");
+    }
 
     state->layout = std::make_unique<sync::ControlLayout>(nranks);
     const std::int64_t control_bytes = static_cast<std::int64_t>(state->layout->size());
-    std::int64_t total = control_bytes * nranks;
+    std::int64_t total = control_bytes * local_count;
     std::vector<std::int64_t> offsets(nranks, 0);
     const bool contiguous = flavor == Flavor::shared && !state->info.alloc_shared_noncontig;
     if (allocates) {
         std::int64_t cursor = round_up(total, 4096);
         for (int r = 0; r < nranks; ++r) {
+            if (!is_local[r]) continue;
             offsets[r] = cursor;
             cursor += contiguous ? peers[r].size : round_up(peers[r].size, 4096);
         }
         total = cursor;
     }
 
-    // One segment per window: rank 0 creates it, everyone maps it, then the name goes.
+    // One segment per node: its first rank creates it, the node maps it, the name goes.
+    int node_rank = 0;
+    PMPI_Comm_rank(node, &node_rank);
     state->segment = std::make_unique<transport::shm::ShmSegment>();
     char name[128] = {0};
     Status status = Status::ok;
-    if (rank == 0) {
+    if (node_rank == 0) {
         status = state->segment->create(static_cast<std::size_t>(total));
-        if (!is_error(status)) std::snprintf(name, sizeof name, "%s", state->segment->name().c_str());
+        if (!is_error(status))
+            std::snprintf(name, sizeof name, "%s", state->segment->name().c_str());
     }
-    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, state->comm);
-    if (rank != 0 && name[0]) status = state->segment->open(name, static_cast<std::size_t>(total));
-    int ok = !is_error(status) && name[0], all_ok = 0;
-    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, state->comm);
-    if (rank == 0) state->segment->unlink();
-    if (!all_ok) {
-        PMPI_Comm_free(&state->comm);
-        return raise(call, MPI_WIN_NULL, Status::err_no_memory, "cannot map the shared segment");
-    }
+    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node);
+    PMPI_Comm_free(&node);
+    if (node_rank != 0 && name[0])
+        status = state->segment->open(name, static_cast<std::size_t>(total));
+    const bool mapped = everyone(!is_error(status) && name[0], state->comm);
+    if (node_rank == 0) state->segment->unlink();
+    if (!mapped)
+        return creation_failed(call, *state, Status::err_no_memory,
+                               "cannot map the shared segment");
     auto *segment = static_cast<std::uint8_t *>(state->segment->address());
-    if (flavor != Flavor::allocate && flavor != Flavor::shared) transport::shm::allow_cross_memory_attach();
+    if (flavor != Flavor::allocate && flavor != Flavor::shared)
+        transport::shm::allow_cross_memory_attach();
     PMPI_Barrier(state->comm);  // ptrace permission is in place everywhere
 
     std::vector<transport::shm::ShmPeer> shm_peers(nranks);
     engine::WindowConfig config;
     config.flavor = flavor;
+    std::int64_t first_offset = 0;
+    for (int r = 0; r < nranks; ++r)
+        if (is_local[r]) {
+            first_offset = offsets[r];
+            break;
+        }
     for (int r = 0; r < nranks; ++r) {
         transport::shm::ShmPeer &peer = shm_peers[r];
-        peer.control = segment + control_bytes * r;
-        peer.window_size = static_cast<std::uint64_t>(peers[r].size);
-        if (allocates) {
-            peer.window = segment + offsets[r];
-        } else {
-            peer.remote_base = static_cast<std::uint64_t>(peers[r].base);
-            peer.pid = peers[r].pid;
-            if (flavor == Flavor::dynamic) peer.window_size = ~0ull;
+        if (is_local[r]) {
+            peer.control = segment + control_bytes * local_index[r];
+            peer.window_size = static_cast<std::uint64_t>(peers[r].size);
+            if (allocates) {
+                peer.window = segment + offsets[r];
+            } else {
+                peer.remote_base = static_cast<std::uint64_t>(peers[r].base);
+                peer.pid = peers[r].pid;
+                if (flavor == Flavor::dynamic) peer.window_size = ~0ull;
+            }
         }
         config.sizes.push_back(static_cast<std::uint64_t>(peers[r].size));
         config.disp_units.push_back(peers[r].disp_unit);
         state->sizes.push_back(static_cast<MPI_Aint>(peers[r].size));
         state->disp_units.push_back(peers[r].disp_unit);
-        state->shared_offsets.push_back(static_cast<MPI_Aint>(offsets[r] - offsets[0]));
+        state->shared_offsets.push_back(
+            is_local[r] ? static_cast<MPI_Aint>(offsets[r] - first_offset) : -1);
     }
-    config.hardware_atomics = state->info.accumulate_ops == "same_op_no_op" ||
-                              state->info.accumulate_ops == "same_op";
+    config.hardware_atomics =
+        state->info.accumulate_ops == "same_op_no_op" || state->info.accumulate_ops == "same_op";
     config.no_locks = state->info.no_locks;
     for (int key = 0; key < 4; ++key) config.reorder[key] = state->info.reorder[key];
-    state->transport = std::make_unique<transport::shm::ShmTransport>(
-        rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
-    state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
 
     void *base = user_base;
+    if (allocates) base = size > 0 ? segment + offsets[rank] : nullptr;
+    void *my_control = segment + control_bytes * local_index[rank];
+    auto shm = std::make_unique<transport::shm::ShmTransport>(
+        rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
+    if (!spans_nodes && !state->all_ucx) {
+        state->transport = std::move(shm);
+    } else {
+        std::unique_ptr<transport::ucx::UcxTransport> ucx;
+        const char *why = nullptr;
+        status = connect_ucx(*state, base, static_cast<std::size_t>(size), my_control,
+                             static_cast<std::size_t>(control_bytes), &ucx, &why);
+        if (is_error(status)) return creation_failed(call, *state, status, why);
+        if (state->all_ucx)
+            state->transport = std::move(ucx);
+        else
+            state->transport = std::make_unique<transport::ucx::MixedTransport>(
+                std::move(shm), std::move(ucx), is_local);
+    }
+    state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
+
     if (allocates) {
-        base = size > 0 ? segment + offsets[rank] : nullptr;
-        state->shared_base = segment + offsets[0];
+        state->shared_base = segment + first_offset;
         *static_cast<void **>(base_out) = base;
     }
     state->base = flavor == Flavor::dynamic ? MPI_BOTTOM : base;
@@ -160,8 +336,11 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     *win = state->handle;
     engine::progress_register(state->engine.get());
     ++counters().windows_created;
-    log(1, "%s: window %d (%d ranks, %lld bytes here) on nbrma", call, static_cast<int>(*win),
-        nranks, static_cast<long long>(size));
+    log(1, "%s: window %d (%d ranks, %lld bytes here) on nbrma over %s", call,
+        static_cast<int>(*win), nranks, static_cast<long long>(size),
+        state->all_ucx ? "ucx"
+        : spans_nodes  ? "shm+ucx"
+                       : "shm");
     window_insert(state.release());
     return MPI_SUCCESS;
 }
@@ -186,16 +365,16 @@ int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info inf
 
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                      MPI_Win *win) {
-    return create_window("MPI_Win_allocate", Flavor::allocate, size, disp_unit, info, comm,
-                         nullptr, baseptr, win);
+    return create_window("MPI_Win_allocate", Flavor::allocate, size, disp_unit, info, comm, nullptr,
+                         baseptr, win);
 }
 
 int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                        void *baseptr, MPI_Win *win) {
     if (disp_unit > INT32_MAX)
         return raise("MPI_Win_allocate_c", MPI_WIN_NULL, Status::err_arg, "disp_unit too large");
-    return create_window("MPI_Win_allocate_c", Flavor::allocate, size,
-                         static_cast<int>(disp_unit), info, comm, nullptr, baseptr, win);
+    return create_window("MPI_Win_allocate_c", Flavor::allocate, size, static_cast<int>(disp_unit),
+                         info, comm, nullptr, baseptr, win);
 }
 
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
@@ -228,6 +407,12 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     if (is_error(status))
         return raise("MPI_Win_attach", win, status == Status::err_range ? Status::err_arg : status,
                      status == Status::err_range ? "overlaps an attached region" : nullptr);
+    status = state->transport->attach(base, static_cast<std::uint64_t>(size));
+    if (is_error(status)) {
+        (void)state->engine->detach(base);
+        return raise("MPI_Win_attach", win, status,
+                     "cannot register the region for remote access (UCX)");
+    }
     return PMPI_Win_attach(win, base, size);
 }
 
@@ -235,8 +420,8 @@ int MPI_Win_detach(MPI_Win win, const void *base) {
     WindowState *state = window_find(win);
     if (!state) return raise("MPI_Win_detach", MPI_WIN_NULL, Status::err_win);
     Status status = state->engine->detach(base);
-    if (is_error(status))
-        return raise("MPI_Win_detach", win, status, "address was not attached");
+    if (is_error(status)) return raise("MPI_Win_detach", win, status, "address was not attached");
+    (void)state->transport->detach(base);  // peers' cached rkeys go stale with it
     return PMPI_Win_detach(win, base);
 }
 
@@ -251,7 +436,7 @@ int MPI_Win_free(MPI_Win *win) {
     while (!state->engine->idle()) {  // closed epochs whose requests were not waited for
         if (!state->engine->progress()) backoff.pause();
     }
-    PMPI_Barrier(state->comm);  // no peer touches our memory any more
+    barrier_serving(state->comm, *state->transport);  // no peer touches our memory any more
     engine::progress_unregister(state->engine.get());
     window_erase(*win);  // before the handle can be reused
     int error = PMPI_Win_free(win);
@@ -277,6 +462,12 @@ int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, 
         rank = 0;
         while (rank < nranks - 1 && state->sizes[rank] == 0) ++rank;
     }
+    if (state->shared_offsets[rank] < 0) {  // on another node: no shared memory with it
+        *size = 0;
+        *disp_unit = state->disp_units[rank];
+        *static_cast<void **>(baseptr) = nullptr;
+        return MPI_SUCCESS;
+    }
     *size = state->sizes[rank];
     *disp_unit = state->disp_units[rank];
     *static_cast<void **>(baseptr) = state->shared_base + state->shared_offsets[rank];
@@ -300,7 +491,9 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
     PMPI_Info_set(*info_used, "accumulate_ordering", info.accumulate_ordering.c_str());
     PMPI_Info_set(*info_used, "accumulate_ops", info.accumulate_ops.c_str());
     PMPI_Info_set(*info_used, "no_locks", info.no_locks ? "true" : "false");
-    PMPI_Info_set(*info_used, "alloc_shared_noncontig", info.alloc_shared_noncontig ? "true" : "false");
+    PMPI_Info_set(*info_used, "alloc_shared_noncontig",
+                  info.alloc_shared_noncontig ? "true" : "false");
+    PMPI_Info_set(*info_used, "nbrma_transport", state->all_ucx ? "ucx" : "shm");
     static const char *const reorder_keys[4] = {
         NBRMA_INFO_ACCESS_AFTER_ACCESS_REORDER, NBRMA_INFO_ACCESS_AFTER_EXPOSURE_REORDER,
         NBRMA_INFO_EXPOSURE_AFTER_EXPOSURE_REORDER, NBRMA_INFO_EXPOSURE_AFTER_ACCESS_REORDER};

@@ -1,5 +1,5 @@
 // The one transport interface (DESIGN §2). The engine and the sync layer speak
-// only this; shm, sim (and later ucx) implement every operation.
+// only this; shm, sim and ucx implement every operation.
 //
 // Completion model (UCX style): an operation returns Status::ok when it completed
 // inline (results already written, the Completion is NOT called), Status::in_progress
@@ -85,6 +85,12 @@ class Transport {
     // that emulates RMA or atomics in software, e.g. UCX over tcp): the MPI layer then
     // progresses nbrma inside MPICH's blocking calls even with nothing of ours pending.
     virtual bool needs_target_progress() const { return false; }
+
+    // Dynamic windows: a region of our memory was attached / is being detached
+    // (MPI_Win_attach/detach). Transports that must register memory for peers' access
+    // do it here; the rest accept. attach may fail (err_no_memory, err_transport).
+    virtual Status attach(const void *base, std::uint64_t size) { return Status::ok; }
+    virtual Status detach(const void *base) { return Status::ok; }
 };
 
 }  // namespace nbrma::transport

@@ -24,7 +24,9 @@ check_PROGRAMS += \
 	test/rma/ifence_chain \
 	test/rma/reorder \
 	test/rma/at_errors \
-	test/rma/shared_progress
+	test/rma/shared_progress \
+	test/rma/ucx_errors \
+	test/rma/ucx_unreachable
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -102,9 +104,17 @@ test_rma_at_errors_SOURCES = test/rma/at_errors.c
 test_rma_at_errors_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_at_errors_LDADD = $(RMATEST_LDADD)
 
-TESTS += test/rma/runtests
+test_rma_ucx_errors_SOURCES = test/rma/ucx_errors.c
+test_rma_ucx_errors_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_ucx_errors_LDADD = $(RMATEST_LDADD)
 
-EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in
+test_rma_ucx_unreachable_SOURCES = test/rma/ucx_unreachable.c
+test_rma_ucx_unreachable_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_ucx_unreachable_LDADD = $(RMATEST_LDADD)
+
+TESTS += test/rma/runtests test/rma/runtests-ucx
+
+EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma/runtests-ucx
 
 test_rma_shared_progress_SOURCES = test/rma/shared_progress.c
 test_rma_shared_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)

@@ -143,10 +143,25 @@ int main(int argc, char **argv)
     else {
         rt_win_create(RT_ALLOCATE, (MPI_Aint) sizeof(int) * (np + 1), sizeof(int),
                       MPI_INFO_NULL, MPI_COMM_WORLD, &w);
-        run_phase(0);
-        if (np >= 4)
-            run_phase(1);
-        run_phase(0);       /* once more, after the mixed phase */
+        /* Over UCX a lock request is enqueued when its compare-and-swap reaches the
+         * target, after MPIX_Win_ilock has returned: the token order no longer fixes
+         * the queue order, so this test's premise does not hold there. */
+        char transport[MPI_MAX_INFO_VAL + 1] = "";
+        int flag = 0;
+        MPI_Info used;
+        MPI_CHK(MPI_Win_get_info(w.win, &used));
+        MPI_CHK(MPI_Info_get(used, "nbrma_transport", MPI_MAX_INFO_VAL, transport, &flag));
+        MPI_CHK(MPI_Info_free(&used));
+        if (flag && strcmp(transport, "ucx") == 0) {
+            if (me == 0)
+                printf("SKIP: nbrma_transport=ucx: ilock's request reaches the target "
+                       "asynchronously, so the request order is not the token order\n");
+        } else {
+            run_phase(0);
+            if (np >= 4)
+                run_phase(1);
+            run_phase(0);       /* once more, after the mixed phase */
+        }
         rt_win_free(&w);
     }
 #else

@@ -1,0 +1,139 @@
+#include "transport/ucx/ucx_worker.hpp"
+
+#include "common/log.hpp"
+#include "common/yield.hpp"
+
+namespace nbrma::transport::ucx {
+
+Status status_from_ucs(ucs_status_t status) {
+    switch (status) {
+        case UCS_OK:
+            return Status::ok;
+        case UCS_INPROGRESS:
+            return Status::in_progress;
+        case UCS_ERR_NO_MEMORY:
+            return Status::err_no_memory;
+        case UCS_ERR_INVALID_PARAM:
+            return Status::err_arg;
+        case UCS_ERR_UNSUPPORTED:
+            return Status::err_unsupported;
+        case UCS_ERR_OUT_OF_RANGE:
+            return Status::err_range;
+        default:
+            return Status::err_transport;
+    }
+}
+
+UcxRegistration::~UcxRegistration() {
+    if (memh_) ucp_mem_unmap(context_, memh_);
+}
+
+Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out) {
+    std::unique_ptr<UcxWorker> self(new UcxWorker());
+    ucp_config_t *config = nullptr;
+    ucs_status_t status = ucp_config_read("NBRMA", nullptr, &config);
+    if (status != UCS_OK) {
+        log(0, "ucx: cannot read the UCX configuration: %s", ucs_status_string(status));
+        return status_from_ucs(status);
+    }
+    if (tls) status = ucp_config_modify(config, "TLS", tls);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
+    params.name = "nbrma";
+    if (status == UCS_OK) status = ucp_init(&params, config, &self->context_);
+    ucp_config_release(config);
+    if (status != UCS_OK) {
+        log(0, "ucx: ucp_init failed: %s", ucs_status_string(status));
+        return status_from_ucs(status);
+    }
+    ucp_worker_params_t worker_params{};
+    worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    status = ucp_worker_create(self->context_, &worker_params, &self->worker_);
+    if (status != UCS_OK) {
+        log(0, "ucx: ucp_worker_create failed: %s", ucs_status_string(status));
+        return status_from_ucs(status);
+    }
+    ucp_address_t *address = nullptr;
+    std::size_t length = 0;
+    status = ucp_worker_get_address(self->worker_, &address, &length);
+    if (status != UCS_OK) return status_from_ucs(status);
+    auto *bytes = reinterpret_cast<const std::uint8_t *>(address);
+    self->address_.assign(bytes, bytes + length);
+    ucp_worker_release_address(self->worker_, address);
+    *out = std::move(self);
+    return Status::ok;
+}
+
+UcxWorker::~UcxWorker() {
+    for (auto &entry : endpoints_) {
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        (void)wait(ucp_ep_close_nbx(entry.second, &param));
+    }
+    if (worker_) ucp_worker_destroy(worker_);
+    if (context_) ucp_cleanup(context_);
+}
+
+Status UcxWorker::connect(const std::uint8_t *address, std::size_t length, ucp_ep_h *ep) {
+    std::string key(reinterpret_cast<const char *>(address), length);
+    auto found = endpoints_.find(key);
+    if (found != endpoints_.end()) {
+        *ep = found->second;
+        return Status::ok;
+    }
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = reinterpret_cast<const ucp_address_t *>(address);
+    ucp_ep_h created = nullptr;
+    ucs_status_t status = ucp_ep_create(worker_, &params, &created);
+    if (status != UCS_OK) {
+        log(1, "ucx: ucp_ep_create failed: %s", ucs_status_string(status));
+        return Status::err_transport;
+    }
+    endpoints_.emplace(std::move(key), created);
+    *ep = created;
+    return Status::ok;
+}
+
+Status UcxWorker::map(void *base, std::size_t length, std::unique_ptr<UcxRegistration> *out) {
+    auto registration = std::make_unique<UcxRegistration>();
+    registration->context_ = context_;
+    registration->base_ = reinterpret_cast<std::uintptr_t>(base);
+    registration->length_ = length;
+    if (length > 0) {
+        ucp_mem_map_params_t params{};
+        params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+        params.address = base;
+        params.length = length;
+        ucs_status_t status = ucp_mem_map(context_, &params, &registration->memh_);
+        if (status != UCS_OK) {
+            log(1, "ucx: ucp_mem_map of %zu bytes failed: %s", length, ucs_status_string(status));
+            return status_from_ucs(status);
+        }
+        void *packed = nullptr;
+        std::size_t packed_size = 0;
+        status = ucp_rkey_pack(context_, registration->memh_, &packed, &packed_size);
+        if (status != UCS_OK) return status_from_ucs(status);
+        auto *bytes = static_cast<const std::uint8_t *>(packed);
+        registration->rkey_.assign(bytes, bytes + packed_size);
+        ucp_rkey_buffer_release(packed);
+    }
+    *out = std::move(registration);
+    return Status::ok;
+}
+
+Status UcxWorker::wait(ucs_status_ptr_t request) {
+    if (request == nullptr) return Status::ok;
+    if (UCS_PTR_IS_ERR(request)) return status_from_ucs(UCS_PTR_STATUS(request));
+    Backoff backoff;
+    ucs_status_t status;
+    while ((status = ucp_request_check_status(request)) == UCS_INPROGRESS)
+        if (progress() == 0) backoff.pause();
+    ucp_request_free(request);
+    return status_from_ucs(status);
+}
+
+}  // namespace nbrma::transport::ucx

@@ -1,0 +1,82 @@
+// nbrma's own UCP context and worker (MPICH's are private), the endpoint cache and
+// memory registration. One UcxWorker serves every UCX window of a process (the MPI
+// layer keeps one for the process; unit tests make several in one process).
+//
+// Configuration: UCX reads its usual UCX_* variables; NBRMA_UCX_* variables (e.g.
+// NBRMA_UCX_TLS) override them for nbrma's context only, so nbrma can use other
+// transports than MPICH. A `tls` passed to create() overrides both (unit tests).
+#ifndef NBRMA_TRANSPORT_UCX_UCX_WORKER_HPP
+#define NBRMA_TRANSPORT_UCX_UCX_WORKER_HPP
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace nbrma::transport::ucx {
+
+Status status_from_ucs(ucs_status_t status);
+
+// A registered memory range and its packed remote key. Unmapped on destruction.
+class UcxRegistration {
+  public:
+    UcxRegistration() = default;
+    UcxRegistration(const UcxRegistration &) = delete;
+    UcxRegistration &operator=(const UcxRegistration &) = delete;
+    ~UcxRegistration();
+
+    std::uint64_t base() const { return base_; }
+    std::uint64_t length() const { return length_; }
+    const std::vector<std::uint8_t> &rkey() const { return rkey_; }
+
+  private:
+    friend class UcxWorker;
+    ucp_context_h context_ = nullptr;
+    ucp_mem_h memh_ = nullptr;
+    std::uint64_t base_ = 0;
+    std::uint64_t length_ = 0;
+    std::vector<std::uint8_t> rkey_;
+};
+
+class UcxWorker {
+  public:
+    // A context (RMA + 64-bit atomics) and one worker; `tls`, if non-null, forces UCX_TLS.
+    static Status create(const char *tls, std::unique_ptr<UcxWorker> *out);
+    UcxWorker(const UcxWorker &) = delete;
+    UcxWorker &operator=(const UcxWorker &) = delete;
+    ~UcxWorker();
+
+    ucp_worker_h worker() const { return worker_; }
+    const std::vector<std::uint8_t> &address() const { return address_; }
+
+    // The endpoint to the worker at `address` (ours included: UCX's self transport),
+    // created on first use and cached for the life of the worker. Creation is
+    // nonblocking; wireup completes under progress (see flush_all()).
+    Status connect(const std::uint8_t *address, std::size_t length, ucp_ep_h *ep);
+
+    // Registers [base, base + length) for remote access; length 0 registers nothing.
+    Status map(void *base, std::size_t length, std::unique_ptr<UcxRegistration> *out);
+
+    // Progresses until `request` (a ucp_*_nbx result whose callback frees nothing)
+    // completes; frees it. For setup paths only (wireup, rkey fetch).
+    Status wait(ucs_status_ptr_t request);
+
+    int progress() { return static_cast<int>(ucp_worker_progress(worker_)); }
+
+  private:
+    UcxWorker() = default;
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+    std::vector<std::uint8_t> address_;
+    std::map<std::string, ucp_ep_h> endpoints_;
+};
+
+}  // namespace nbrma::transport::ucx
+
+#endif

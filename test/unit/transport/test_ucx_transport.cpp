@@ -1,0 +1,404 @@
+// The UCX transport in isolation (DESIGN §2): two workers in one process, each a
+// UcxTransport of a 2-rank "window", talking over TCP loopback (UCX_TLS forced to
+// tcp,self through the context configuration). Covers put/get, every 64-bit atomic
+// fetching and not, self access through UCX's self transport, fence ordering of data
+// before a counter, flush, dynamic regions (attach, detach, re-attach), and the error
+// paths: out-of-range, misaligned, bad peer, detached region, unreachable peer.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "transport/ucx/mixed_transport.hpp"
+#include "transport/ucx/ucx_transport.hpp"
+
+namespace nbrma::transport::ucx {
+namespace {
+
+constexpr std::size_t control_bytes = 4096;
+constexpr std::size_t window_bytes = 8192;
+
+class Counter final : public Completion {
+  public:
+    void on_complete(Status status) override {
+        ++completed;
+        if (is_error(status)) failure = status;
+    }
+    int posted = 0;
+    int completed = 0;
+    Status failure = Status::ok;
+    void track(Status status) {
+        ASSERT_FALSE(is_error(status)) << status_string(status);
+        if (status == Status::in_progress) ++posted;
+    }
+};
+
+struct Rank {
+    std::unique_ptr<UcxWorker> worker;
+    alignas(64) std::array<std::uint8_t, control_bytes> control{};
+    alignas(64) std::array<std::uint8_t, window_bytes> window{};
+    std::unique_ptr<UcxTransport> transport;
+};
+
+class UcxTransportTest : public ::testing::Test {
+  protected:
+    void SetUp() override { build(false); }
+    void TearDown() override {  // nothing left in flight when the workers go
+        serve(false);
+        Counter counter;
+        for (int r = 0; r < 2; ++r)
+            for (int peer = 0; peer < 2 && ranks_[r]->transport; ++peer)
+                counter.track(transport(r).flush(peer, &counter));
+        wait(counter);
+    }
+
+    void build(bool dynamic) {
+        for (int r = 0; r < 2; ++r) {
+            ranks_[r] = std::make_unique<Rank>();
+            ASSERT_EQ(UcxWorker::create("tcp,self", &ranks_[r]->worker), Status::ok);
+            ranks_[r]->transport = std::make_unique<UcxTransport>(
+                *ranks_[r]->worker, r, 2, ranks_[r]->control.data(), control_bytes);
+            Status status = dynamic ? ranks_[r]->transport->expose_dynamic()
+                                    : ranks_[r]->transport->expose_window(ranks_[r]->window.data(),
+                                                                          window_bytes);
+            ASSERT_EQ(status, Status::ok);
+        }
+        std::vector<std::uint8_t> records[2] = {ranks_[0]->transport->exposure(),
+                                                ranks_[1]->transport->exposure()};
+        for (int r = 0; r < 2; ++r)
+            for (int peer = 0; peer < 2; ++peer)
+                ASSERT_EQ(transport(r).connect(peer, records[peer].data(), records[peer].size()),
+                          Status::ok);
+        for (int r = 0; r < 2; ++r) ASSERT_EQ(transport(r).finish_connect_start(), Status::ok);
+        bool done[2] = {false, false};
+        for (int spin = 0; spin < 10000000 && !(done[0] && done[1]); ++spin)
+            for (int r = 0; r < 2; ++r)
+                ASSERT_EQ(transport(r).finish_connect_test(&done[r]), Status::ok);
+        ASSERT_TRUE(done[0] && done[1]);
+    }
+
+    UcxTransport &transport(int rank) { return *ranks_[rank]->transport; }
+    std::uint64_t *control_word(int rank, std::size_t offset) {
+        return reinterpret_cast<std::uint64_t *>(ranks_[rank]->control.data() + offset);
+    }
+
+    // Polls both ranks (the target's worker runs emulated RMA over tcp) until done;
+    // only rank 0 while a Server progresses rank 1.
+    void wait(Counter &counter) {
+        for (long spin = 0; spin < 100000000 && counter.completed < counter.posted; ++spin) {
+            if (ranks_[0]->transport) transport(0).poll();
+            if (mixed_) mixed_->poll();
+            if (!server_) transport(1).poll();
+        }
+        ASSERT_EQ(counter.completed, counter.posted);
+        ASSERT_EQ(counter.failure, Status::ok);
+    }
+
+    std::uint64_t atomic(int origin, int target, AtomicOp op, RemoteAddress address,
+                         std::uint64_t operand, std::uint64_t compare = 0) {
+        Counter counter;
+        std::uint64_t previous = ~0ull;
+        counter.track(
+            transport(origin).atomic(target, op, address, operand, compare, &previous, &counter));
+        wait(counter);
+        return previous;
+    }
+
+    // Progresses rank 1's worker on a thread of its own, as the target process would,
+    // while rank 0 blocks inside a call (the dynamic-window rkey lookup).
+    class Server {
+      public:
+        explicit Server(UcxWorker &worker)
+            : thread_([this, &worker] {
+                  while (!stop_.load()) worker.progress();
+              }) {}
+        ~Server() {
+            stop_ = true;
+            thread_.join();
+        }
+
+      private:
+        std::atomic<bool> stop_{false};
+        std::thread thread_;
+    };
+    void serve(bool on) {
+        if (on)
+            server_ = std::make_unique<Server>(*ranks_[1]->worker);
+        else
+            server_.reset();
+    }
+
+    std::unique_ptr<Rank> ranks_[2];
+    std::unique_ptr<Server> server_;
+    std::unique_ptr<MixedTransport> mixed_;  // rank 0's, when a test builds one
+};
+
+TEST_F(UcxTransportTest, PutAndGetMoveBytesBothWays) {
+    std::vector<std::uint8_t> data(3000);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    Counter counter;
+    counter.track(transport(0).put(1, data.data(), data.size(), {Region::window, 100}, &counter));
+    counter.track(transport(0).flush(1, &counter));
+    wait(counter);
+    EXPECT_EQ(std::memcmp(ranks_[1]->window.data() + 100, data.data(), data.size()), 0);
+
+    std::vector<std::uint8_t> back(data.size(), 0);
+    Counter got;
+    got.track(transport(0).get(1, back.data(), back.size(), {Region::window, 100}, &got));
+    wait(got);
+    EXPECT_EQ(back, data);
+
+    // Control region, and ourselves through the self transport.
+    const std::uint64_t word = 0x1122334455667788ull;
+    Counter self;
+    self.track(transport(1).put(1, &word, 8, {Region::control, 64}, &self));
+    self.track(transport(1).flush(1, &self));
+    wait(self);
+    EXPECT_EQ(*control_word(1, 64), word);
+}
+
+TEST_F(UcxTransportTest, EveryAtomicFetchesThePreviousValueAndUpdates) {
+    const RemoteAddress at{Region::control, 128};
+    for (int target : {1, 0}) {  // remote, then self
+        SCOPED_TRACE(target);
+        std::uint64_t *word = control_word(target, 128);
+        *word = 10;
+        EXPECT_EQ(atomic(0, target, AtomicOp::fetch_add, at, 5), 10u);
+        EXPECT_EQ(*word, 15u);
+        EXPECT_EQ(atomic(0, target, AtomicOp::compare_swap, at, 99, 14), 15u);  // no match
+        EXPECT_EQ(*word, 15u);
+        EXPECT_EQ(atomic(0, target, AtomicOp::compare_swap, at, 99, 15), 15u);  // match
+        EXPECT_EQ(*word, 99u);
+        EXPECT_EQ(atomic(0, target, AtomicOp::swap, at, 0xf0f0), 99u);
+        EXPECT_EQ(*word, 0xf0f0u);
+        EXPECT_EQ(atomic(0, target, AtomicOp::fetch_and, at, 0xff00), 0xf0f0u);
+        EXPECT_EQ(*word, 0xf000u);
+        EXPECT_EQ(atomic(0, target, AtomicOp::fetch_or, at, 0x000f), 0xf000u);
+        EXPECT_EQ(*word, 0xf00fu);
+        EXPECT_EQ(atomic(0, target, AtomicOp::fetch_xor, at, 0xffff), 0xf00fu);
+        EXPECT_EQ(*word, 0x0ff0u);
+    }
+}
+
+TEST_F(UcxTransportTest, NonFetchingAtomicsUpdateTheTarget) {
+    for (int target : {1, 0}) {  // remote, then self
+        SCOPED_TRACE(target);
+        const RemoteAddress at{Region::window, 8};
+        std::uint64_t *word = reinterpret_cast<std::uint64_t *>(ranks_[target]->window.data() + 8);
+        *word = 0xff;
+        struct Step {
+            AtomicOp op;
+            std::uint64_t operand, expected;
+        };
+        for (Step step : {Step{AtomicOp::fetch_add, 1, 0x100}, Step{AtomicOp::fetch_or, 0x3, 0x103},
+                          Step{AtomicOp::fetch_and, 0x102, 0x102},
+                          Step{AtomicOp::fetch_xor, 0x2, 0x100}, Step{AtomicOp::swap, 7, 7}}) {
+            Counter counter;
+            counter.track(
+                transport(0).atomic(target, step.op, at, step.operand, 0, nullptr, &counter));
+            counter.track(transport(0).flush(target, &counter));
+            wait(counter);
+            EXPECT_EQ(*word, step.expected);
+        }
+    }
+}
+
+TEST_F(UcxTransportTest, ConcurrentFetchAddsFromBothRanksAreAtomic) {
+    const RemoteAddress at{Region::control, 256};
+    Counter counter;
+    for (int i = 0; i < 200; ++i)
+        for (int origin = 0; origin < 2; ++origin)
+            counter.track(
+                transport(origin).atomic(1, AtomicOp::fetch_add, at, 1, 0, nullptr, &counter));
+    for (int origin = 0; origin < 2; ++origin) counter.track(transport(origin).flush(1, &counter));
+    wait(counter);
+    EXPECT_EQ(*control_word(1, 256), 400u);
+}
+
+// Data, fence, then a counter: whenever the target sees the counter move, the data
+// before it is complete (DESIGN §4: data before the done counter).
+TEST_F(UcxTransportTest, FenceOrdersDataBeforeTheCounter) {
+    std::vector<std::uint64_t> data(512);
+    std::uint64_t *counter_word = control_word(1, 512);
+    auto *window = reinterpret_cast<volatile std::uint64_t *>(ranks_[1]->window.data());
+    Counter counter;
+    for (std::uint64_t round = 1; round <= 20; ++round) {
+        for (auto &value : data) value = round;
+        counter.track(
+            transport(0).put(1, data.data(), data.size() * 8, {Region::window, 0}, &counter));
+        ASSERT_EQ(transport(0).fence(1), Status::ok);
+        counter.track(transport(0).atomic(1, AtomicOp::fetch_add, {Region::control, 512}, 1, 0,
+                                          nullptr, &counter));
+        while (__atomic_load_n(counter_word, __ATOMIC_ACQUIRE) < round) {
+            transport(0).poll();
+            transport(1).poll();
+        }
+        for (std::size_t i = 0; i < data.size(); ++i) ASSERT_EQ(window[i], round) << "word " << i;
+    }
+    wait(counter);
+}
+
+TEST_F(UcxTransportTest, FlushWithNothingPostedCompletes) {
+    Counter counter;
+    counter.track(transport(0).flush(1, &counter));
+    counter.track(transport(0).flush(0, &counter));
+    wait(counter);
+    EXPECT_TRUE(transport(0).needs_target_progress());
+    EXPECT_TRUE(transport(0).supports_atomics(1, Region::window));
+}
+
+TEST_F(UcxTransportTest, BadArgumentsFailWithNothingPosted) {
+    std::uint64_t value = 0;
+    EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, window_bytes - 4}, nullptr),
+              Status::err_range);
+    EXPECT_EQ(transport(0).get(1, &value, 8, {Region::control, control_bytes}, nullptr),
+              Status::err_range);
+    EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, ~0ull - 2}, nullptr),
+              Status::err_range);
+    EXPECT_EQ(
+        transport(0).atomic(1, AtomicOp::fetch_add, {Region::control, 4}, 1, 0, nullptr, nullptr),
+        Status::err_arg);
+    EXPECT_EQ(transport(0).put(2, &value, 8, {Region::window, 0}, nullptr), Status::err_rank);
+    EXPECT_EQ(transport(0).flush(-1, nullptr), Status::err_rank);
+    EXPECT_EQ(transport(0).fence(5), Status::err_rank);
+}
+
+// Rank 0 as in a window spanning nodes: itself node-local (shm), rank 1 remote (UCX).
+// Plain data to the local peer moves over shm and completes inline; every atomic, the
+// local peer's included, goes through UCX; a fence toward the local peer is honoured.
+TEST_F(UcxTransportTest, MixedTransportRoutesDataOverShmAndAtomicsOverUcx) {
+    std::vector<shm::ShmPeer> shm_peers(2);
+    shm_peers[0].control = ranks_[0]->control.data();
+    shm_peers[0].window = ranks_[0]->window.data();
+    shm_peers[0].window_size = window_bytes;
+    mixed_ = std::make_unique<MixedTransport>(
+        std::make_unique<shm::ShmTransport>(0, control_bytes, std::move(shm_peers)),
+        std::move(ranks_[0]->transport), std::vector<bool>{true, false});
+    MixedTransport &mixed = *mixed_;
+    EXPECT_TRUE(mixed.needs_target_progress());
+
+    const std::uint64_t value = 0xabcdef;
+    EXPECT_EQ(mixed.put(0, &value, 8, {Region::window, 16}, nullptr), Status::ok);  // shm: inline
+    EXPECT_EQ(std::memcmp(ranks_[0]->window.data() + 16, &value, 8), 0);
+
+    Counter counter;
+    std::uint64_t previous = ~0ull;
+    *control_word(0, 64) = 5;
+    counter.track(
+        mixed.atomic(0, AtomicOp::fetch_add, {Region::control, 64}, 3, 0, &previous, &counter));
+    counter.track(mixed.put(1, &value, 8, {Region::window, 24}, &counter));
+    counter.track(mixed.flush(1, &counter));
+    wait(counter);
+    EXPECT_EQ(previous, 5u);
+    EXPECT_EQ(*control_word(0, 64), 8u);
+    EXPECT_EQ(std::memcmp(ranks_[1]->window.data() + 24, &value, 8), 0);
+
+    // A UCX atomic, a fence, then shm data: the atomic is complete first.
+    Counter ordered;
+    ordered.track(mixed.atomic(0, AtomicOp::swap, {Region::control, 72}, 9, 0, nullptr, &ordered));
+    ASSERT_EQ(mixed.fence(0), Status::ok);
+    EXPECT_EQ(mixed.get(0, &previous, 8, {Region::control, 72}, nullptr), Status::ok);
+    EXPECT_EQ(previous, 9u);
+    wait(ordered);
+}
+
+class UcxDynamicTest : public UcxTransportTest {
+  protected:
+    void SetUp() override { build(true); }
+};
+
+TEST_F(UcxDynamicTest, AttachedRegionsAreReachableAndDetachedOnesAreNot) {
+    alignas(8) std::uint64_t region[64] = {};
+    alignas(8) std::uint64_t other[16] = {};
+    const auto address = reinterpret_cast<std::uintptr_t>(region);
+    std::uint64_t value = 42;
+    // Nothing attached yet.
+    serve(true);
+    EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, address}, nullptr),
+              Status::err_range);
+
+    serve(false);
+    ASSERT_EQ(transport(1).attach(region, sizeof region), Status::ok);
+    ASSERT_EQ(transport(1).attach(other, sizeof other), Status::ok);
+    serve(true);
+    Counter counter;
+    counter.track(transport(0).put(1, &value, 8, {Region::window, address + 16}, &counter));
+    counter.track(transport(0).flush(1, &counter));
+    wait(counter);
+    EXPECT_EQ(region[2], 42u);
+    EXPECT_EQ(atomic(0, 1, AtomicOp::fetch_add, {Region::window, address + 16}, 8), 42u);
+    EXPECT_EQ(region[2], 50u);
+    // Past the end of the region.
+    EXPECT_EQ(
+        transport(0).put(1, &value, 16, {Region::window, address + sizeof region - 8}, nullptr),
+        Status::err_range);
+
+    // Detached: the cached rkey is noticed stale and the access refused.
+    serve(false);
+    ASSERT_EQ(transport(1).detach(region), Status::ok);
+    serve(true);
+    EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, address}, nullptr),
+              Status::err_range);
+    serve(false);
+    EXPECT_EQ(transport(1).detach(region), Status::err_arg);
+
+    // Re-attached at the same address (a new registration): reachable again.
+    ASSERT_EQ(transport(1).attach(region, sizeof region), Status::ok);
+    serve(true);
+    value = 7;
+    Counter again;
+    again.track(transport(0).put(1, &value, 8, {Region::window, address + 8}, &again));
+    again.track(transport(0).flush(1, &again));
+    wait(again);
+    EXPECT_EQ(region[1], 7u);
+    EXPECT_EQ(
+        atomic(0, 1, AtomicOp::swap, {Region::window, reinterpret_cast<std::uintptr_t>(other)}, 5),
+        0u);
+    EXPECT_EQ(other[0], 5u);
+    serve(false);
+    ASSERT_EQ(transport(1).detach(region), Status::ok);
+    ASSERT_EQ(transport(1).detach(other), Status::ok);
+}
+
+// A peer whose transports cannot reach ours: endpoint creation reports an error.
+TEST(UcxWorker, UnreachablePeerFailsAtConnect) {
+    std::unique_ptr<UcxWorker> tcp, shared_memory;
+    ASSERT_EQ(UcxWorker::create("tcp", &tcp), Status::ok);
+    ASSERT_EQ(UcxWorker::create("posix", &shared_memory), Status::ok);
+    alignas(64) std::uint8_t control[256] = {};
+    UcxTransport origin(*tcp, 0, 2, control, sizeof control);
+    UcxTransport target(*shared_memory, 1, 2, control, sizeof control);
+    ASSERT_EQ(target.expose_window(nullptr, 0), Status::ok);
+    std::vector<std::uint8_t> record = target.exposure();
+    Status status = origin.connect(1, record.data(), record.size());
+    if (!is_error(status)) {
+        ASSERT_EQ(origin.finish_connect_start(), Status::ok);
+        bool done = false;
+        for (int spin = 0; spin < 1000000 && !done && !is_error(status); ++spin)
+            status = origin.finish_connect_test(&done);
+    }
+    EXPECT_EQ(status, Status::err_transport);
+    // A truncated record is refused, not read past its end.
+    EXPECT_EQ(origin.connect(1, record.data(), 3), Status::err_arg);
+}
+
+TEST(UcxWorker, MapsAndPacksAnRkey) {
+    std::unique_ptr<UcxWorker> worker;
+    ASSERT_EQ(UcxWorker::create("tcp,self", &worker), Status::ok);
+    EXPECT_FALSE(worker->address().empty());
+    std::vector<std::uint8_t> memory(4096);
+    std::unique_ptr<UcxRegistration> registration;
+    ASSERT_EQ(worker->map(memory.data(), memory.size(), &registration), Status::ok);
+    EXPECT_EQ(registration->length(), memory.size());
+    EXPECT_FALSE(registration->rkey().empty());
+    ASSERT_EQ(worker->map(nullptr, 0, &registration), Status::ok);
+    EXPECT_TRUE(registration->rkey().empty());
+}
+
+}  // namespace
+}  // namespace nbrma::transport::ucx
