@@ -46,10 +46,10 @@ int wait_one(MPI_Request *request, MPI_Status *status) {
                           [&] { return PMPI_Wait(request, status); });
 }
 
-// A collective's nonblocking twin has been started into `request` (or failed: error).
-int finish_collective(int error, MPI_Request *request) {
-    if (error != MPI_SUCCESS) return error;
-    return wait_one(request, MPI_STATUS_IGNORE);
+// The nonblocking twin of a blocking call has been started into `request` (or failed
+// to start: `error`); waits for it.
+int finish(int error, MPI_Request *request, MPI_Status *status = MPI_STATUS_IGNORE) {
+    return error != MPI_SUCCESS ? error : wait_one(request, status);
 }
 
 }  // namespace
@@ -61,9 +61,8 @@ extern "C" {
 int MPI_Wait(MPI_Request *request, MPI_Status *status) { return wait_one(request, status); }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-    return progress_until(
-        [&](int *done) { return PMPI_Testall(count, requests, done, statuses); },
-        [&] { return PMPI_Waitall(count, requests, statuses); });
+    return progress_until([&](int *done) { return PMPI_Testall(count, requests, done, statuses); },
+                          [&] { return PMPI_Waitall(count, requests, statuses); });
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
@@ -112,24 +111,19 @@ int MPI_Recv(void *buffer, int count, MPI_Datatype type, int source, int tag, MP
              MPI_Status *status) {
     if (!progress_wanted()) return PMPI_Recv(buffer, count, type, source, tag, comm, status);
     MPI_Request request;
-    const int error = PMPI_Irecv(buffer, count, type, source, tag, comm, &request);
-    return error != MPI_SUCCESS ? error : wait_one(&request, status);
+    return finish(PMPI_Irecv(buffer, count, type, source, tag, comm, &request), &request, status);
 }
 
-int MPI_Send(const void *buffer, int count, MPI_Datatype type, int dest, int tag,
-             MPI_Comm comm) {
+int MPI_Send(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     if (!progress_wanted()) return PMPI_Send(buffer, count, type, dest, tag, comm);
     MPI_Request request;
-    const int error = PMPI_Isend(buffer, count, type, dest, tag, comm, &request);
-    return error != MPI_SUCCESS ? error : wait_one(&request, MPI_STATUS_IGNORE);
+    return finish(PMPI_Isend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
-int MPI_Ssend(const void *buffer, int count, MPI_Datatype type, int dest, int tag,
-              MPI_Comm comm) {
+int MPI_Ssend(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     if (!progress_wanted()) return PMPI_Ssend(buffer, count, type, dest, tag, comm);
     MPI_Request request;
-    const int error = PMPI_Issend(buffer, count, type, dest, tag, comm, &request);
-    return error != MPI_SUCCESS ? error : wait_one(&request, MPI_STATUS_IGNORE);
+    return finish(PMPI_Issend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
 int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
@@ -152,75 +146,72 @@ int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type
     error = MPI_Waitall(2, requests, statuses);
     if (status != MPI_STATUS_IGNORE) *status = statuses[0];
     if (error == MPI_ERR_IN_STATUS)  // Sendrecv reports the failing half's own error
-        error = statuses[0].MPI_ERROR != MPI_SUCCESS ? statuses[0].MPI_ERROR
-                                                     : statuses[1].MPI_ERROR;
+        error =
+            statuses[0].MPI_ERROR != MPI_SUCCESS ? statuses[0].MPI_ERROR : statuses[1].MPI_ERROR;
     return error;
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
-    return progress_until(
-        [&](int *found) { return PMPI_Iprobe(source, tag, comm, found, status); },
-        [&] { return PMPI_Probe(source, tag, comm, status); });
+    return progress_until([&](int *found) { return PMPI_Iprobe(source, tag, comm, found, status); },
+                          [&] { return PMPI_Probe(source, tag, comm, status); });
 }
 
 // ---- blocking collectives (always the nonblocking twin; see the file comment)
 
 int MPI_Barrier(MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(PMPI_Ibarrier(comm, &request), &request);
+    return finish(PMPI_Ibarrier(comm, &request), &request);
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(PMPI_Ibcast(buffer, count, type, root, comm, &request), &request);
+    return finish(PMPI_Ibcast(buffer, count, type, root, comm, &request), &request);
 }
 
-int MPI_Reduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
-               MPI_Op op, int root, MPI_Comm comm) {
+int MPI_Reduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
+               int root, MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(
-        PMPI_Ireduce(send_buffer, recv_buffer, count, type, op, root, comm, &request), &request);
+    return finish(PMPI_Ireduce(send_buffer, recv_buffer, count, type, op, root, comm, &request),
+                  &request);
 }
 
 int MPI_Allreduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
                   MPI_Op op, MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(
-        PMPI_Iallreduce(send_buffer, recv_buffer, count, type, op, comm, &request), &request);
+    return finish(PMPI_Iallreduce(send_buffer, recv_buffer, count, type, op, comm, &request),
+                  &request);
 }
 
-int MPI_Gather(const void *send_buffer, int send_count, MPI_Datatype send_type,
-               void *recv_buffer, int recv_count, MPI_Datatype recv_type, int root,
-               MPI_Comm comm) {
+int MPI_Gather(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
+               int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(PMPI_Igather(send_buffer, send_count, send_type, recv_buffer,
-                                          recv_count, recv_type, root, comm, &request),
-                             &request);
+    return finish(PMPI_Igather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                               recv_type, root, comm, &request),
+                  &request);
 }
 
-int MPI_Scatter(const void *send_buffer, int send_count, MPI_Datatype send_type,
-                void *recv_buffer, int recv_count, MPI_Datatype recv_type, int root,
-                MPI_Comm comm) {
+int MPI_Scatter(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
+                int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(PMPI_Iscatter(send_buffer, send_count, send_type, recv_buffer,
-                                           recv_count, recv_type, root, comm, &request),
-                             &request);
+    return finish(PMPI_Iscatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                recv_type, root, comm, &request),
+                  &request);
 }
 
 int MPI_Allgather(const void *send_buffer, int send_count, MPI_Datatype send_type,
                   void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(PMPI_Iallgather(send_buffer, send_count, send_type, recv_buffer,
-                                             recv_count, recv_type, comm, &request),
-                             &request);
+    return finish(PMPI_Iallgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                  recv_type, comm, &request),
+                  &request);
 }
 
-int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type,
-                 void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
+int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
+                 int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
     MPI_Request request;
-    return finish_collective(PMPI_Ialltoall(send_buffer, send_count, send_type, recv_buffer,
-                                            recv_count, recv_type, comm, &request),
-                             &request);
+    return finish(PMPI_Ialltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                 recv_type, comm, &request),
+                  &request);
 }
 
 }  // extern "C"
