@@ -499,6 +499,8 @@ Status build_layout(MPI_Datatype type, TypeLayout &layout) {
 Status layout_get(MPI_Datatype type, const TypeLayout **result) {
     if (type == MPI_DATATYPE_NULL) return Status::err_type;
     if (const TypeLayout *leaf = predefined_layout(type)) {
+        detail::last_predefined_type = type;  // see type_layout_get
+        detail::last_predefined_layout = leaf;
         *result = leaf;
         return Status::ok;
     }
@@ -532,7 +534,7 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
 
 }  // namespace
 
-Status type_layout_get(MPI_Datatype type, const TypeLayout **layout) {
+Status type_layout_find(MPI_Datatype type, const TypeLayout **layout) {
     try {
         return layout_get(type, layout);
     } catch (const std::bad_alloc &) {

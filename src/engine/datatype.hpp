@@ -45,10 +45,28 @@ struct TypeLayout {
     bool contiguous;
 };
 
+// The lookup behind type_layout_get.
+[[nodiscard]] Status type_layout_find(MPI_Datatype type, const TypeLayout **layout);
+
+namespace detail {
+// The predefined type type_layout_find found last. One RMA call asks for the same
+// predefined type several times (check, range, execute); this answers those without
+// a call. Predefined layouts live as long as the process; derived handles may be
+// freed and reused, so they are never remembered here.
+inline MPI_Datatype last_predefined_type = MPI_DATATYPE_NULL;
+inline const TypeLayout *last_predefined_layout = nullptr;
+}  // namespace detail
+
 // err_type for MPI_DATATYPE_NULL, uncommitted derived types and types with no
 // defined layout (MPI_LB, MPI_UB on their own); err_unsupported for Fortran 90
 // parameterized types; err_no_memory if flattening ran out of memory.
-[[nodiscard]] Status type_layout_get(MPI_Datatype type, const TypeLayout **layout);
+[[nodiscard]] inline Status type_layout_get(MPI_Datatype type, const TypeLayout **layout) {
+    if (type == detail::last_predefined_type && detail::last_predefined_layout) {
+        *layout = detail::last_predefined_layout;
+        return Status::ok;
+    }
+    return type_layout_find(type, layout);
+}
 
 // Calls f(offset, length) for every merged segment of `count` elements (element i
 // shifted by i*extent), in typemap order. Segments that touch across an element

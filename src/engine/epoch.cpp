@@ -36,7 +36,32 @@ const char *engine_state_name(EngineState state) {
 
 Epoch::Epoch(std::uint64_t id, EpochKind kind, int nranks, int target, sync::LockMode mode,
              int assertions)
-    : id_(id), kind_(kind), target_(target), mode_(mode), assert_(assertions), targets_(nranks) {
+    : targets_(nranks) {
+    reset(id, kind, target, mode, assertions);
+}
+
+void Epoch::reset(std::uint64_t id, EpochKind kind, int target, sync::LockMode mode,
+                  int assertions) {
+    id_ = id;
+    kind_ = kind;
+    target_ = target;
+    mode_ = mode;
+    assert_ = assertions;
+    open_ = true;
+    barrier_passed_ = false;
+    state_ = EngineState::deferred;
+    failure_ = Status::ok;
+    calls_ = 0;
+    sequence_ = 0;
+    close_request_ = nullptr;  // a completed epoch has handed both requests back
+    active_request_ = nullptr;
+    barrier_notices_ = Notices();
+    group_.clear();
+    member_.clear();
+    beside_.clear();
+    // Untouched targets must read as null (find()); keep their states for at().
+    for (auto &state : targets_)
+        if (state) spare_targets_.push_back(std::move(state));
     ++counters().epochs_opened;
 }
 
@@ -90,8 +115,9 @@ void Epoch::pass_barrier() {
 void Epoch::complete() {
     state_ = EngineState::completed;
     ++counters().epochs_completed;
-    log(2, "epoch %llu (%s) completed", static_cast<unsigned long long>(id_),
-        epoch_kind_name(kind_));
+    if (verbose_level() >= 2)  // skip the varargs call in the common case
+        log(2, "epoch %llu (%s) completed", static_cast<unsigned long long>(id_),
+            epoch_kind_name(kind_));
     if (active_request_) active_request_->finish(failure_);  // failed before its barrier
     active_request_ = nullptr;
     if (close_request_) close_request_->finish(failure_);
@@ -99,8 +125,16 @@ void Epoch::complete() {
 }
 
 TargetState &Epoch::at(int rank) {
-    if (!targets_[rank]) targets_[rank] = std::make_unique<TargetState>();
-    return *targets_[rank];
+    std::unique_ptr<TargetState> &state = targets_[rank];
+    if (state) return *state;
+    if (spare_targets_.empty()) {
+        state = std::make_unique<TargetState>();
+    } else {
+        state = std::move(spare_targets_.back());
+        spare_targets_.pop_back();
+        state->reset();
+    }
+    return *state;
 }
 
 TargetState *Epoch::find(int rank) const { return targets_[rank].get(); }

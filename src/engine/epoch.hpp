@@ -64,6 +64,15 @@ struct TargetState {
     Notices notices;                // grant (exposure) or done notice (access)
     // Calls toward this target not yet executed, in issue (age) order.
     std::deque<std::unique_ptr<Operation>> pending;
+
+    // As if newly made, keeping the queue's storage (a reused epoch's target).
+    void reset() {
+        phase = TargetPhase::none;
+        operation = sync::LockOperation();
+        match_id = 0;
+        notices = Notices();
+        if (!pending.empty()) pending.clear();  // a completed epoch ran all its calls
+    }
 };
 
 class Epoch {
@@ -73,6 +82,9 @@ class Epoch {
     Epoch(std::uint64_t id, EpochKind kind, int nranks, int target, sync::LockMode mode,
           int assertions);
     ~Epoch();
+    // A completed epoch made new again (same number of ranks), keeping its storage:
+    // the window reuses a few rather than allocate an epoch and its targets each time.
+    void reset(std::uint64_t id, EpochKind kind, int target, sync::LockMode mode, int assertions);
 
     std::uint64_t id() const { return id_; }
     EpochKind kind() const { return kind_; }
@@ -140,6 +152,8 @@ class Epoch {
     std::vector<char> member_;  // by rank
     std::vector<std::uint64_t> beside_;
     std::vector<std::unique_ptr<TargetState>> targets_;  // by rank
+    // Target states of earlier uses (reset()), handed out again by at().
+    std::vector<std::unique_ptr<TargetState>> spare_targets_;
 };
 
 }  // namespace nbrma::engine

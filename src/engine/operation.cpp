@@ -135,8 +135,9 @@ Status Operation::check(const RmaCall &call) {
 
 Status Operation::execute(const TargetView &view) {
     ++counters().rma_ops;
-    log(3, "%s to %d at +%llu", rma_kind_name(call_.kind), call_.target,
-        static_cast<unsigned long long>(view.byte_offset));
+    if (verbose_level() >= 3)  // skip the varargs call in the common case
+        log(3, "%s to %d at +%llu", rma_kind_name(call_.kind), call_.target,
+            static_cast<unsigned long long>(view.byte_offset));
     switch (call_.kind) {
         case RmaKind::put: return execute_put(view);
         case RmaKind::get: return execute_get(view);

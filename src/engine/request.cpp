@@ -2,7 +2,21 @@
 
 namespace nbrma::engine {
 
-Request *Request::create() { return new Request(); }
+namespace {
+// Every closing call and R-call makes a request: reuse them rather than pay a heap
+// round trip per epoch. Never destroyed, so kept requests stay reachable at exit.
+Spares<Request> &spares() {
+    static auto *list = new Spares<Request>();
+    return *list;
+}
+}  // namespace
+
+Request *Request::create() {
+    Request *request = spares().take();
+    if (!request) return new Request();
+    *request = Request();
+    return request;
+}
 
 void Request::finish(Status status) {
     if (complete_) return;
@@ -13,7 +27,7 @@ void Request::finish(Status status) {
 }
 
 void Request::release() {
-    if (--references_ == 0) delete this;
+    if (--references_ == 0) spares().give(this);
 }
 
 }  // namespace nbrma::engine

@@ -5,6 +5,9 @@
 #ifndef NBRMA_ENGINE_REQUEST_HPP
 #define NBRMA_ENGINE_REQUEST_HPP
 
+#include <cstddef>
+#include <vector>
+
 #include "common/status.hpp"
 
 namespace nbrma::engine {
@@ -37,6 +40,34 @@ class Request {
     int references_ = 2;
     Hook hook_ = nullptr;
     void *user_ = nullptr;
+};
+
+// A bounded free list of heap objects, for what a short epoch would otherwise
+// allocate and free every time (requests, the MPI layer's wrappers of them). Not
+// thread-safe, like the rest of the engine.
+template <typename T, std::size_t Capacity = 64>
+class Spares {
+  public:
+    // A spare object, or null when there is none (the caller allocates).
+    T *take() {
+        if (list_.empty()) return nullptr;
+        T *object = list_.back();
+        list_.pop_back();
+        return object;
+    }
+    // Keeps `object` for reuse, or deletes it once Capacity are kept (a burst of
+    // thousands does not stay allocated).
+    void give(T *object) {
+        if (list_.size() >= Capacity) {
+            delete object;
+            return;
+        }
+        if (list_.capacity() == 0) list_.reserve(Capacity);
+        list_.push_back(object);
+    }
+
+  private:
+    std::vector<T *> list_;
 };
 
 }  // namespace nbrma::engine

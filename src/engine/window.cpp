@@ -16,6 +16,8 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
                WindowConfig config)
     : transport_(transport),
       layout_(layout),
+      rank_(transport.rank()),
+      size_(transport.size()),
       config_(std::move(config)),
       accesses_(transport.size(), 0),
       exposures_(transport.size(), 0) {}
@@ -25,7 +27,14 @@ Window::~Window() = default;
 // ---------------------------------------------------------------- epochs
 
 Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int assertions) {
-    auto epoch = std::make_unique<Epoch>(next_epoch_id_++, kind, size(), target, mode, assertions);
+    std::unique_ptr<Epoch> epoch;
+    if (spare_epochs_.empty()) {
+        epoch = std::make_unique<Epoch>(next_epoch_id_++, kind, size(), target, mode, assertions);
+    } else {
+        epoch = std::move(spare_epochs_.back());
+        spare_epochs_.pop_back();
+        epoch->reset(next_epoch_id_++, kind, target, mode, assertions);
+    }
     for (Epoch *other : open_) epoch->add_beside(other->id());
     epochs_.push_back(std::move(epoch));
     open_.push_back(epochs_.back().get());
@@ -35,6 +44,15 @@ Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int asserti
 void Window::close_epoch(Epoch &epoch, Request *request) {
     open_.erase(std::find(open_.begin(), open_.end(), &epoch));
     epoch.close(request);
+}
+
+// A completed epoch leaves the queue. Only one that completed cleanly is kept for
+// reuse: after a failure a lock operation may have been abandoned with a transport
+// call still holding it.
+void Window::retire(std::unique_ptr<Epoch> epoch) {
+    constexpr std::size_t spare_capacity = 4;
+    if (spare_epochs_.size() < spare_capacity && !is_error(epoch->failure()))
+        spare_epochs_.push_back(std::move(epoch));
 }
 
 // A closing call (unlock, unlock_all, complete, wait): no such open epoch is an
@@ -294,18 +312,21 @@ Status Window::rma(const RmaCall &call, Request **request) {
     if (is_error(status)) return status;
     epoch->count_call();
     if (request) *request = Request::create();
-    auto operation = std::make_unique<Operation>(call, next_age_++, request ? *request : nullptr);
+    Request *handle = request ? *request : nullptr;
+    const std::uint64_t age = next_age_++;
     TargetState &state = epoch->at(call.target);
     if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
         start_target(*epoch, call.target, state);
     if (epoch->state() == EngineState::active && state.phase == TargetPhase::held &&
         state.pending.empty()) {
+        Operation operation(call, age, handle);  // runs now: no need to keep it
         TargetView view{&transport_, byte_offset, config_.hardware_atomics};
-        status = operation->execute(view);
+        status = operation.execute(view);
         if (is_error(status)) epoch->fail(status);
-        if (operation->request()) operation->request()->finish(status);
+        if (handle) handle->finish(status);
         return Status::ok;
     }
+    auto operation = std::make_unique<Operation>(call, age, handle);
     operation->retain_types();  // recorded: replayed when the target is ready
     state.pending.push_back(std::move(operation));
     return Status::ok;
@@ -409,8 +430,9 @@ bool Window::reorder_allows(const Epoch &candidate, const Epoch &earlier) const 
 
 void Window::activate(Epoch &epoch) {
     epoch.activate();
-    log(2, "epoch %llu (%s) active", static_cast<unsigned long long>(epoch.id()),
-        epoch_kind_name(epoch.kind()));
+    if (verbose_level() >= 2)  // skip the varargs call in the common case
+        log(2, "epoch %llu (%s) active", static_cast<unsigned long long>(epoch.id()),
+            epoch_kind_name(epoch.kind()));
     switch (epoch.kind()) {
         case EpochKind::lock:
             start_target(epoch, epoch.target(), epoch.at(epoch.target()));
@@ -505,7 +527,11 @@ bool Window::advance(Epoch &epoch) {
 bool Window::advance_passive(Epoch &epoch) {
     bool moved = false;
     bool busy = false;  // some target still acquiring, holding work, or releasing
-    for (int rank = 0; rank < size(); ++rank) {
+    // A lock epoch touches its one target only; lock_all any of them.
+    const bool single = epoch.kind() == EpochKind::lock;
+    const int first = single ? epoch.target() : 0;
+    const int last = single ? epoch.target() + 1 : size();
+    for (int rank = first; rank < last; ++rank) {
         TargetState *state = epoch.find(rank);
         if (!state) continue;
         if (state->phase == TargetPhase::acquiring) {
@@ -513,8 +539,9 @@ bool Window::advance_passive(Epoch &epoch) {
             if (status == Status::ok) {
                 state->phase = TargetPhase::held;
                 ++counters().lock_grants;
-                log(2, "lock on %d granted (epoch %llu)", rank,
-                    static_cast<unsigned long long>(epoch.id()));
+                if (verbose_level() >= 2)
+                    log(2, "lock on %d granted (epoch %llu)", rank,
+                        static_cast<unsigned long long>(epoch.id()));
                 moved = true;
             } else if (is_error(status)) {
                 epoch.fail(status);
@@ -658,12 +685,17 @@ bool Window::flush_done(const Flush &flush) const {
 
 bool Window::progress() {
     bool moved = transport_.poll() > 0;
+    if (idle()) return moved;  // the common case of a sweep over many windows
     for (bool again = true; again;) {
         again = false;
-        for (std::size_t i = 0; i < epochs_.size(); ++i) {
-            Epoch &epoch = *epochs_[i];
+        // With one epoch queued, one pass is enough: each advance takes its epoch as
+        // far as it can go, and only another epoch's move could enable more.
+        const bool single = epochs_.size() <= 1;
+        std::size_t index = 0;
+        for (auto it = epochs_.begin(); it != epochs_.end(); ++it, ++index) {
+            Epoch &epoch = **it;
             if (epoch.state() == EngineState::deferred) {
-                if (!may_activate(i)) break;  // rule 4: no skipping
+                if (!may_activate(index)) break;  // rule 4: no skipping
                 activate(epoch);
                 again = true;
             }
@@ -677,13 +709,20 @@ bool Window::progress() {
         for (auto it = epochs_.begin();
              it != epochs_.end() && (*it)->state() != EngineState::deferred;) {
             if ((*it)->state() == EngineState::completed) {
-                it = epochs_.erase(it);
+                retire(std::move(*it));
+                if (it == epochs_.begin()) {  // the usual case: far cheaper than erase
+                    epochs_.pop_front();
+                    it = epochs_.begin();
+                } else {
+                    it = epochs_.erase(it);
+                }
                 again = true;
             } else {
                 ++it;
             }
         }
         moved |= again;
+        if (single) break;
     }
     for (auto it = flushes_.begin(); it != flushes_.end();) {
         if (flush_done(*it)) {

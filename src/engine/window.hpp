@@ -86,8 +86,8 @@ class Window {
     // epochs, complete flushes. True if anything moved.
     bool progress();
 
-    int rank() const { return transport_.rank(); }
-    int size() const { return transport_.size(); }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
     const WindowConfig &config() const { return config_; }
     // MPI_Win_set_info: the reorder keys apply to epochs activated from now on.
     void set_reorder(Reorder key, bool allowed) { config_.reorder[key] = allowed; }
@@ -103,6 +103,7 @@ class Window {
 
     Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assertions);
     void close_epoch(Epoch &epoch, Request *request);
+    void retire(std::unique_ptr<Epoch> epoch);
     Status close_open(Epoch *epoch, Request **request);
     Epoch *open_of(EpochKind kind) const;
     Epoch *open_lock(int target) const;
@@ -127,10 +128,16 @@ class Window {
 
     transport::Transport &transport_;
     const sync::ControlLayout &layout_;
+    // The transport's, asked once: the sweep consults them at every step.
+    const int rank_;
+    const int size_;
     WindowConfig config_;
     std::deque<std::unique_ptr<Epoch>> epochs_;  // not completed, in application order
     std::vector<Epoch *> open_;                  // open at application level
     std::vector<Flush> flushes_;
+    // Completed epochs kept for reuse by open_epoch (a short lock epoch would otherwise
+    // allocate an epoch and its target state every time); bounded.
+    std::vector<std::unique_ptr<Epoch>> spare_epochs_;
     // The local halves of the matching counters (DESIGN §4): accesses requested
     // toward each peer (a), exposures opened toward each peer (e), fences entered.
     std::vector<std::uint64_t> accesses_;

@@ -28,10 +28,27 @@ struct Grequest {
     bool freed = false;
 };
 
+// A nonblocking closing call wraps one request per epoch: reuse the wrappers (the
+// MPICH generalized request itself is made anew each time). Never destroyed, so kept
+// wrappers stay reachable at exit.
+engine::Spares<Grequest> &grequest_spares() {
+    static auto *list = new engine::Spares<Grequest>();
+    return *list;
+}
+
+Grequest *grequest_new(engine::Request *request) {
+    Grequest *grequest = grequest_spares().take();
+    if (!grequest) return new Grequest{request};
+    *grequest = Grequest{request};
+    return grequest;
+}
+
+void grequest_delete(Grequest *grequest) { grequest_spares().give(grequest); }
+
 void complete_hook(engine::Request *request) {
     auto *grequest = static_cast<Grequest *>(request->user());
     PMPI_Grequest_complete(grequest->handle);
-    if (grequest->freed) delete grequest;
+    if (grequest->freed) grequest_delete(grequest);
 }
 
 int query_fn(void *extra_state, MPI_Status *status) {
@@ -50,7 +67,7 @@ int free_fn(void *extra_state) {
     const bool complete = grequest->request->complete();
     grequest->freed = true;
     grequest->request->release();
-    if (complete) delete grequest;  // otherwise the completion hook deletes it
+    if (complete) grequest_delete(grequest);  // otherwise the completion hook deletes it
     return MPI_SUCCESS;
 }
 
@@ -76,13 +93,24 @@ int wait_fn(int count, void **states, double, MPI_Status *) {
 }
 }  // namespace
 
+namespace {
+// The window of the last lookup: every call of an epoch names the same one.
+WindowState *last_found = nullptr;
+}  // namespace
+
 WindowState *window_find(MPI_Win win) {
+    if (last_found && last_found->handle == win) return last_found;
     auto found = table().find(win);
-    return found == table().end() ? nullptr : found->second;
+    if (found == table().end()) return nullptr;
+    last_found = found->second;
+    return last_found;
 }
 
 void window_insert(WindowState *state) { table()[state->handle] = state; }
-void window_erase(MPI_Win win) { table().erase(win); }
+void window_erase(MPI_Win win) {
+    if (last_found && last_found->handle == win) last_found = nullptr;
+    table().erase(win);
+}
 
 void ensure_initialized() {
     static bool done = false;
@@ -92,12 +120,12 @@ void ensure_initialized() {
 }
 
 int request_wrap(engine::Request *request, MPI_Request *handle) {
-    auto *grequest = new Grequest{request};
+    Grequest *grequest = grequest_new(request);
     int error = MPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, grequest,
                                     &grequest->handle);
     if (error != MPI_SUCCESS) {
         request->release();
-        delete grequest;
+        grequest_delete(grequest);
         return error;
     }
     *handle = grequest->handle;
