@@ -13,11 +13,19 @@
 #include <utility>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <vector>
 
 #include "engine/window.hpp"
 #include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
+
+namespace nbrma {
+// gtest prints statuses by name.
+inline void PrintTo(Status status, std::ostream *os) {
+    *os << status_string(status) << " (" << static_cast<int>(status) << ")";
+}
+}  // namespace nbrma
 
 namespace nbrma::engine::simtest {
 

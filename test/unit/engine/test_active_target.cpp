@@ -33,13 +33,6 @@
 #include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
-namespace nbrma {
-// gtest prints statuses by name.
-[[maybe_unused]] static void PrintTo(Status status, std::ostream *os) {
-    *os << status_string(status) << " (" << static_cast<int>(status) << ")";
-}
-}  // namespace nbrma
-
 namespace nbrma::engine {
 namespace {
 
