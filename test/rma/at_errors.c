@@ -53,14 +53,6 @@ static rt_win_t w;
 static MPI_Group g_peer, g_outside = MPI_GROUP_NULL, g_mixed = MPI_GROUP_NULL;
 static int round_no = 0;
 
-/* The shared check, with this program's flavor and case in front of its messages. */
-static void expect_error(int rc, int cls, const char *call, const char *what)
-{
-    char context[256];
-    snprintf(context, sizeof(context), "%s %s", rt_flavor_names[w.flavor], what);
-    rt_expect_error(rc, cls, call, context);
-}
-
 static int init_val(int r, int k)
 {
     return -(r * 100 + k) - 1;
@@ -124,18 +116,18 @@ static void case_no_epoch(int who)
     if (me == who) {
         int rc, flag = 0;
         rc = MPI_Win_complete(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete without start");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete without start");
         rc = MPI_Win_wait(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait without post");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait without post");
         rc = MPI_Win_test(w.win, &flag);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_test", "test without post");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_test", "test without post");
 #ifndef NO_NBRMA
         MPI_Request req = MPI_REQUEST_NULL;
         rc = MPIX_Win_icomplete(w.win, &req);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPIX_Win_icomplete", "icomplete without start");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPIX_Win_icomplete", "icomplete without start");
         CHECK(req == MPI_REQUEST_NULL || rc == MPI_SUCCESS, "failed icomplete set a request");
         rc = MPIX_Win_iwait(w.win, &req);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPIX_Win_iwait", "iwait without post");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPIX_Win_iwait", "iwait without post");
 #endif
     }
     MPI_CHK(MPI_Barrier(comm));
@@ -150,11 +142,11 @@ static void case_start_twice(int who)
         int rc;
         MPI_CHK(MPI_Win_start(g_peer, 0, w.win));
         rc = MPI_Win_start(g_peer, 0, w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_start", "start twice");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_start", "start twice");
 #ifndef NO_NBRMA
         MPI_Request req;
         rc = MPIX_Win_istart(g_peer, 0, w.win, &req);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPIX_Win_istart", "istart inside an access epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPIX_Win_istart", "istart inside an access epoch");
 #endif
         good_pscw_put(&buf);
         MPI_CHK(MPI_Win_complete(w.win));
@@ -173,19 +165,19 @@ static void case_outside_group(int who)
         int rc;
         MPI_Request req;
         rc = MPI_Win_start(g_outside, 0, w.win);
-        expect_error(rc, MPI_ERR_RANK, "MPI_Win_start", "start group {outside process}");
+        rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPI_Win_start", "start group {outside process}");
         rc = MPI_Win_start(g_mixed, 0, w.win);
-        expect_error(rc, MPI_ERR_RANK, "MPI_Win_start", "start group {peer, outside process}");
+        rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPI_Win_start", "start group {peer, outside process}");
         rc = MPIX_Win_istart(g_mixed, 0, w.win, &req);
-        expect_error(rc, MPI_ERR_RANK, "MPIX_Win_istart", "istart group {peer, outside}");
+        rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPIX_Win_istart", "istart group {peer, outside}");
         rc = MPI_Win_complete(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete after failed starts");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete after failed starts");
         rc = MPI_Win_post(g_outside, 0, w.win);
-        expect_error(rc, MPI_ERR_RANK, "MPI_Win_post", "post group {outside process}");
+        rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPI_Win_post", "post group {outside process}");
         rc = MPIX_Win_ipost(g_mixed, 0, w.win, &req);
-        expect_error(rc, MPI_ERR_RANK, "MPIX_Win_ipost", "ipost group {peer, outside}");
+        rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPIX_Win_ipost", "ipost group {peer, outside}");
         rc = MPI_Win_wait(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait after failed posts");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait after failed posts");
     }
     MPI_CHK(MPI_Barrier(comm));
     verify("groups with a process outside the window");
@@ -201,16 +193,16 @@ static void case_fence_in_lock(int who)
         int rc;
         MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w.win));
         rc = MPI_Win_fence(0, w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_fence", "fence inside a lock epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_fence", "fence inside a lock epoch");
 #ifndef NO_NBRMA
         MPI_Request req;
         rc = MPIX_Win_ifence(0, w.win, &req);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPIX_Win_ifence", "ifence inside a lock epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPIX_Win_ifence", "ifence inside a lock epoch");
 #endif
         MPI_CHK(MPI_Win_unlock(peer, w.win));
         MPI_CHK(MPI_Win_lock_all(0, w.win));
         rc = MPI_Win_fence(0, w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_fence", "fence inside a lock_all epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_fence", "fence inside a lock_all epoch");
         MPI_CHK(MPI_Win_unlock_all(w.win));
     }
     MPI_CHK(MPI_Barrier(comm));
@@ -230,7 +222,7 @@ static void case_post_while_locked(int who)
             else
                 MPI_CHK(MPI_Win_lock_all(0, w.win));
             rc = MPI_Win_post(g_peer, 0, w.win);
-            expect_error(rc, MPI_ERR_RMA_CONFLICT, "MPI_Win_post",
+            rt_expect_win_error(&w, rc, MPI_ERR_RMA_CONFLICT, "MPI_Win_post",
                          variant == 0 ? "post while locked by self" : "post inside lock_all");
             stray = rc == MPI_SUCCESS;
             if (variant == 0)
@@ -262,9 +254,9 @@ static void case_outside_start_group(int who)
         int rc, val = init_val(me, BAD_SLOT);
         MPI_CHK(MPI_Win_start(g_peer, 0, w.win)); /* group {peer}: me is not in it */
         rc = MPI_Put(&val, 1, MPI_INT, me, rt_disp(&w, me, BAD_SLOT), 1, MPI_INT, w.win);
-        expect_error(rc, OUTSIDE_START_GROUP_CLASS, "MPI_Put", "put outside the start group");
+        rt_expect_win_error(&w, rc, OUTSIDE_START_GROUP_CLASS, "MPI_Put", "put outside the start group");
         rc = MPI_Get(&gbuf, 1, MPI_INT, me, rt_disp(&w, me, BAD_SLOT), 1, MPI_INT, w.win);
-        expect_error(rc, OUTSIDE_START_GROUP_CLASS, "MPI_Get", "get outside the start group");
+        rt_expect_win_error(&w, rc, OUTSIDE_START_GROUP_CLASS, "MPI_Get", "get outside the start group");
         good_pscw_put(&buf);
         MPI_CHK(MPI_Win_complete(w.win));
         CHECK(gbuf == -1, "%s: failed get wrote %d into its buffer", rt_flavor_names[w.flavor],
@@ -285,14 +277,14 @@ static void case_after_nosucceed(int who)
     MPI_CHK(MPI_Win_fence(MPI_MODE_NOSUCCEED, w.win));
     if (me == who) {
         rc = MPI_Put(&val, 1, MPI_INT, peer, rt_disp(&w, peer, BAD_SLOT), 1, MPI_INT, w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Put", "put after fence(NOSUCCEED)");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Put", "put after fence(NOSUCCEED)");
     }
     MPI_CHK(MPI_Barrier(comm));
     MPI_CHK(MPIX_Win_ifence(MPI_MODE_NOPRECEDE, w.win, &r[0]));
     MPI_CHK(MPIX_Win_ifence(MPI_MODE_NOSUCCEED, w.win, &r[1]));
     if (me == who) {
         rc = MPI_Put(&val, 1, MPI_INT, peer, rt_disp(&w, peer, BAD_SLOT), 1, MPI_INT, w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Put", "put after ifence(NOSUCCEED)");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Put", "put after ifence(NOSUCCEED)");
     }
     MPI_CHK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
     MPI_CHK(MPI_Barrier(comm));
@@ -305,23 +297,23 @@ static void case_bad_assert(int who)
     if (me == who) {
         int rc;
         rc = MPI_Win_fence(BAD_ASSERT, w.win);
-        expect_error(rc, ASSERT_CLASS, "MPI_Win_fence", "fence with assert 0x7fff0000");
+        rt_expect_win_error(&w, rc, ASSERT_CLASS, "MPI_Win_fence", "fence with assert 0x7fff0000");
         rc = MPI_Win_start(g_peer, BAD_ASSERT, w.win);
-        expect_error(rc, ASSERT_CLASS, "MPI_Win_start", "start with assert 0x7fff0000");
+        rt_expect_win_error(&w, rc, ASSERT_CLASS, "MPI_Win_start", "start with assert 0x7fff0000");
         rc = MPI_Win_post(g_peer, BAD_ASSERT, w.win);
-        expect_error(rc, ASSERT_CLASS, "MPI_Win_post", "post with assert 0x7fff0000");
+        rt_expect_win_error(&w, rc, ASSERT_CLASS, "MPI_Win_post", "post with assert 0x7fff0000");
 #ifndef NO_NBRMA
         MPI_Request req;
         rc = MPIX_Win_ifence(BAD_ASSERT, w.win, &req);
-        expect_error(rc, ASSERT_CLASS, "MPIX_Win_ifence", "ifence with assert 0x7fff0000");
+        rt_expect_win_error(&w, rc, ASSERT_CLASS, "MPIX_Win_ifence", "ifence with assert 0x7fff0000");
         rc = MPIX_Win_istart(g_peer, BAD_ASSERT, w.win, &req);
-        expect_error(rc, ASSERT_CLASS, "MPIX_Win_istart", "istart with assert 0x7fff0000");
+        rt_expect_win_error(&w, rc, ASSERT_CLASS, "MPIX_Win_istart", "istart with assert 0x7fff0000");
         rc = MPIX_Win_ipost(g_peer, BAD_ASSERT, w.win, &req);
-        expect_error(rc, ASSERT_CLASS, "MPIX_Win_ipost", "ipost with assert 0x7fff0000");
+        rt_expect_win_error(&w, rc, ASSERT_CLASS, "MPIX_Win_ipost", "ipost with assert 0x7fff0000");
         rc = MPI_Win_complete(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete after failed starts");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete after failed starts");
         rc = MPI_Win_wait(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait after failed posts");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait after failed posts");
 #endif
     }
     MPI_CHK(MPI_Barrier(comm));
@@ -335,15 +327,15 @@ static void case_null_request(int who)
     if (me == who) {
         int rc;
         rc = MPIX_Win_ifence(0, w.win, NULL);
-        expect_error(rc, MPI_ERR_REQUEST, "MPIX_Win_ifence", "ifence with a NULL request");
+        rt_expect_win_error(&w, rc, MPI_ERR_REQUEST, "MPIX_Win_ifence", "ifence with a NULL request");
         rc = MPIX_Win_istart(g_peer, 0, w.win, NULL);
-        expect_error(rc, MPI_ERR_REQUEST, "MPIX_Win_istart", "istart with a NULL request");
+        rt_expect_win_error(&w, rc, MPI_ERR_REQUEST, "MPIX_Win_istart", "istart with a NULL request");
         rc = MPIX_Win_ipost(g_peer, 0, w.win, NULL);
-        expect_error(rc, MPI_ERR_REQUEST, "MPIX_Win_ipost", "ipost with a NULL request");
+        rt_expect_win_error(&w, rc, MPI_ERR_REQUEST, "MPIX_Win_ipost", "ipost with a NULL request");
         rc = MPI_Win_complete(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete after a failed istart");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_complete", "complete after a failed istart");
         rc = MPI_Win_wait(w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait after a failed ipost");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_wait", "wait after a failed ipost");
     }
     MPI_CHK(MPI_Barrier(comm));
     verify("NULL request pointers");
@@ -362,10 +354,10 @@ static void case_request_ops(int who)
     if (me == who) {
         rc = MPI_Rput(&val, 1, MPI_INT, peer, rt_disp(&w, peer, BAD_SLOT), 1, MPI_INT, w.win,
                       &req[0]);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Rput", "Rput inside a fence epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Rput", "Rput inside a fence epoch");
         rc = MPI_Rget(&gbuf, 1, MPI_INT, peer, rt_disp(&w, peer, BAD_SLOT), 1, MPI_INT, w.win,
                       &req[1]);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Rget", "Rget inside a fence epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Rget", "Rget inside a fence epoch");
     }
     MPI_CHK(MPI_Win_fence(MPI_MODE_NOSUCCEED, w.win));
     MPI_CHK(MPI_Barrier(comm));
@@ -373,7 +365,7 @@ static void case_request_ops(int who)
         MPI_CHK(MPI_Win_start(g_peer, 0, w.win));
         rc = MPI_Rput(&val, 1, MPI_INT, peer, rt_disp(&w, peer, BAD_SLOT), 1, MPI_INT, w.win,
                       &req[2]);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Rput", "Rput inside a PSCW epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Rput", "Rput inside a PSCW epoch");
         good_pscw_put(&buf);
         MPI_CHK(MPI_Win_complete(w.win));
         /* requests of calls that wrongly succeeded are complete now (epochs closed) */

@@ -25,14 +25,6 @@ static int me, np, peer, from;
 static rt_win_t w;
 static int round_no = 0;
 
-/* The shared check, with this program's flavor and case in front of its messages. */
-static void expect_error(int rc, int cls, const char *call, const char *what)
-{
-    char context[256];
-    snprintf(context, sizeof(context), "%s %s", rt_flavor_names[w.flavor], what);
-    rt_expect_error(rc, cls, call, context);
-}
-
 static int init_val(int r, int k)
 {
     return -(r * 100 + k) - 1;
@@ -83,25 +75,25 @@ static void run_flavor(int flavor)
 
     /* ---- no epoch ---- */
     rc = MPI_Win_unlock(peer, w.win);
-    expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_unlock", "unlock without lock");
+    rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_unlock", "unlock without lock");
     rc = MPI_Win_unlock_all(w.win);
-    expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all", "unlock_all without lock_all");
+    rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all", "unlock_all without lock_all");
     rc = MPI_Put(buf, 1, MPI_INT, peer, rt_disp(&w, peer, 8), 1, MPI_INT, w.win);
-    expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Put", "put outside an epoch");
+    rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Put", "put outside an epoch");
     rc = MPI_Get(buf, 1, MPI_INT, peer, rt_disp(&w, peer, 8), 1, MPI_INT, w.win);
-    expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Get", "get outside an epoch");
+    rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Get", "get outside an epoch");
     rc = MPI_Win_flush(peer, w.win);
-    expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_flush", "flush outside an epoch");
+    rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_flush", "flush outside an epoch");
     verify("calls outside an epoch");
 
     /* ---- bad ranks ---- */
     rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, np, 0, w.win);
-    expect_error(rc, MPI_ERR_RANK, "MPI_Win_lock", "lock of rank nprocs");
+    rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPI_Win_lock", "lock of rank nprocs");
     rc = MPI_Win_lock(MPI_LOCK_SHARED, -5, 0, w.win);
-    expect_error(rc, MPI_ERR_RANK, "MPI_Win_lock", "lock of rank -5");
+    rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPI_Win_lock", "lock of rank -5");
     MPI_CHK(MPI_Win_lock_all(0, w.win));
     rc = MPI_Put(buf, 1, MPI_INT, np, 8, 1, MPI_INT, w.win);
-    expect_error(rc, MPI_ERR_RANK, "MPI_Put", "put to rank nprocs");
+    rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPI_Put", "put to rank nprocs");
     MPI_CHK(MPI_Win_unlock_all(w.win));
     verify("bad ranks");
 
@@ -109,13 +101,13 @@ static void run_flavor(int flavor)
     if (flavor == RT_CREATE || flavor == RT_ALLOCATE) {
         MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w.win));
         rc = MPI_Put(buf, 4, MPI_INT, peer, WIN_INTS - 2, 4, MPI_INT, w.win);
-        expect_error(rc, MPI_ERR_RMA_RANGE, "MPI_Put", "put past the window end");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_RANGE, "MPI_Put", "put past the window end");
         rc = MPI_Put(buf, 1, MPI_INT, peer, WIN_INTS, 1, MPI_INT, w.win);
-        expect_error(rc, MPI_ERR_RMA_RANGE, "MPI_Put", "put at displacement = window size");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_RANGE, "MPI_Put", "put at displacement = window size");
         rc = MPI_Get(buf, 3, MPI_INT, peer, WIN_INTS - 1, 3, MPI_INT, w.win);
-        expect_error(rc, MPI_ERR_RMA_RANGE, "MPI_Get", "get past the window end");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_RANGE, "MPI_Get", "get past the window end");
         rc = MPI_Accumulate(buf, 4, MPI_INT, peer, WIN_INTS - 3, 4, MPI_INT, MPI_SUM, w.win);
-        expect_error(rc, MPI_ERR_RMA_RANGE, "MPI_Accumulate", "accumulate past the window end");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_RANGE, "MPI_Accumulate", "accumulate past the window end");
         MPI_CHK(MPI_Win_unlock(peer, w.win));
         verify("out-of-range accesses");
     }
@@ -123,21 +115,21 @@ static void run_flavor(int flavor)
     /* ---- lock twice ---- */
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w.win));
     rc = MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, w.win);
-    expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_lock", "second lock toward the same target");
+    rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_lock", "second lock toward the same target");
     MPI_CHK(MPI_Win_unlock(peer, w.win));
     verify("lock twice");
 
     /* ---- type size mismatch ---- */
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w.win));
     rc = MPI_Put(buf, 2, MPI_INT, peer, rt_disp(&w, peer, 8), 3, MPI_INT, w.win);
-    expect_error(rc, MPI_ERR_TYPE, "MPI_Put", "origin 2 ints, target 3 ints");
+    rt_expect_win_error(&w, rc, MPI_ERR_TYPE, "MPI_Put", "origin 2 ints, target 3 ints");
     MPI_CHK(MPI_Win_unlock(peer, w.win));
     verify("type size mismatch");
 
     /* ---- NULL request ---- */
 #ifndef NO_NBRMA
     rc = MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, peer, 0, w.win, NULL);
-    expect_error(rc, MPI_ERR_REQUEST, "MPIX_Win_ilock", "ilock with a NULL request");
+    rt_expect_win_error(&w, rc, MPI_ERR_REQUEST, "MPIX_Win_ilock", "ilock with a NULL request");
     verify("ilock with a NULL request");   /* also proves no epoch was left open */
 #endif
 
@@ -151,7 +143,7 @@ static void run_flavor(int flavor)
     {
         MPI_Win saved = w.win;
         rc = MPI_Win_free(&w.win);
-        expect_error(rc, MPI_ERR_RMA_SYNC, "MPI_Win_free", "free with an open epoch");
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_SYNC, "MPI_Win_free", "free with an open epoch");
         CHECK(w.win == saved, "failed MPI_Win_free changed the handle");
         w.win = saved;
     }

@@ -223,6 +223,15 @@ typedef struct {
     void *own;         /* memory the helper allocated itself (create, dynamic) */
 } rt_win_t;
 
+/* rt_expect_error with the window's flavor and `what` (the case) as the context. */
+static inline void rt_expect_win_error(const rt_win_t *w, int rc, int cls, const char *call,
+                                       const char *what)
+{
+    char context[256];
+    snprintf(context, sizeof(context), "%s %s", rt_flavor_names[w->flavor], what);
+    rt_expect_error(rc, cls, call, context);
+}
+
 /* Create a window of the given flavor with `size` bytes of memory on this rank and
  * displacement unit `disp_unit` (dynamic windows always use 1; rt_disp hides it).
  * Memory starts zeroed. The window's error handler is MPI_ERRORS_RETURN, so pair calls
