@@ -98,13 +98,19 @@ void Operation::retain_types() {
     }
 }
 
-Status Operation::check(const RmaCall &call) {
+Status Operation::check(const RmaCall &call, bool *empty) {
+    *empty = false;
     if (call.origin_count < 0 || call.target_count < 0 || call.result_count < 0)
         return Status::err_count;
+    // Only the fetching calls may use MPI_NO_OP (MPI-4.0 §12.3.4).
+    if (call.kind == RmaKind::accumulate && call.op == MPI_NO_OP) return Status::err_op;
+    if (call.kind == RmaKind::compare_and_swap && !is_predefined(call.target_type))
+        return Status::err_type;
     const TypeLayout *target = nullptr;
     Status status = type_layout_get(call.target_type, &target);
     if (is_error(status)) return status;
     const std::size_t target_bytes = target->size * static_cast<std::size_t>(call.target_count);
+    std::size_t origin_bytes = target_bytes, result_bytes = target_bytes;
     // A get's buffer is its result; MPI_NO_OP ignores the origin buffer.
     const bool uses_origin = call.kind == RmaKind::put || call.kind == RmaKind::compare_and_swap ||
                              (call.kind != RmaKind::get && call.op != MPI_NO_OP);
@@ -113,23 +119,24 @@ Status Operation::check(const RmaCall &call) {
         const TypeLayout *origin = nullptr;
         status = type_layout_get(call.origin_type, &origin);
         if (is_error(status)) return status;
-        if (origin->size * static_cast<std::size_t>(call.origin_count) != target_bytes)
-            return Status::err_type;
+        origin_bytes = origin->size * static_cast<std::size_t>(call.origin_count);
     }
     if (uses_result) {
         const TypeLayout *result = nullptr;
         status = type_layout_get(call.result_type, &result);
         if (is_error(status)) return status;
-        if (result->size * static_cast<std::size_t>(call.result_count) != target_bytes)
-            return Status::err_type;
+        result_bytes = result->size * static_cast<std::size_t>(call.result_count);
     }
-    if (call.kind == RmaKind::put || call.kind == RmaKind::get) return Status::ok;
+    const bool moves_data = call.kind == RmaKind::put || call.kind == RmaKind::get;
+    if (target_bytes == 0 || origin_bytes == 0 || result_bytes == 0) {
+        *empty = true;
+        return moves_data ? Status::ok : reduce_check_op(call.op);
+    }
+    if (origin_bytes != target_bytes || result_bytes != target_bytes) return Status::err_type;
+    if (moves_data) return Status::ok;
     // Accumulates: one predefined element type on both sides, a predefined op.
-    if (target->basic == MPI_DATATYPE_NULL && target_bytes > 0) return Status::err_type;
-    if (call.kind == RmaKind::compare_and_swap) {
-        if (!is_predefined(call.target_type)) return Status::err_type;
-        return Status::ok;
-    }
+    if (target->basic == MPI_DATATYPE_NULL) return Status::err_type;
+    if (call.kind == RmaKind::compare_and_swap) return reduce_check_compare_swap(target->basic);
     return reduce_check(call.op, target->basic);
 }
 

@@ -58,8 +58,11 @@ class Operation {
     Operation &operator=(const Operation &) = delete;
     ~Operation();
 
-    // Checks types, sizes and ops (not the window range: see Window).
-    static Status check(const RmaCall &call);
+    // Checks types, sizes and ops (not the window range: see Window). A call that moves
+    // no data (count 0 or a zero-size type on a side it uses) is a valid no-op whatever
+    // the other sides' types: only its handles are checked, and *empty is set so the
+    // caller skips it.
+    static Status check(const RmaCall &call, bool *empty);
 
     // A deferred operation outlives the call: keep its derived datatypes alive.
     void retain_types();

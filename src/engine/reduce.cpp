@@ -50,7 +50,8 @@ OpKind op_kind(MPI_Op op) {
 }
 
 // The type classes of MPI-4.0 §6.9.2 ("multi" = MPI_AINT/OFFSET/COUNT; "other" =
-// predefined types no reduction accepts, such as MPI_CHAR and MPI_PACKED).
+// predefined types no reduction accepts, such as MPI_WCHAR and MPI_PACKED). MPI_CHAR
+// counts as a C integer (a signed 8-bit one), as MPICH and Open MPI treat it.
 enum class Class : std::uint8_t {
     c_integer,
     f_integer,
@@ -276,6 +277,7 @@ const Table &table() {
         using L32 = Logical<std::int32_t>;
         const Entry entries[] = {
             entry<signed char>(MPI_SIGNED_CHAR, Class::c_integer),
+            entry<signed char>(MPI_CHAR, Class::c_integer),
             entry<unsigned char>(MPI_UNSIGNED_CHAR, Class::c_integer),
             entry<short>(MPI_SHORT, Class::c_integer),
             entry<unsigned short>(MPI_UNSIGNED_SHORT, Class::c_integer),
@@ -337,7 +339,6 @@ const Table &table() {
             pair_entry<std::int32_t, std::int32_t>(MPI_2INTEGER),
             pair_entry<float, float>(MPI_2REAL),
             pair_entry<double, double>(MPI_2DOUBLE_PRECISION),
-            opaque(MPI_CHAR, Class::other),
             opaque(MPI_WCHAR, Class::other),
             opaque(MPI_PACKED, Class::other),
             opaque(MPI_CHARACTER, Class::other),
@@ -399,6 +400,29 @@ Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *tar
         info->fn(kind, static_cast<const unsigned char *>(origin),
                  static_cast<unsigned char *>(target), count);
         return Status::ok;
+    } catch (...) {
+        return Status::err_no_memory;
+    }
+}
+
+Status reduce_check_op(MPI_Op op) {
+    return op_kind(op) == OpKind::invalid ? Status::err_op : Status::ok;
+}
+
+Status reduce_check_compare_swap(MPI_Datatype basic) {
+    try {
+        const TypeInfo *info = type_info(basic);
+        if (info == nullptr) return Status::err_type;
+        switch (info->cls) {
+            case Class::c_integer:
+            case Class::f_integer:
+            case Class::logical:
+            case Class::byte:
+            case Class::multi:
+                return Status::ok;
+            default:
+                return Status::err_type;
+        }
     } catch (...) {
         return Status::err_no_memory;
     }

@@ -25,7 +25,8 @@ namespace nbrma::engine {
 [[nodiscard]] Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *target,
                                   std::size_t count);
 
-// MPI's rules for which predefined op goes with which type class:
+// MPI's rules for which predefined op goes with which type class (MPI_CHAR counts as
+// a signed 8-bit C integer, as in MPICH):
 //   MPI_MAX/MIN: C integer, Fortran integer, floating point, MPI_AINT/OFFSET/COUNT
 //   MPI_SUM/PROD: the above plus complex
 //   MPI_LAND/LOR/LXOR: C integer, logical (MPI_C_BOOL, MPI_CXX_BOOL, MPI_LOGICAL)
@@ -37,6 +38,15 @@ namespace nbrma::engine {
 // layout); err_unsupported for valid combinations we cannot compute in C++ (e.g.
 // MPI_REAL16, MPI_COMPLEX32, MPIX_C_FLOAT16 arithmetic).
 [[nodiscard]] Status reduce_check(MPI_Op op, MPI_Datatype basic);
+
+// err_op unless `op` is one of the predefined ops RMA accepts (MPI_REPLACE and
+// MPI_NO_OP included): the check that remains when a call moves no data.
+[[nodiscard]] Status reduce_check_op(MPI_Op op);
+
+// MPI_Compare_and_swap's types (MPI-4.0 §12.3.4): C integer, Fortran integer,
+// logical, byte and multi-language (MPI_AINT/OFFSET/COUNT) types; err_type otherwise
+// (floating point, complex, pairs, MPI_WCHAR, derived types).
+[[nodiscard]] Status reduce_check_compare_swap(MPI_Datatype basic);
 
 // True (and *atomic_op set) when op on `basic` can be one 64-bit network/CPU atomic:
 // 8-byte integer types with MPI_SUM (fetch_add), MPI_BAND/BOR/BXOR (fetch_and/or/xor),

@@ -305,8 +305,13 @@ Status Window::rma(const RmaCall &call, Request **request) {
     if (!epoch)  // an access epoch whose group lacks the target, or no epoch at all
         return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
     if (request && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
-    Status status = Operation::check(call);
+    bool empty = false;
+    Status status = Operation::check(call, &empty);
     if (is_error(status)) return status;
+    if (empty) {  // moves no data: a valid no-op
+        if (request) (*request = Request::create())->finish(Status::ok);
+        return Status::ok;
+    }
     std::uint64_t byte_offset;
     status = check_range(call, &byte_offset);
     if (is_error(status)) return status;

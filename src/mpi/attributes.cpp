@@ -16,7 +16,7 @@ extern "C" {
 
 int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
     WindowState *state = window_find(win);
-    if (!state) return PMPI_Win_get_attr(win, keyval, attribute_val, flag);
+    if (!state) return raise("MPI_Win_get_attr", MPI_WIN_NULL, Status::err_win);
     void **value = static_cast<void **>(attribute_val);
     if (keyval == MPI_WIN_BASE) {
         *value = state->base;

@@ -1,5 +1,7 @@
 #include "mpi/errors.hpp"
 
+#include "mpi/state.hpp"
+
 
 namespace nbrma::mpi {
 
@@ -18,6 +20,7 @@ int error_class(Status status) {
         case Status::err_assert: return MPI_ERR_ASSERT;
         case Status::err_lock_type: return MPI_ERR_LOCKTYPE;
         case Status::err_info: return MPI_ERR_INFO;
+        case Status::err_comm: return MPI_ERR_COMM;
         case Status::err_sync: return MPI_ERR_RMA_SYNC;
         case Status::err_conflict: return MPI_ERR_RMA_CONFLICT;
         case Status::err_unsupported: return MPI_ERR_UNSUPPORTED_OPERATION;
@@ -37,18 +40,31 @@ extern "C" int MPIR_Err_create_code(int last_code, int fatal, const char functio
                                     int error_class, const char generic[], const char specific[],
                                     ...) __attribute__((weak));
 
+namespace {
+int error_code(const char *call, Status status, const char *detail) {
+    const int klass = error_class(status);
+    if (!MPIR_Err_create_code) return klass;
+    return MPIR_Err_create_code(MPI_SUCCESS, 0, call, __LINE__, klass, "**fail", "%s: %s%s%s",
+                                call, status_string(status), detail ? ": " : "",
+                                detail ? detail : "");
+}
+}  // namespace
+
 int raise(const char *call, MPI_Win win, Status status, const char *detail) {
     if (!is_error(status)) return MPI_SUCCESS;
-    const int klass = error_class(status);
-    int code = klass;
-    if (MPIR_Err_create_code)
-        code = MPIR_Err_create_code(MPI_SUCCESS, 0, call, __LINE__, klass, "**fail",
-                                    "%s: %s%s%s", call, status_string(status),
-                                    detail ? ": " : "", detail ? detail : "");
-    if (win != MPI_WIN_NULL)
+    const int code = error_code(call, status, detail);
+    // A freed (or never created) window has no error handler: MPI_COMM_WORLD's serves.
+    if (win != MPI_WIN_NULL && window_find(win))
         PMPI_Win_call_errhandler(win, code);
     else
         PMPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
+    return code;
+}
+
+int raise_comm(const char *call, MPI_Comm comm, Status status, const char *detail) {
+    if (!is_error(status)) return MPI_SUCCESS;
+    const int code = error_code(call, status, detail);
+    PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
     return code;
 }
 

@@ -13,8 +13,12 @@ int error_class(Status status);
 
 // Returns MPI_SUCCESS for non-errors; otherwise an error code of the right class whose
 // string reads "<call>: <cause>", after invoking the window's error handler (or
-// MPI_COMM_WORLD's when win is MPI_WIN_NULL / not an nbrma window).
+// MPI_COMM_WORLD's when win is MPI_WIN_NULL / not an nbrma window, e.g. a freed one).
 int raise(const char *call, MPI_Win win, Status status, const char *detail = nullptr);
+
+// The same through a communicator's error handler, for window creation (there is no
+// window yet); MPI_COMM_NULL raises on MPI_COMM_WORLD, as MPICH does.
+int raise_comm(const char *call, MPI_Comm comm, Status status, const char *detail = nullptr);
 
 }  // namespace nbrma::mpi
 

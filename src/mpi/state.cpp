@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -154,6 +155,13 @@ void parse_info(MPI_Info info, WindowInfo *out) {
     if (get("accumulate_ops")) out->accumulate_ops = value;
     if (get("no_locks")) out->no_locks = truth();
     if (get("alloc_shared_noncontig")) out->alloc_shared_noncontig = truth();
+    if (get("same_size")) out->same_size = truth();
+    if (get("same_disp_unit")) out->same_disp_unit = truth();
+    if (get("mpi_accumulate_granularity")) {
+        char *end = nullptr;
+        const long long bytes = std::strtoll(value, &end, 10);
+        if (end != value && *end == '\0' && bytes >= 0) out->accumulate_granularity = value;
+    }
     if (get("nbrma_transport")) out->transport = value;
     static const char *const reorder_keys[4][2] = {
         {"access_after_access_reorder", "MPI_WIN_ACCESS_AFTER_ACCESS_REORDER"},

@@ -22,6 +22,9 @@ struct WindowInfo {
     std::string accumulate_ops = "same_op_no_op";
     bool no_locks = false;
     bool alloc_shared_noncontig = false;
+    bool same_size = false;
+    bool same_disp_unit = false;
+    std::string accumulate_granularity = "0";        // mpi_accumulate_granularity (a hint only)
     bool reorder[4] = {false, false, false, false};  // SC14 §VI-B, by engine::Reorder
     // nbrma_transport: "shm" (node-local peers over shm, remote ones over UCX: the
     // default) or "ucx" (every peer over UCX, self included); "" = not given (the
@@ -32,6 +35,7 @@ struct WindowInfo {
 struct WindowState {
     MPI_Win handle = MPI_WIN_NULL;
     MPI_Comm comm = MPI_COMM_NULL;     // nbrma's duplicate, for its own collectives
+    MPI_Comm parent = MPI_COMM_NULL;   // the user's: creation errors go to its handler
     MPI_Group group = MPI_GROUP_NULL;  // the window's group, made at first PSCW call
     engine::Flavor flavor = engine::Flavor::allocate;
     // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, DESIGN §1).

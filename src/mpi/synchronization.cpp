@@ -21,9 +21,11 @@ namespace {
         if (!state) return raise(call, MPI_WIN_NULL, Status::err_win); \
     } while (0)
 
-#define NBRMA_REQUEST_POINTER(call, win, request)                                             \
-    do {                                                                                      \
-        if (!(request)) return raise(call, win, Status::err_request, "null request pointer"); \
+// A bad window is reported first (it is what MPICH checks first).
+#define NBRMA_REQUEST_POINTER(call, win, request)                                               \
+    do {                                                                                        \
+        if (!(request) && !window_find(win)) return raise(call, MPI_WIN_NULL, Status::err_win); \
+        if (!(request)) return raise(call, win, Status::err_request, "null request pointer");   \
     } while (0)
 
 // Closing/flush calls: hand back a request, or wait for it.
@@ -116,7 +118,16 @@ int wait(const char *call, MPI_Win win, MPI_Request *request) {
     return finish(call, win, status, pending, request);
 }
 
+// Lock, unlock and flush toward MPI_PROC_NULL do nothing, as in MPICH (RMA calls
+// toward it are no-ops too); a nonblocking twin hands back a complete request.
+int proc_null(const char *call, MPI_Win win, MPI_Request *request) {
+    NBRMA_WINDOW(call, win, state);
+    (void)state;
+    return request ? complete_request(request) : MPI_SUCCESS;
+}
+
 int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI_Request *request) {
+    if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     NBRMA_WINDOW(call, win, state);
     Status status = state->engine->lock(lock_type, rank, assert);
     if (is_error(status))
@@ -127,6 +138,7 @@ int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI
 }
 
 int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
+    if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
     Status status = state->engine->unlock(rank, &pending);
@@ -153,12 +165,20 @@ int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
 }
 
 // flush_local is served as flush: over shm remote completion is local completion.
+// `rank` -1 flushes every target (flush_all): MPI_PROC_NULL (also -1 in MPICH) is
+// filtered out by target_flush first.
 int flush(const char *call, int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
     Status status = state->engine->flush(rank, &pending);
     if (status == Status::err_sync) return raise(call, win, status, "no passive epoch is open");
     return finish(call, win, status, pending, request);
+}
+
+int target_flush(const char *call, int rank, MPI_Win win, MPI_Request *request) {
+    if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
+    if (rank < 0) return raise(call, win, Status::err_rank);  // not "every target"
+    return flush(call, rank, win, request);
 }
 
 }  // namespace
@@ -189,9 +209,11 @@ int MPIX_Win_iunlock_all(MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iunlock_all", win, request);
     return unlock_all("MPIX_Win_iunlock_all", win, request);
 }
-int MPI_Win_flush(int rank, MPI_Win win) { return flush("MPI_Win_flush", rank, win, nullptr); }
+int MPI_Win_flush(int rank, MPI_Win win) {
+    return target_flush("MPI_Win_flush", rank, win, nullptr);
+}
 int MPI_Win_flush_local(int rank, MPI_Win win) {
-    return flush("MPI_Win_flush_local", rank, win, nullptr);
+    return target_flush("MPI_Win_flush_local", rank, win, nullptr);
 }
 int MPI_Win_flush_all(MPI_Win win) { return flush("MPI_Win_flush_all", -1, win, nullptr); }
 int MPI_Win_flush_local_all(MPI_Win win) {
@@ -199,11 +221,11 @@ int MPI_Win_flush_local_all(MPI_Win win) {
 }
 int MPIX_Win_iflush(int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush", win, request);
-    return flush("MPIX_Win_iflush", rank, win, request);
+    return target_flush("MPIX_Win_iflush", rank, win, request);
 }
 int MPIX_Win_iflush_local(int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_local", win, request);
-    return flush("MPIX_Win_iflush_local", rank, win, request);
+    return target_flush("MPIX_Win_iflush_local", rank, win, request);
 }
 int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_all", win, request);

@@ -141,7 +141,7 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
 // Fails the window creation on every rank alike: frees what was made, raises.
 int creation_failed(const char *call, WindowState &state, Status status, const char *why) {
     PMPI_Comm_free(&state.comm);
-    return raise(call, MPI_WIN_NULL, status, why);
+    return raise_comm(call, state.parent, status, why);
 }
 
 // The common path: exchange sizes, map one segment per node holding the node's control
@@ -157,14 +157,18 @@ int creation_failed(const char *call, WindowState &state, Status status, const c
 int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit, MPI_Info info,
                   MPI_Comm comm, void *user_base, void *base_out, MPI_Win *win) {
     ensure_initialized();
-    if (size < 0) return raise(call, MPI_WIN_NULL, Status::err_arg, "negative window size");
-    if (disp_unit <= 0) return raise(call, MPI_WIN_NULL, Status::err_arg, "disp_unit must be > 0");
-    if (!win) return raise(call, MPI_WIN_NULL, Status::err_arg, "null window pointer");
+    // No window yet: errors go to the communicator's error handler.
+    if (comm == MPI_COMM_NULL) return raise_comm(call, comm, Status::err_comm, "MPI_COMM_NULL");
+    if (size < 0) return raise_comm(call, comm, Status::err_arg, "negative window size");
+    if (disp_unit <= 0) return raise_comm(call, comm, Status::err_arg, "disp_unit must be > 0");
+    if (!win) return raise_comm(call, comm, Status::err_arg, "null window pointer");
 
     auto state = std::make_unique<WindowState>();
     state->flavor = flavor;
+    state->parent = comm;
+    // An invalid handle: MPICH has raised MPI_ERR_COMM on it already.
+    if (int error = PMPI_Comm_dup(comm, &state->comm); error != MPI_SUCCESS) return error;
     parse_info(info, &state->info);
-    PMPI_Comm_dup(comm, &state->comm);
     int rank, nranks;
     PMPI_Comm_rank(state->comm, &rank);
     PMPI_Comm_size(state->comm, &nranks);
@@ -358,7 +362,7 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
 int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                      MPI_Win *win) {
     if (disp_unit > INT32_MAX)
-        return raise("MPI_Win_create_c", MPI_WIN_NULL, Status::err_arg, "disp_unit too large");
+        return raise_comm("MPI_Win_create_c", comm, Status::err_arg, "disp_unit too large");
     return create_window("MPI_Win_create_c", Flavor::create, size, static_cast<int>(disp_unit),
                          info, comm, base, nullptr, win);
 }
@@ -372,7 +376,7 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                        void *baseptr, MPI_Win *win) {
     if (disp_unit > INT32_MAX)
-        return raise("MPI_Win_allocate_c", MPI_WIN_NULL, Status::err_arg, "disp_unit too large");
+        return raise_comm("MPI_Win_allocate_c", comm, Status::err_arg, "disp_unit too large");
     return create_window("MPI_Win_allocate_c", Flavor::allocate, size, static_cast<int>(disp_unit),
                          info, comm, nullptr, baseptr, win);
 }
@@ -386,8 +390,8 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
 int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                               void *baseptr, MPI_Win *win) {
     if (disp_unit > INT32_MAX)
-        return raise("MPI_Win_allocate_shared_c", MPI_WIN_NULL, Status::err_arg,
-                     "disp_unit too large");
+        return raise_comm("MPI_Win_allocate_shared_c", comm, Status::err_arg,
+                          "disp_unit too large");
     return create_window("MPI_Win_allocate_shared_c", Flavor::shared, size,
                          static_cast<int>(disp_unit), info, comm, nullptr, baseptr, win);
 }
@@ -428,7 +432,8 @@ int MPI_Win_detach(MPI_Win win, const void *base) {
 int MPI_Win_free(MPI_Win *win) {
     if (!win) return raise("MPI_Win_free", MPI_WIN_NULL, Status::err_arg, "null window pointer");
     WindowState *state = window_find(*win);
-    if (!state) return PMPI_Win_free(win);
+    // Every window is an nbrma window: this one is MPI_WIN_NULL or already freed.
+    if (!state) return raise("MPI_Win_free", MPI_WIN_NULL, Status::err_win);
     if (state->engine->has_open_epoch())
         return raise("MPI_Win_free", *win, Status::err_sync, "an epoch is still open");
     state->engine->close_fence();  // the epoch the last fence opened ends here
@@ -458,11 +463,12 @@ int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, 
         *static_cast<void **>(baseptr) = nullptr;
         return MPI_SUCCESS;
     }
-    if (rank == MPI_PROC_NULL) {
+    if (rank == MPI_PROC_NULL) {  // the first rank with memory (all empty: size 0, NULL)
         rank = 0;
         while (rank < nranks - 1 && state->sizes[rank] == 0) ++rank;
     }
-    if (state->shared_offsets[rank] < 0) {  // on another node: no shared memory with it
+    // On another node (no shared memory with it), or no memory there: size 0, NULL.
+    if (state->shared_offsets[rank] < 0 || state->sizes[rank] == 0) {
         *size = 0;
         *disp_unit = state->disp_units[rank];
         *static_cast<void **>(baseptr) = nullptr;
@@ -484,15 +490,20 @@ int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp
 
 int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
     WindowState *state = window_find(win);
-    if (!state) return PMPI_Win_get_info(win, info_used);
+    if (!state) return raise("MPI_Win_get_info", MPI_WIN_NULL, Status::err_win);
     int error = PMPI_Info_create(info_used);
     if (error != MPI_SUCCESS) return error;
+    // Every key MPI-4.0 defines for windows, with the value in effect (its default if
+    // the user gave none), then nbrma's own.
     const WindowInfo &info = state->info;
+    PMPI_Info_set(*info_used, "no_locks", info.no_locks ? "true" : "false");
     PMPI_Info_set(*info_used, "accumulate_ordering", info.accumulate_ordering.c_str());
     PMPI_Info_set(*info_used, "accumulate_ops", info.accumulate_ops.c_str());
-    PMPI_Info_set(*info_used, "no_locks", info.no_locks ? "true" : "false");
+    PMPI_Info_set(*info_used, "same_size", info.same_size ? "true" : "false");
+    PMPI_Info_set(*info_used, "same_disp_unit", info.same_disp_unit ? "true" : "false");
     PMPI_Info_set(*info_used, "alloc_shared_noncontig",
                   info.alloc_shared_noncontig ? "true" : "false");
+    PMPI_Info_set(*info_used, "mpi_accumulate_granularity", info.accumulate_granularity.c_str());
     PMPI_Info_set(*info_used, "nbrma_transport", state->all_ucx ? "ucx" : "shm");
     static const char *const reorder_keys[4] = {
         NBRMA_INFO_ACCESS_AFTER_ACCESS_REORDER, NBRMA_INFO_ACCESS_AFTER_EXPOSURE_REORDER,
@@ -504,7 +515,7 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
 
 int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
     WindowState *state = window_find(win);
-    if (!state) return PMPI_Win_set_info(win, info);
+    if (!state) return raise("MPI_Win_set_info", MPI_WIN_NULL, Status::err_win);
     parse_info(info, &state->info);
     for (int key = 0; key < 4; ++key)
         state->engine->set_reorder(static_cast<engine::Reorder>(key), state->info.reorder[key]);

@@ -9,12 +9,15 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/operation.hpp"
 #include "engine/reduce.hpp"
 
 using nbrma::Status;
 using nbrma::engine::reduce_apply;
 using nbrma::engine::reduce_as_atomic;
 using nbrma::engine::reduce_check;
+using nbrma::engine::reduce_check_compare_swap;
+using nbrma::engine::reduce_check_op;
 using nbrma::transport::AtomicOp;
 
 namespace {
@@ -179,7 +182,8 @@ TEST(ReduceCheck, OpTypeRules) {
     EXPECT_EQ(reduce_check(MPI_SUM, MPI_C_BOOL), Status::err_op);
     EXPECT_EQ(reduce_check(MPI_MAX, MPI_C_FLOAT_COMPLEX), Status::err_op);
     EXPECT_EQ(reduce_check(MPI_SUM, MPI_BYTE), Status::err_op);
-    EXPECT_EQ(reduce_check(MPI_SUM, MPI_CHAR), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_SUM, MPI_WCHAR), Status::err_op);
+    EXPECT_EQ(reduce_check(MPI_MINLOC, MPI_CHAR), Status::err_op);
     EXPECT_EQ(reduce_check(MPI_MAXLOC, MPI_INT), Status::err_op);
     EXPECT_EQ(reduce_check(MPI_SUM, MPI_DOUBLE_INT), Status::err_op);
     EXPECT_EQ(reduce_check(MPI_OP_NULL, MPI_INT), Status::err_op);
@@ -196,6 +200,139 @@ TEST(ReduceCheck, OpTypeRules) {
         EXPECT_EQ(reduce_check(MPI_SUM, MPI_REAL16), Status::err_unsupported);
         EXPECT_EQ(reduce_check(MPI_REPLACE, MPI_REAL16), Status::ok);
     }
+}
+
+// MPI_CHAR is a signed 8-bit C integer for every arithmetic, logical and bitwise op, as
+// in MPICH (OSU's osu_acc_latency accumulates MPI_CHAR with MPI_SUM).
+TEST(ReduceCheck, CharIsASignedEightBitInteger) {
+    for (MPI_Op op : {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
+                      MPI_BOR, MPI_BXOR, MPI_REPLACE, MPI_NO_OP})
+        EXPECT_EQ(reduce_check(op, MPI_CHAR), Status::ok);
+    EXPECT_EQ(run<signed char>(MPI_SUM, MPI_CHAR, {100, -5}, {100, 3}),
+              (std::vector<signed char>{-56, -2}));  // wraps as signed
+    EXPECT_EQ(run<signed char>(MPI_MAX, MPI_CHAR, {-7, 5}, {3, -1}),
+              (std::vector<signed char>{3, 5}));  // unsigned would pick 249 (-7)
+    EXPECT_EQ(run<signed char>(MPI_MIN, MPI_CHAR, {-7, 5}, {3, -1}),
+              (std::vector<signed char>{-7, -1}));
+    EXPECT_EQ(run<signed char>(MPI_BXOR, MPI_CHAR, {0x0f}, {0x33}),
+              (std::vector<signed char>{0x3c}));
+    AtomicOp a;
+    bool zero;
+    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_CHAR, &a, &zero));  // 1 byte: under the lock
+}
+
+TEST(ReduceCheck, OpAlone) {
+    for (MPI_Op op : {MPI_SUM, MPI_MAXLOC, MPI_BAND, MPI_REPLACE, MPI_NO_OP})
+        EXPECT_EQ(reduce_check_op(op), Status::ok);
+    EXPECT_EQ(reduce_check_op(MPI_OP_NULL), Status::err_op);
+    MPI_Op user;
+    ASSERT_EQ(MPI_Op_create(user_fn, 1, &user), MPI_SUCCESS);
+    EXPECT_EQ(reduce_check_op(user), Status::err_op);
+    MPI_Op_free(&user);
+}
+
+// MPI-4.0 §12.3.4: C integer, Fortran integer, logical, byte, multi-language types.
+TEST(ReduceCheck, CompareAndSwapTypes) {
+    for (MPI_Datatype type :
+         {MPI_INT, MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_LONG, MPI_INT64_T, MPI_UINT8_T,
+          MPI_INTEGER, MPI_C_BOOL, MPI_LOGICAL, MPI_BYTE, MPI_AINT, MPI_OFFSET, MPI_COUNT})
+        EXPECT_EQ(reduce_check_compare_swap(type), Status::ok);
+    for (MPI_Datatype type : {MPI_DOUBLE, MPI_FLOAT, MPI_LONG_DOUBLE, MPI_REAL, MPI_C_FLOAT_COMPLEX,
+                              MPI_2INT, MPI_DOUBLE_INT, MPI_WCHAR, MPI_PACKED, MPI_DATATYPE_NULL})
+        EXPECT_EQ(reduce_check_compare_swap(type), Status::err_type);
+}
+
+namespace {
+using nbrma::engine::Operation;
+using nbrma::engine::RmaCall;
+using nbrma::engine::RmaKind;
+
+RmaCall call_of(RmaKind kind, MPI_Aint origin_count, MPI_Datatype origin_type,
+                MPI_Aint target_count, MPI_Datatype target_type, MPI_Op op = MPI_SUM) {
+    RmaCall call;
+    call.kind = kind;
+    call.origin_count = origin_count;
+    call.origin_type = origin_type;
+    call.target = 1;
+    call.target_count = target_count;
+    call.target_type = target_type;
+    call.op = op;
+    if (kind == RmaKind::get || kind == RmaKind::get_accumulate || kind == RmaKind::fetch_and_op ||
+        kind == RmaKind::compare_and_swap) {
+        call.result_count = origin_count;
+        call.result_type = origin_type;
+    }
+    return call;
+}
+
+Status check(const RmaCall &call, bool *empty) { return Operation::check(call, empty); }
+}  // namespace
+
+TEST(OperationCheck, ZeroBytesIsANoOpWhateverTheTypes) {
+    MPI_Datatype none;
+    ASSERT_EQ(MPI_Type_contiguous(0, MPI_INT, &none), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Type_commit(&none), MPI_SUCCESS);
+    bool empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 0, MPI_INT, 0, MPI_DOUBLE), &empty), Status::ok);
+    EXPECT_TRUE(empty);
+    empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 1, MPI_INT, 0, MPI_DOUBLE), &empty), Status::ok);
+    EXPECT_TRUE(empty);
+    empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 1, none, 2, MPI_INT), &empty), Status::ok);
+    EXPECT_TRUE(empty);
+    empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::get_accumulate, 0, MPI_CHAR, 0, MPI_FLOAT), &empty),
+              Status::ok);
+    EXPECT_TRUE(empty);
+    empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::put, 0, MPI_INT, 0, MPI_DOUBLE), &empty), Status::ok);
+    EXPECT_TRUE(empty);
+    empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::get, 3, MPI_INT, 1, none), &empty), Status::ok);
+    EXPECT_TRUE(empty);
+    // Handles are still checked.
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 0, MPI_DATATYPE_NULL, 0, MPI_INT), &empty),
+              Status::err_type);
+    EXPECT_EQ(check(call_of(RmaKind::put, 0, MPI_INT, 0, MPI_DATATYPE_NULL), &empty),
+              Status::err_type);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 0, MPI_INT, 0, MPI_INT, MPI_OP_NULL), &empty),
+              Status::err_op);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, -1, MPI_INT, 0, MPI_INT), &empty),
+              Status::err_count);
+    // Data on every side: the sizes must agree, and the call is not empty.
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 1, MPI_INT, 1, MPI_DOUBLE), &empty),
+              Status::err_type);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 2, MPI_INT, 2, MPI_INT), &empty), Status::ok);
+    EXPECT_FALSE(empty);
+    MPI_Type_free(&none);
+}
+
+TEST(OperationCheck, NoOpOnlyInFetchingCalls) {
+    bool empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 1, MPI_INT, 1, MPI_INT, MPI_NO_OP), &empty),
+              Status::err_op);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 0, MPI_INT, 0, MPI_INT, MPI_NO_OP), &empty),
+              Status::err_op);
+    EXPECT_EQ(check(call_of(RmaKind::get_accumulate, 1, MPI_INT, 1, MPI_INT, MPI_NO_OP), &empty),
+              Status::ok);
+    EXPECT_EQ(check(call_of(RmaKind::fetch_and_op, 1, MPI_INT, 1, MPI_INT, MPI_NO_OP), &empty),
+              Status::ok);
+}
+
+TEST(OperationCheck, CompareAndSwapNeedsAnIntegerLogicalOrByteType) {
+    bool empty = false;
+    for (MPI_Datatype type : {MPI_DOUBLE, MPI_FLOAT, MPI_C_DOUBLE_COMPLEX, MPI_2INT})
+        EXPECT_EQ(check(call_of(RmaKind::compare_and_swap, 1, type, 1, type), &empty),
+                  Status::err_type);
+    for (MPI_Datatype type : {MPI_INT, MPI_CHAR, MPI_BYTE, MPI_C_BOOL, MPI_UINT64_T, MPI_AINT})
+        EXPECT_EQ(check(call_of(RmaKind::compare_and_swap, 1, type, 1, type), &empty), Status::ok);
+    MPI_Datatype derived;
+    ASSERT_EQ(MPI_Type_contiguous(1, MPI_INT, &derived), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Type_commit(&derived), MPI_SUCCESS);
+    EXPECT_EQ(check(call_of(RmaKind::compare_and_swap, 1, derived, 1, derived), &empty),
+              Status::err_type);
+    MPI_Type_free(&derived);
 }
 
 TEST(ReduceCheck, UserOpRejected) {
