@@ -447,6 +447,15 @@ static void freed_window(void)
                         "freed window");
     rt_expect_win_error(&v, MPI_Win_get_attr(freed, MPI_WIN_SIZE, &attr, &flag), MPI_ERR_WIN,
                         "MPI_Win_get_attr", "freed window");
+    rt_expect_win_error(&v, MPI_Win_set_info(freed, MPI_INFO_NULL), MPI_ERR_WIN,
+                        "MPI_Win_set_info", "freed window");
+    {
+        MPI_Aint size;
+        int unit;
+        void *base;
+        rt_expect_win_error(&v, MPI_Win_shared_query(freed, 0, &size, &unit, &base), MPI_ERR_WIN,
+                            "MPI_Win_shared_query", "freed window");
+    }
 
     /* the error goes through MPI_COMM_WORLD's handler */
     MPI_Errhandler handler;

@@ -1,6 +1,8 @@
 // Unit tests of accumulate reductions: every op class on several types, wrap-around,
 // MAXLOC/MINLOC on packed pairs including ties, the op/type validity rules (user ops
-// and mismatches rejected), and the mapping to 64-bit transport atomics.
+// and mismatches rejected; MPI_CHAR a signed 8-bit integer; compare_and_swap types),
+// the mapping to 64-bit transport atomics, and Operation::check's call-level rules
+// (zero-byte calls are no-ops, MPI_NO_OP only in fetching calls).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
