@@ -234,7 +234,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         total = cursor;
     }
 
-    // One segment per node: its first rank creates it, the node maps it, the name goes.
+    // One segment per node: its first rank creates it (an anonymous memfd: nothing in
+    // /dev/shm, whoever dies when), the node maps it, the creator's descriptor goes.
     int node_rank = 0;
     PMPI_Comm_rank(node, &node_rank);
     state->segment = std::make_unique<transport::shm::ShmSegment>();
@@ -250,10 +251,12 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (node_rank != 0 && name[0])
         status = state->segment->open(name, static_cast<std::size_t>(total));
     const bool mapped = everyone(!is_error(status) && name[0], state->comm);
-    if (node_rank == 0) state->segment->unlink();
+    if (node_rank == 0) state->segment->withdraw();
+    if (node_rank != 0) transport::shm::test_die_at("peer_agreed");
     if (!mapped)
         return creation_failed(call, *state, Status::err_no_memory,
-                               "cannot map the shared segment");
+                               "cannot map the node's shared segment (local ranks open it "
+                               "as /proc/<pid>/fd/<n>: same user, one PID namespace)");
     auto *segment = static_cast<std::uint8_t *>(state->segment->address());
     if (flavor != Flavor::allocate && flavor != Flavor::shared)
         transport::shm::allow_cross_memory_attach();

@@ -26,7 +26,8 @@ check_PROGRAMS += \
 	test/rma/at_errors \
 	test/rma/shared_progress \
 	test/rma/ucx_errors \
-	test/rma/ucx_unreachable
+	test/rma/ucx_unreachable \
+	test/rma/die_at
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -119,3 +120,10 @@ EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma
 test_rma_shared_progress_SOURCES = test/rma/shared_progress.c
 test_rma_shared_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_shared_progress_LDADD = $(RMATEST_LDADD)
+
+# issue 17 item 8: a rank killed during window creation leaves nothing in /dev/shm
+test_rma_die_at_SOURCES = test/rma/die_at.c
+test_rma_die_at_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_die_at_LDADD = $(RMATEST_LDADD)
+TESTS += test/rma/die_cleanup
+EXTRA_DIST += test/rma/die_cleanup.in
