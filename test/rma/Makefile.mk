@@ -27,7 +27,9 @@ check_PROGRAMS += \
 	test/rma/shared_progress \
 	test/rma/ucx_errors \
 	test/rma/ucx_unreachable \
-	test/rma/die_at
+	test/rma/die_at \
+	test/rma/cma_forbid \
+	test/rma/cma_ptracer
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -127,3 +129,12 @@ test_rma_die_at_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_die_at_LDADD = $(RMATEST_LDADD)
 TESTS += test/rma/die_cleanup
 EXTRA_DIST += test/rma/die_cleanup.in
+
+# issue 17 item 9: cross-memory attach permission
+test_rma_cma_forbid_SOURCES = test/rma/cma_forbid.c
+test_rma_cma_forbid_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_cma_forbid_LDADD = $(RMATEST_LDADD)
+
+test_rma_cma_ptracer_SOURCES = test/rma/cma_ptracer.c
+test_rma_cma_ptracer_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_cma_ptracer_LDADD = $(RMATEST_LDADD)
