@@ -60,9 +60,9 @@ TEST(CrossMemory, ConsentOnlyWhereYamaAsksAndNobodyElseGaveIt) {
     ASSERT_EQ(PtracerGrant::shares(), 0);
     {
         PtracerGrant none, readable, scope2;
-        none.acquire(-1, false);  // no Yama
+        none.acquire(-1, false);    // no Yama
         readable.acquire(1, true);  // someone else consented already
-        scope2.acquire(2, false);  // consent cannot help
+        scope2.acquire(2, false);   // consent cannot help
         EXPECT_FALSE(none.held());
         EXPECT_FALSE(readable.held());
         EXPECT_FALSE(scope2.held());
