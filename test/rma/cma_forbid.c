@@ -7,8 +7,10 @@
  * variable MPI_Win_create works again. The library reads NBRMA_CMA at each creation, so
  * the program sets it itself.
  *
- * With NBRMA_TRANSPORT=ucx every peer goes through UCX, no cross-memory attach is
- * needed: the windows must then be created and work despite NBRMA_CMA=0.
+ * With NBRMA_TRANSPORT=ucx every peer goes through UCX, and where no rank shares a node
+ * with another (as nbrma sees nodes: MPI_Win_shared_query of an allocated window),
+ * no cross-memory attach is needed: the windows must then be created and work despite
+ * NBRMA_CMA=0.
  */
 #include "rmatest.h"
 
@@ -30,6 +32,25 @@ static void check_window_works(int flavor, const char *what)
     rt_win_free(&w);
 }
 
+/* 1 iff some rank shares a node with another rank in nbrma's view. */
+static int any_node_local_peer(void)
+{
+    MPI_Win win;
+    char *base;
+    int me = rt_rank(), np = rt_nprocs(), mine = 0, any = 0;
+    MPI_CHK(MPI_Win_allocate(8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    for (int r = 0; r < np; r++) {
+        MPI_Aint size = 0;
+        int unit = 0;
+        void *peer = NULL;
+        MPI_CHK(MPI_Win_shared_query(win, r, &size, &unit, &peer));
+        mine |= r != me && peer != NULL;
+    }
+    MPI_CHK(MPI_Win_free(&win));
+    MPI_CHK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
+    return any;
+}
+
 static void expect_refused(int rc, const char *call)
 {
     char msg[MPI_MAX_ERROR_STRING] = "";
@@ -46,19 +67,19 @@ int main(int argc, char **argv)
 {
     rt_init(&argc, &argv);
     const char *transport = getenv("NBRMA_TRANSPORT");
-    const int ucx = transport && strcmp(transport, "ucx") == 0;
+    const int needs_cma = !(transport && strcmp(transport, "ucx") == 0) && any_node_local_peer();
     static int buffer[4];
     MPI_Win win = MPI_WIN_NULL;
 
     setenv("NBRMA_CMA", "0", 1);
     int rc = MPI_Win_create(buffer, sizeof buffer, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                             &win);
-    if (ucx) {
-        CHECK(rc == MPI_SUCCESS, "nbrma_transport=ucx: MPI_Win_create failed (%d)", rc);
+    if (!needs_cma) {
+        CHECK(rc == MPI_SUCCESS, "no cross-memory attach needed: MPI_Win_create failed (%d)", rc);
         if (rc == MPI_SUCCESS)
             MPI_CHK(MPI_Win_free(&win));
-        check_window_works(RT_CREATE, "NBRMA_CMA=0 over UCX");
-        check_window_works(RT_DYNAMIC, "NBRMA_CMA=0 over UCX");
+        check_window_works(RT_CREATE, "NBRMA_CMA=0 without node-local CMA");
+        check_window_works(RT_DYNAMIC, "NBRMA_CMA=0 without node-local CMA");
     } else {
         expect_refused(rc, "MPI_Win_create");
         CHECK(win == MPI_WIN_NULL, "a refused MPI_Win_create returned a window");
