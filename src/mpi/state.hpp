@@ -12,6 +12,7 @@
 #include "engine/request.hpp"
 #include "engine/window.hpp"
 #include "sync/control_region.hpp"
+#include "transport/shm/cross_memory.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/transport.hpp"
 
@@ -50,6 +51,8 @@ struct WindowState {
     // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
     std::unique_ptr<transport::Transport> transport;
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)
+    // this window's share in the process's PR_SET_PTRACER consent (cross-memory attach)
+    transport::shm::PtracerGrant ptracer;
     std::unique_ptr<engine::Window> engine;
     std::uint8_t *shared_base =
         nullptr;  // window memory of rank 0 in the segment (allocate flavors)

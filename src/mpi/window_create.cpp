@@ -30,6 +30,7 @@ struct PeerRecord {
     std::int32_t pid;
     std::int32_t node;  // comm rank of the rank's node leader: equal iff same node
     std::int32_t pad;
+    std::uint64_t probe;  // where peers can read this process's cross-memory probe word
 };
 
 std::int64_t round_up(std::int64_t value, std::int64_t to) { return (value + to - 1) / to * to; }
@@ -44,6 +45,8 @@ Status process_worker(transport::ucx::UcxWorker **out) {
         std::unique_ptr<transport::ucx::UcxWorker> made;
         failure = transport::ucx::UcxWorker::create(nullptr, &made);
         if (!is_error(failure)) worker = made.release();
+        // UCX's CMA transport relies on the same PR_SET_PTRACER consent as nbrma's
+        transport::shm::PtracerGrant::keep_forever();
     }
     *out = worker;
     return failure;
@@ -138,6 +141,58 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
     return Status::ok;
 }
 
+// Cross-memory attach for a create/dynamic window whose node-local peers go through
+// the shm transport: consent to being read where Yama asks for it (the window holds a
+// share of PR_SET_PTRACER_ANY, withdrawn with the last such window; left alone when the
+// peers could read this process already), then prove it: every rank reads the probe
+// word of each node-local peer. The verdict is agreed, so every rank fails alike, at
+// creation rather than at the first RMA call. On failure `why` says what failed.
+Status enable_cross_memory(WindowState &state, const std::vector<PeerRecord> &peers,
+                           const std::vector<bool> &is_local, const char **why) {
+    using namespace transport::shm;
+    int rank, nranks;
+    PMPI_Comm_rank(state.comm, &rank);
+    PMPI_Comm_size(state.comm, &nranks);
+    bool needed = false;  // a peer on this node (a rank alone on its node reads no one)
+    for (int r = 0; r < nranks; ++r) needed |= is_local[r] && r != rank;
+    const bool allowed = needed && !cross_memory_forbidden();
+    const int scope = yama_ptrace_scope();
+    auto probe = [&](int r) { return probe_peer(peers[r].pid, peers[r].probe); };
+    // who can be read already (only Yama's scope 1 lets consent make a difference)
+    std::vector<int> readable(nranks, 0), readable_by_some(nranks, 0);
+    for (int r = 0; r < nranks; ++r)
+        if (allowed && scope == 1 && is_local[r] && r != rank) readable[r] = probe(r) == cma_ok;
+    PMPI_Allreduce(readable.data(), readable_by_some.data(), nranks, MPI_INT, MPI_MAX, state.comm);
+    if (allowed) state.ptracer.acquire(scope, readable_by_some[rank] != 0);
+    PMPI_Barrier(state.comm);  // consent is in place everywhere
+    int verdict = needed && !allowed ? cma_forbidden : cma_ok, agreed = cma_ok;
+    for (int r = 0; r < nranks && allowed && verdict == cma_ok; ++r)
+        if (is_local[r] && r != rank) verdict = probe(r);
+    PMPI_Allreduce(&verdict, &agreed, 1, MPI_INT, MPI_MAX, state.comm);
+    static char text[200];
+    switch (agreed) {
+        case cma_ok:
+            return Status::ok;
+        case cma_forbidden:
+            *why =
+                "NBRMA_CMA=0 forbids cross-memory attach, which this window's memory "
+                "needs between ranks of a node (use MPI_Win_allocate or "
+                "nbrma_transport=ucx)";
+            return Status::err_unsupported;
+        case cma_denied:
+            std::snprintf(text, sizeof text,
+                          "cross-memory attach (process_vm_readv) between ranks of a node is "
+                          "not permitted (Yama ptrace_scope %d; use MPI_Win_allocate or "
+                          "nbrma_transport=ucx)",
+                          scope);
+            *why = text;
+            return Status::err_unsupported;
+        default:
+            *why = "process_vm_readv cannot reach a rank of this node (another PID namespace?)";
+            return Status::err_transport;
+    }
+}
+
 // Fails the window creation on every rank alike: frees what was made, raises.
 int creation_failed(const char *call, WindowState &state, Status status, const char *why) {
     PMPI_Comm_free(&state.comm);
@@ -204,8 +259,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     disp_unit,
                     static_cast<std::int32_t>(getpid()),
                     leader,
-                    0};
-    if (flavor == Flavor::dynamic) mine = PeerRecord{0, 0, 1, mine.pid, leader, 0};
+                    0,
+                    transport::shm::probe_address()};
+    if (flavor == Flavor::dynamic) mine = PeerRecord{0, 0, 1, mine.pid, leader, 0, mine.probe};
     std::vector<PeerRecord> peers(nranks);
     PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE, state->comm);
     std::vector<bool> is_local(nranks);
@@ -238,7 +294,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         total = cursor;
     }
 
-    // One segment per node: its first rank creates it, the node maps it, the name goes.
+    // One segment per node: its first rank creates it (an anonymous memfd: nothing in
+    // /dev/shm, whoever dies when), the node maps it, the creator's descriptor goes.
     int node_rank = 0;
     PMPI_Comm_rank(node, &node_rank);
     state->segment = std::make_unique<transport::shm::ShmSegment>();
@@ -254,14 +311,18 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (node_rank != 0 && name[0])
         status = state->segment->open(name, static_cast<std::size_t>(total));
     const bool mapped = everyone(!is_error(status) && name[0], state->comm);
-    if (node_rank == 0) state->segment->unlink();
+    if (node_rank == 0) state->segment->withdraw();
+    if (node_rank != 0) transport::shm::test_die_at("peer_agreed");
     if (!mapped)
         return creation_failed(call, *state, Status::err_no_memory,
-                               "cannot map the shared segment");
+                               "cannot map the node's shared segment (local ranks open it "
+                               "as /proc/<pid>/fd/<n>: same user, one PID namespace)");
     auto *segment = static_cast<std::uint8_t *>(state->segment->address());
-    if (flavor != Flavor::allocate && flavor != Flavor::shared)
-        transport::shm::allow_cross_memory_attach();
-    PMPI_Barrier(state->comm);  // ptrace permission is in place everywhere
+    if (!allocates && !state->all_ucx) {
+        const char *why = nullptr;
+        status = enable_cross_memory(*state, peers, is_local, &why);
+        if (is_error(status)) return creation_failed(call, *state, status, why);
+    }
 
     std::vector<transport::shm::ShmPeer> shm_peers(nranks);
     engine::WindowConfig config;

@@ -27,7 +27,10 @@ check_PROGRAMS += \
 	test/rma/shared_progress \
 	test/rma/ucx_errors \
 	test/rma/ucx_unreachable \
-	test/rma/compat
+	test/rma/compat \
+	test/rma/die_at \
+	test/rma/cma_forbid \
+	test/rma/cma_ptracer
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -124,3 +127,19 @@ test_rma_shared_progress_LDADD = $(RMATEST_LDADD)
 test_rma_compat_SOURCES = test/rma/compat.c
 test_rma_compat_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_compat_LDADD = $(RMATEST_LDADD)
+
+# issue 17 item 8: a rank killed during window creation leaves nothing in /dev/shm
+test_rma_die_at_SOURCES = test/rma/die_at.c
+test_rma_die_at_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_die_at_LDADD = $(RMATEST_LDADD)
+TESTS += test/rma/die_cleanup
+EXTRA_DIST += test/rma/die_cleanup.in
+
+# issue 17 item 9: cross-memory attach permission
+test_rma_cma_forbid_SOURCES = test/rma/cma_forbid.c
+test_rma_cma_forbid_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_cma_forbid_LDADD = $(RMATEST_LDADD)
+
+test_rma_cma_ptracer_SOURCES = test/rma/cma_ptracer.c
+test_rma_cma_ptracer_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_cma_ptracer_LDADD = $(RMATEST_LDADD)

@@ -2,21 +2,32 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
-#include <random>
+#include <cstdlib>
+#include <cstring>
 
 namespace nbrma::transport::shm {
 
+void test_die_at(const char *point) {
+    const char *at = std::getenv("NBRMA_TEST_DIE_AT");
+    if (!at || std::strcmp(at, point) != 0) return;
+    std::fprintf(stderr, "nbrma: NBRMA_TEST_DIE_AT=%s: killing pid %d\n", point,
+                 static_cast<int>(getpid()));
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+}
+
 ShmSegment::~ShmSegment() {
-    unlink();
+    withdraw();
     if (address_) munmap(address_, size_);
 }
 
 Status ShmSegment::map(int fd, std::size_t size) {
     void *address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (address == MAP_FAILED) return Status::err_no_memory;
     address_ = address;
     size_ = size;
@@ -24,37 +35,43 @@ Status ShmSegment::map(int fd, std::size_t size) {
 }
 
 Status ShmSegment::create(std::size_t size) {
-    std::random_device random;
-    char name[64];
-    for (int attempt = 0; attempt < 16; ++attempt) {
-        std::snprintf(name, sizeof name, "/nbrma-%d-%08x%08x", static_cast<int>(getpid()),
-                      random(), random());
-        int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-        if (fd < 0) continue;
-        if (ftruncate(fd, static_cast<off_t>(size ? size : 1)) != 0) {
-            close(fd);
-            shm_unlink(name);
-            return Status::err_no_memory;
-        }
-        name_ = name;
-        linked_ = true;
-        Status status = map(fd, size ? size : 1);
-        if (is_error(status)) unlink();
+    if (!size) size = 1;
+    int fd = memfd_create("nbrma", MFD_CLOEXEC);
+    if (fd < 0) return Status::err_transport;
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+        close(fd);
+        return Status::err_no_memory;
+    }
+    Status status = map(fd, size);
+    if (is_error(status)) {
+        close(fd);
         return status;
     }
-    return Status::err_transport;
+    fd_ = fd;
+    name_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
+    test_die_at("creator_created");
+    return Status::ok;
 }
 
 Status ShmSegment::open(const std::string &name, std::size_t size) {
-    int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    test_die_at("peer_before_open");
+    int fd = ::open(name.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return Status::err_transport;
-    name_ = name;
-    return map(fd, size ? size : 1);
+    struct stat info;
+    const std::size_t want = size ? size : 1;
+    // not a segment this large (a stale name whose descriptor number was reused)
+    Status status = fstat(fd, &info) == 0 && static_cast<std::size_t>(info.st_size) >= want
+                        ? map(fd, want)
+                        : Status::err_transport;
+    close(fd);
+    if (!is_error(status)) name_ = name;
+    test_die_at("peer_opened");
+    return status;
 }
 
-void ShmSegment::unlink() {
-    if (linked_) shm_unlink(name_.c_str());
-    linked_ = false;
+void ShmSegment::withdraw() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
 }
 
 }  // namespace nbrma::transport::shm

@@ -1,6 +1,11 @@
-// A POSIX shared-memory segment: created 0600 under an unguessable name, mapped
-// by every local rank, unlinked as soon as all have mapped it (so a crash leaves
-// nothing in /dev/shm).
+// A shared-memory segment that never has a name in /dev/shm: an anonymous memfd
+// (memfd_create), 0600, mapped by its creator; the node's other ranks open it as
+// /proc/<creator pid>/fd/<fd> (which needs only what reading /proc/<pid>/fd needs:
+// same user, dumpable process; Yama's ptrace_scope does not restrict it). The memory
+// lives as long as a mapping or the creator's descriptor does, so a rank killed at any
+// point leaves nothing behind, and the creator never has to wait for the others
+// before the segment is safe. The creator closes its descriptor (withdraw) once every
+// local rank has mapped the segment, or creation has failed.
 #ifndef NBRMA_TRANSPORT_SHM_SHM_SEGMENT_HPP
 #define NBRMA_TRANSPORT_SHM_SHM_SEGMENT_HPP
 
@@ -18,12 +23,13 @@ class ShmSegment {
     ShmSegment &operator=(const ShmSegment &) = delete;
     ~ShmSegment();
 
-    // Creates a new zero-filled segment of `size` bytes with a fresh random name.
+    // Creates a new zero-filled segment of `size` bytes; name() is how peers open it.
     Status create(std::size_t size);
-    // Maps the segment another rank created.
+    // Maps the segment another process created, by the name it published.
     Status open(const std::string &name, std::size_t size);
-    // Removes the name; the mapping stays valid.
-    void unlink();
+    // Creator: closes the descriptor peers open the segment through (they can no longer
+    // open it); the mapping stays valid.
+    void withdraw();
 
     void *address() const { return address_; }
     std::size_t size() const { return size_; }
@@ -34,8 +40,12 @@ class ShmSegment {
     void *address_ = nullptr;
     std::size_t size_ = 0;
     std::string name_;
-    bool linked_ = false;
+    int fd_ = -1;  // creator: the memfd, until withdrawn
 };
+
+// Test hook (test/rma/die_cleanup): with NBRMA_TEST_DIE_AT=<point> in the environment,
+// a process that reaches <point> kills itself with SIGKILL.
+void test_die_at(const char *point);
 
 }  // namespace nbrma::transport::shm
 

@@ -1,19 +1,11 @@
 #include "transport/shm/shm_transport.hpp"
 
-#include <sys/prctl.h>
 #include <sys/uio.h>
 
 #include <cerrno>
 #include <cstring>
 
 namespace nbrma::transport::shm {
-
-void allow_cross_memory_attach() {
-#ifdef PR_SET_PTRACER
-    // With Yama ptrace_scope=1, siblings may not process_vm_* each other unless allowed.
-    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-#endif
-}
 
 ShmTransport::ShmTransport(int rank, std::size_t control_size, std::vector<ShmPeer> peers)
     : rank_(rank), control_size_(control_size), peers_(std::move(peers)) {}

@@ -55,9 +55,6 @@ class ShmTransport final : public Transport {
     std::vector<ShmPeer> peers_;
 };
 
-// Lets peers (siblings under mpiexec) use cross-memory attach on this process.
-void allow_cross_memory_attach();
-
 }  // namespace nbrma::transport::shm
 
 #endif

@@ -1,8 +1,12 @@
-// The POSIX shared-memory segment behind every window (DESIGN §2): created 0600
-// under a fresh unguessable name, zero-filled, shared by every mapping, and gone from
-// /dev/shm once unlinked (or once its creator is destroyed) while mappings stay valid.
+// The shared-memory segment behind every window (DESIGN §2): an anonymous memfd,
+// 0600, zero-filled, shared by every mapping, opened by other processes through the
+// name its creator publishes (/proc/<pid>/fd/<n>) until the creator withdraws it, and
+// never listed in /dev/shm, so nothing is left there whoever dies when.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -13,9 +17,16 @@
 namespace nbrma::transport::shm {
 namespace {
 
-bool listed(const std::string &name) {
-    struct stat info;
-    return ::stat(("/dev/shm" + name).c_str(), &info) == 0;
+// Entries of /dev/shm whose name mentions our pid (the old named segments did).
+int listed_in_dev_shm() {
+    DIR *dir = opendir("/dev/shm");
+    if (!dir) return 0;
+    const std::string pid = "-" + std::to_string(getpid()) + "-";
+    int count = 0;
+    while (dirent *entry = readdir(dir))
+        if (std::strstr(entry->d_name, pid.c_str())) ++count;
+    closedir(dir);
+    return count;
 }
 
 TEST(ShmSegment, CreatesPrivateZeroFilledSegmentsUnderFreshNames) {
@@ -23,12 +34,14 @@ TEST(ShmSegment, CreatesPrivateZeroFilledSegmentsUnderFreshNames) {
     ASSERT_EQ(first.create(8192), Status::ok);
     ASSERT_EQ(second.create(8192), Status::ok);
     EXPECT_NE(first.name(), second.name());
-    EXPECT_EQ(first.name().rfind("/nbrma-", 0), 0u);
+    EXPECT_EQ(first.name().rfind("/proc/" + std::to_string(getpid()) + "/fd/", 0), 0u)
+        << first.name();
 
     struct stat info;
-    ASSERT_EQ(::stat(("/dev/shm" + first.name()).c_str(), &info), 0);
+    ASSERT_EQ(::stat(first.name().c_str(), &info), 0);  // follows the link to the memfd
     EXPECT_EQ(info.st_mode & 0777, 0600u);
     EXPECT_EQ(static_cast<std::size_t>(info.st_size), 8192u);
+    EXPECT_EQ(listed_in_dev_shm(), 0);
 
     ASSERT_NE(first.address(), nullptr);
     EXPECT_EQ(first.size(), 8192u);
@@ -50,35 +63,48 @@ TEST(ShmSegment, SecondMappingSeesTheSameMemory) {
     EXPECT_EQ(__atomic_load_n(&mine[8], __ATOMIC_SEQ_CST), 5u);
 }
 
-TEST(ShmSegment, UnlinkRemovesTheNameButKeepsTheMapping) {
+TEST(ShmSegment, AnotherProcessOpensItByTheNameAlone) {
+    ShmSegment creator;
+    ASSERT_EQ(creator.create(4096), Status::ok);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {  // a sibling rank: has only the published name
+        ShmSegment peer;
+        if (peer.open(creator.name(), 4096) != Status::ok) _exit(2);
+        static_cast<char *>(peer.address())[42] = 'p';
+        _exit(0);
+    }
+    int wstatus = 0;
+    ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+    ASSERT_TRUE(WIFEXITED(wstatus));
+    EXPECT_EQ(WEXITSTATUS(wstatus), 0);
+    EXPECT_EQ(static_cast<char *>(creator.address())[42], 'p');
+}
+
+TEST(ShmSegment, WithdrawEndsOpeningButKeepsTheMapping) {
     ShmSegment creator, peer;
     ASSERT_EQ(creator.create(4096), Status::ok);
     ASSERT_EQ(peer.open(creator.name(), 4096), Status::ok);
-    ASSERT_TRUE(listed(creator.name()));
-    creator.unlink();
-    EXPECT_FALSE(listed(creator.name()));
+    creator.withdraw();
     static_cast<char *>(creator.address())[100] = 'x';
     EXPECT_EQ(static_cast<char *>(peer.address())[100], 'x');
-    creator.unlink();  // idempotent
+    creator.withdraw();  // idempotent
 
     ShmSegment late;  // nobody can map it any more
     EXPECT_EQ(late.open(creator.name(), 4096), Status::err_transport);
+    EXPECT_EQ(late.address(), nullptr);
 }
 
-TEST(ShmSegment, CreatorLeavesNothingBehind) {
-    std::string name;
-    {
-        ShmSegment creator;
-        ASSERT_EQ(creator.create(4096), Status::ok);
-        name = creator.name();
-        ASSERT_TRUE(listed(name));
-    }
-    EXPECT_FALSE(listed(name));
+TEST(ShmSegment, OpeningSomethingTooSmallFails) {
+    ShmSegment creator, peer;
+    ASSERT_EQ(creator.create(4096), Status::ok);
+    EXPECT_EQ(peer.open(creator.name(), 8192), Status::err_transport);
+    EXPECT_EQ(peer.address(), nullptr);
 }
 
 TEST(ShmSegment, OpeningAMissingSegmentFails) {
     ShmSegment segment;
-    EXPECT_EQ(segment.open("/nbrma-does-not-exist-0000", 4096), Status::err_transport);
+    EXPECT_EQ(segment.open("/proc/self/fd/99999", 4096), Status::err_transport);
     EXPECT_EQ(segment.address(), nullptr);
 }
 
