@@ -365,6 +365,41 @@ TEST_F(UcxDynamicTest, AttachedRegionsAreReachableAndDetachedOnesAreNot) {
     ASSERT_EQ(transport(1).detach(other), Status::ok);
 }
 
+TEST_F(UcxDynamicTest, AccessesSpanRegionsAttachedBackToBack) {
+    alignas(8) std::uint8_t buffer[3 * 64] = {};
+    const auto address = reinterpret_cast<std::uintptr_t>(buffer);
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(transport(1).attach(buffer + 64 * k, 64), Status::ok);
+    std::uint8_t out[3 * 64], in[3 * 64] = {};
+    for (int i = 0; i < 3 * 64; ++i) out[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    serve(true);
+    EXPECT_EQ(transport(0).check_attached(1, address, address + sizeof buffer), Status::ok);
+    Counter counter;  // one put, one get: three UCX operations each, one completion each
+    counter.track(transport(0).put(1, out, sizeof out, {Region::window, address}, &counter));
+    counter.track(transport(0).flush(1, &counter));
+    wait(counter);
+    EXPECT_EQ(std::memcmp(buffer, out, sizeof out), 0);
+    Counter got;
+    got.track(transport(0).get(1, in, sizeof in - 16, {Region::window, address + 8}, &got));
+    wait(got);
+    EXPECT_EQ(std::memcmp(in, out + 8, sizeof in - 16), 0);
+
+    // The middle one detached: refused whole, nothing written.
+    serve(false);
+    ASSERT_EQ(transport(1).detach(buffer + 64), Status::ok);
+    serve(true);
+    std::uint8_t zeros[3 * 64] = {};
+    EXPECT_EQ(transport(0).check_attached(1, address, address + sizeof buffer), Status::err_range);
+    EXPECT_EQ(transport(0).put(1, zeros, sizeof zeros, {Region::window, address}, nullptr),
+              Status::err_range);
+    Counter flushed;
+    flushed.track(transport(0).flush(1, &flushed));
+    wait(flushed);
+    EXPECT_EQ(std::memcmp(buffer, out, sizeof out), 0);
+    serve(false);
+    ASSERT_EQ(transport(1).detach(buffer), Status::ok);
+    ASSERT_EQ(transport(1).detach(buffer + 128), Status::ok);
+}
+
 // A peer whose transports cannot reach ours: endpoint creation reports an error.
 TEST(UcxWorker, UnreachablePeerFailsAtConnect) {
     std::unique_ptr<UcxWorker> tcp, shared_memory;
