@@ -9,6 +9,7 @@ namespace nbrma::transport {
 
 namespace {
 constexpr std::size_t words(std::size_t bytes) { return (bytes + 7) / 8; }
+constexpr std::uint64_t max_slots = std::uint64_t{1} << 26;  // 2 GiB of slots
 }  // namespace
 
 // ---------------------------------------------------------------- owner side
@@ -133,6 +134,7 @@ Status DirectoryCache::refresh(Source &source) {
         status = source.read_header(0, &header, sizeof header);
         if (is_error(status)) return status;
         if (header.generation != before) continue;
+        if (header.slots > max_slots) return Status::err_transport;  // not a directory
         scratch_.resize(header.slots);
         if (header.slots > 0)
             status = source.read_array(header, header.address, scratch_.data(),
