@@ -271,32 +271,16 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
         return low >= 0 && static_cast<std::uint64_t>(high) <= config_.sizes[call.target]
                    ? Status::ok
                    : Status::err_range;
-    // Dynamic: the range must lie in one region the target has attached.
-    std::uint64_t table[1 + 2 * sync::ControlLayout::attach_capacity];
-    const std::size_t bytes = sizeof table[0] * (1 + 2 * sync::ControlLayout::attach_capacity);
-    int pending = 0;
-    struct Counter final : transport::Completion {
-        int *count;
-        void on_complete(Status) override { --*count; }
-    } done;
-    done.count = &pending;
-    std::uint64_t count = 0;
-    Status status =
-        transport_.get(call.target, &count, 8,
-                       RemoteAddress{Region::control, sync::ControlLayout::attach_count}, &done);
-    if (status == Status::in_progress) ++pending;
-    status =
-        transport_.get(call.target, &table[1], bytes - 8,
-                       RemoteAddress{Region::control, sync::ControlLayout::attach_table}, &done);
-    if (status == Status::in_progress) ++pending;
-    while (pending > 0) transport_.poll();
-    for (std::uint64_t i = 0; i < count && i < sync::ControlLayout::attach_capacity; ++i) {
-        std::uint64_t region_base = table[1 + 2 * i], region_size = table[2 + 2 * i];
-        if (static_cast<std::uint64_t>(low) >= region_base &&
-            static_cast<std::uint64_t>(high) <= region_base + region_size)
-            return Status::ok;
-    }
-    return Status::err_range;
+    if (low < 0 || high < low) return Status::err_range;
+    return check_dynamic(call.target, static_cast<std::uint64_t>(low),
+                         static_cast<std::uint64_t>(high));
+}
+
+// Dynamic windows: [low, high) must lie in regions the target attached back to back
+// (the transport keeps an origin-side copy of the target's directory, re-read when the
+// target's generation word changed).
+Status Window::check_dynamic(int target, std::uint64_t low, std::uint64_t high) {
+    return transport_.check_attached(target, low, high);
 }
 
 Status Window::rma(const RmaCall &call, Request **request) {
@@ -340,37 +324,10 @@ Status Window::rma(const RmaCall &call, Request **request) {
 // ---------------------------------------------------------------- dynamic windows
 
 Status Window::attach(const void *base, std::uint64_t size) {
-    auto *control = static_cast<std::uint8_t *>(transport_.local_control());
-    auto *count = reinterpret_cast<std::uint64_t *>(control + sync::ControlLayout::attach_count);
-    auto *table = reinterpret_cast<std::uint64_t *>(control + sync::ControlLayout::attach_table);
-    const std::uint64_t address = reinterpret_cast<std::uintptr_t>(base);
-    for (std::uint64_t i = 0; i < *count; ++i) {
-        std::uint64_t region_base = table[2 * i], region_size = table[2 * i + 1];
-        if (address < region_base + region_size && region_base < address + size)
-            return Status::err_range;  // overlaps an attached region
-    }
-    if (*count >= sync::ControlLayout::attach_capacity) return Status::err_no_memory;
-    table[2 * *count] = address;
-    table[2 * *count + 1] = size;
-    __atomic_store_n(count, *count + 1, __ATOMIC_RELEASE);
-    return Status::ok;
+    return transport_.attach(base, size);
 }
 
-Status Window::detach(const void *base) {
-    auto *control = static_cast<std::uint8_t *>(transport_.local_control());
-    auto *count = reinterpret_cast<std::uint64_t *>(control + sync::ControlLayout::attach_count);
-    auto *table = reinterpret_cast<std::uint64_t *>(control + sync::ControlLayout::attach_table);
-    const std::uint64_t address = reinterpret_cast<std::uintptr_t>(base);
-    for (std::uint64_t i = 0; i < *count; ++i) {
-        if (table[2 * i] != address) continue;
-        const std::uint64_t last = *count - 1;
-        table[2 * i] = table[2 * last];
-        table[2 * i + 1] = table[2 * last + 1];
-        __atomic_store_n(count, last, __ATOMIC_RELEASE);
-        return Status::ok;
-    }
-    return Status::err_arg;
-}
+Status Window::detach(const void *base) { return transport_.detach(base); }
 
 // ---------------------------------------------------------------- progress
 

@@ -72,7 +72,8 @@ class Window {
     // request may be null (non-R calls).
     Status rma(const RmaCall &call, Request **request);
 
-    // Dynamic windows: publish/withdraw a region in our control region's attach table.
+    // Dynamic windows: publish/withdraw a region in our directory of attached regions
+    // (the transport's; err_range: overlaps an attached region).
     Status attach(const void *base, std::uint64_t size);
     Status detach(const void *base);
 
@@ -111,6 +112,7 @@ class Window {
     Status check_group(const std::vector<int> &group) const;
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
+    Status check_dynamic(int target, std::uint64_t low, std::uint64_t high);
     bool may_activate(std::size_t index) const;
     bool reorder_allows(const Epoch &candidate, const Epoch &earlier) const;
     void activate(Epoch &epoch);

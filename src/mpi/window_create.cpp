@@ -363,6 +363,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     void *my_control = segment + control_bytes * local_index[rank];
     auto shm = std::make_unique<transport::shm::ShmTransport>(
         rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
+    if (flavor == Flavor::dynamic) shm->enable_dynamic();
     if (!spans_nodes && !state->all_ucx) {
         state->transport = std::move(shm);
     } else {
@@ -469,15 +470,14 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
         return raise("MPI_Win_attach", win, Status::err_arg, "not a dynamic window");
     if (size < 0) return raise("MPI_Win_attach", win, Status::err_arg, "negative size");
     Status status = state->engine->attach(base, static_cast<std::uint64_t>(size));
+    if (status == Status::err_range)
+        return raise("MPI_Win_attach", win, Status::err_arg, "overlaps an attached region");
+    if (status == Status::err_arg)
+        return raise("MPI_Win_attach", win, Status::err_arg,
+                     "base + size exceeds the address space");
     if (is_error(status))
-        return raise("MPI_Win_attach", win, status == Status::err_range ? Status::err_arg : status,
-                     status == Status::err_range ? "overlaps an attached region" : nullptr);
-    status = state->transport->attach(base, static_cast<std::uint64_t>(size));
-    if (is_error(status)) {
-        (void)state->engine->detach(base);
         return raise("MPI_Win_attach", win, status,
-                     "cannot register the region for remote access (UCX)");
-    }
+                     "cannot publish or register the region for remote access");
     return PMPI_Win_attach(win, base, size);
 }
 
@@ -486,7 +486,6 @@ int MPI_Win_detach(MPI_Win win, const void *base) {
     if (!state) return raise("MPI_Win_detach", MPI_WIN_NULL, Status::err_win);
     Status status = state->engine->detach(base);
     if (is_error(status)) return raise("MPI_Win_detach", win, status, "address was not attached");
-    (void)state->transport->detach(base);  // peers' cached rkeys go stale with it
     return PMPI_Win_detach(win, base);
 }
 

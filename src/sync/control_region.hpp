@@ -1,6 +1,6 @@
 // Layout of a rank's control region: the per-window memory that peers write
 // one-sidedly (lock word, accumulate lock, matching counters, lock-queue nodes,
-// the attach table of dynamic windows). One layout for every transport: shm maps
+// the directory header of dynamic windows). One layout for every transport: shm maps
 // it, sim allocates it, ucx registers it.
 #ifndef NBRMA_SYNC_CONTROL_REGION_HPP
 #define NBRMA_SYNC_CONTROL_REGION_HPP
@@ -16,8 +16,8 @@ namespace nbrma::sync {
 //   8   accumulate lock (0 free, holder rank + 1): element-wise atomicity of
 //       accumulates that cannot be one 64-bit atomic
 //   16  doorbell (bumped by peers that changed a counter; lets a scan skip O(p))
-//   24  number of attached regions (dynamic windows)
-//   64  attach table: {base, length} pairs, attach_capacity entries
+//   64  directory header of dynamic windows, directory_bytes long: where this
+//       rank's table of attached regions lives (transport/directory.hpp)
 //   ..  per-peer matching counters (DESIGN §4), 32 bytes each, all monotone and
 //       only ever fetch-added by that peer (so delivery order does not matter):
 //         +0  grant — exposures the peer opened toward this rank (the SC14 g)
@@ -34,16 +34,15 @@ class ControlLayout {
     static constexpr std::size_t lock_word = 0;
     static constexpr std::size_t accumulate_lock = 8;
     static constexpr std::size_t doorbell = 16;
-    static constexpr std::size_t attach_count = 24;
-    static constexpr std::size_t attach_table = 64;
-    static constexpr int attach_capacity = 64;
+    static constexpr std::size_t directory = 64;
+    static constexpr std::size_t directory_bytes = 1024;
     static constexpr std::size_t counter_bytes = 32;
 
     explicit ControlLayout(int nranks) : nranks_(nranks) {}
 
     int nranks() const { return nranks_; }
 
-    std::size_t counters() const { return attach_table + attach_capacity * 16; }
+    std::size_t counters() const { return directory + directory_bytes; }
     std::size_t counter(int peer) const { return counters() + peer * counter_bytes; }
     std::size_t grant_count(int peer) const { return counter(peer); }
     std::size_t done_count(int peer) const { return counter(peer) + 8; }

@@ -86,11 +86,20 @@ class Transport {
     // progresses nbrma inside MPICH's blocking calls even with nothing of ours pending.
     virtual bool needs_target_progress() const { return false; }
 
-    // Dynamic windows: a region of our memory was attached / is being detached
-    // (MPI_Win_attach/detach). Transports that must register memory for peers' access
-    // do it here; the rest accept. attach may fail (err_no_memory, err_transport).
-    virtual Status attach(const void *base, std::uint64_t size) { return Status::ok; }
-    virtual Status detach(const void *base) { return Status::ok; }
+    // Dynamic windows: attach a region of our memory / detach it (MPI_Win_attach/detach):
+    // publish it in our directory of attached regions (transport/directory.hpp), which
+    // origins read one-sidedly; transports that must register memory for peers' access
+    // do it here. attach may fail (err_no_memory, err_transport); detach of an address
+    // not attached is err_arg.
+    // attach fails with err_range if the region overlaps an attached one.
+    virtual Status attach(const void *base, std::uint64_t size) { return Status::err_unsupported; }
+    virtual Status detach(const void *base) { return Status::err_unsupported; }
+    // Dynamic windows: ok if the bytes [low, high) of peer's memory (absolute addresses)
+    // lie in regions the peer has attached, back to back; err_range otherwise. The
+    // transport refuses window-region accesses that fail this check itself, too.
+    virtual Status check_attached(int peer, std::uint64_t low, std::uint64_t high) {
+        return Status::err_range;
+    }
 };
 
 }  // namespace nbrma::transport

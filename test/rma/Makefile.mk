@@ -30,7 +30,8 @@ check_PROGRAMS += \
 	test/rma/compat \
 	test/rma/die_at \
 	test/rma/cma_forbid \
-	test/rma/cma_ptracer
+	test/rma/cma_ptracer \
+	test/rma/dynamic_many
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -143,3 +144,7 @@ test_rma_cma_forbid_LDADD = $(RMATEST_LDADD)
 test_rma_cma_ptracer_SOURCES = test/rma/cma_ptracer.c
 test_rma_cma_ptracer_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_cma_ptracer_LDADD = $(RMATEST_LDADD)
+
+test_rma_dynamic_many_SOURCES = test/rma/dynamic_many.c
+test_rma_dynamic_many_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_dynamic_many_LDADD = $(RMATEST_LDADD)

@@ -5,7 +5,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sync/control_region.hpp"
+
 namespace nbrma::transport::shm {
+
+using sync::ControlLayout;
 
 ShmTransport::ShmTransport(int rank, std::size_t control_size, std::vector<ShmPeer> peers)
     : rank_(rank), control_size_(control_size), peers_(std::move(peers)) {}
@@ -25,17 +29,27 @@ std::uint8_t *ShmTransport::mapped(int peer, RemoteAddress address, std::size_t 
 
 Status ShmTransport::cross_memory(int peer, void *local, std::size_t length,
                                   std::uint64_t offset, bool write) {
+    if (dynamic_) {
+        std::uint64_t high = 0;
+        if (__builtin_add_overflow(offset, length, &high)) return Status::err_range;
+        Status status = check_attached(peer, offset, high);
+        if (is_error(status)) return status;
+    }
+    return vm_copy(peer, local, length, peers_[peer].remote_base + offset, write);
+}
+
+Status ShmTransport::vm_copy(int peer, void *local, std::size_t length, std::uint64_t remote,
+                             bool write) {
     const ShmPeer &p = peers_[peer];
     if (peer == rank_) {
-        auto *remote = reinterpret_cast<void *>(p.remote_base + offset);
+        auto *address = reinterpret_cast<void *>(remote);
         if (write)
-            std::memmove(remote, local, length);
+            std::memmove(address, local, length);
         else
-            std::memmove(local, remote, length);
+            std::memmove(local, address, length);
         return Status::ok;
     }
     auto *cursor = static_cast<std::uint8_t *>(local);
-    std::uint64_t remote = p.remote_base + offset;
     while (length > 0) {
         iovec local_iov{cursor, length};
         iovec remote_iov{reinterpret_cast<void *>(remote), length};
@@ -120,6 +134,58 @@ Status ShmTransport::fence(int) {
 Status ShmTransport::flush(int, Completion *) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return Status::ok;
+}
+
+// ---------------------------------------------------------------- dynamic windows
+
+// A peer's directory: the header in its mapped control region, the slot array in its
+// heap through CMA.
+class ShmTransport::DirectorySource final : public DirectoryCache::Source {
+  public:
+    DirectorySource(ShmTransport &owner, int peer) : owner_(owner), peer_(peer) {}
+    Status read_header(std::size_t offset, void *destination, std::size_t length) override {
+        const auto *words = reinterpret_cast<const std::uint64_t *>(
+            owner_.peers_[peer_].control + ControlLayout::directory + offset);
+        auto *out = static_cast<std::uint64_t *>(destination);
+        for (std::size_t i = 0; i < length / 8; ++i)
+            out[i] = __atomic_load_n(&words[i], __ATOMIC_ACQUIRE);
+        return Status::ok;
+    }
+    Status read_array(const DirectoryHeader &, std::uint64_t address, void *destination,
+                      std::size_t length) override {
+        return owner_.vm_copy(peer_, destination, length, address, false);
+    }
+
+  private:
+    ShmTransport &owner_;
+    int peer_;
+};
+
+void ShmTransport::enable_dynamic() {
+    dynamic_ = true;
+    directory_ = std::make_unique<DirectoryWriter>(peers_[rank_].control + ControlLayout::directory,
+                                                   ControlLayout::directory_bytes, 0);
+    directories_.resize(peers_.size());
+}
+
+Status ShmTransport::attach(const void *base, std::uint64_t size) {
+    if (!directory_) return Status::err_unsupported;
+    return directory_->add(reinterpret_cast<std::uintptr_t>(base), size, nullptr, 0);
+}
+
+Status ShmTransport::detach(const void *base) {
+    if (!directory_) return Status::err_unsupported;
+    return directory_->remove(reinterpret_cast<std::uintptr_t>(base));
+}
+
+Status ShmTransport::check_attached(int peer, std::uint64_t low, std::uint64_t high) {
+    if (!dynamic_ || peer < 0 || peer >= size() || !peers_[peer].control) return Status::err_range;
+    DirectorySource source(*this, peer);
+    DirectoryCache &directory = directories_[peer];
+    Status status = directory.refresh(source);
+    if (is_error(status)) return status;
+    std::size_t first = 0, count = 0;
+    return directory.cover(low, high, &first, &count);
 }
 
 }  // namespace nbrma::transport::shm

@@ -10,8 +10,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "transport/directory.hpp"
 #include "transport/transport.hpp"
 
 namespace nbrma::transport::shm {
@@ -44,15 +46,28 @@ class ShmTransport final : public Transport {
     Status flush(int peer, Completion *completion) override;
     int poll() override { return 0; }
 
+    // Dynamic windows: our directory lives in our heap (header in our control region);
+    // origins copy peers' directories with CMA. A MixedTransport enables it too, only to
+    // read the directories its UCX transport writes (same format).
+    void enable_dynamic();
+    Status attach(const void *base, std::uint64_t size) override;
+    Status detach(const void *base) override;
+    Status check_attached(int peer, std::uint64_t low, std::uint64_t high) override;
+
   private:
+    class DirectorySource;
     // Local address of (peer, region, offset) when directly mapped, else null.
     std::uint8_t *mapped(int peer, RemoteAddress address, std::size_t length, Status *status);
     Status cross_memory(int peer, void *local, std::size_t length, std::uint64_t offset,
                         bool write);
+    Status vm_copy(int peer, void *local, std::size_t length, std::uint64_t remote, bool write);
 
     int rank_;
     std::size_t control_size_;
     std::vector<ShmPeer> peers_;
+    bool dynamic_ = false;
+    std::unique_ptr<DirectoryWriter> directory_;
+    std::vector<DirectoryCache> directories_;  // peers', by rank
 };
 
 }  // namespace nbrma::transport::shm

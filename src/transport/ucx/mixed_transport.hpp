@@ -5,7 +5,7 @@
 // atomic — on control regions (lock words, counters, accumulate lock) and on window
 // memory alike — goes through UCX, for local peers too (UCX reaches them through its
 // node-local transports). Only plain data moves over shm: window-region put/get and
-// control-region put/get (grant and queue slots, attach tables — words that are never
+// control-region put/get (grant and queue slots, directory headers — words that are never
 // the target of an atomic) to node-local peers.
 //
 // Ordering: a shm operation is complete when it returns, so anything posted after it
@@ -53,6 +53,11 @@ class MixedTransport final : public Transport {
         return ucx_->attach(base, size);
     }
     Status detach(const void *base) override { return ucx_->detach(base); }
+    // Both read the directory ucx_ writes: local peers' with CMA, remote ones' with gets.
+    Status check_attached(int peer, std::uint64_t low, std::uint64_t high) override {
+        return peer >= 0 && peer < size() && local_[peer] ? shm_->check_attached(peer, low, high)
+                                                          : ucx_->check_attached(peer, low, high);
+    }
 
   private:
     // Whether (peer, region) goes over shm; settles a pending fence toward peer first.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "sync/control_region.hpp"
 
 namespace nbrma::transport::ucx {
 
@@ -78,6 +79,8 @@ struct UcxTransport::Operation {
     std::uint64_t reply;    // the atomic's reply buffer; for compare-and-swap, on input
                             // the value to swap in (ucp_atomic_op_nbx's CSWAP semantics)
     std::uint64_t *result;
+    int parts;       // UCX requests still in flight for this operation (split put/get)
+    Status failure;  // the first failed part's
 };
 
 UcxTransport::UcxTransport(UcxWorker &worker, int rank, int size, void *control,
@@ -92,17 +95,14 @@ UcxTransport::~UcxTransport() {
     for (Peer &peer : peers_) {
         destroy(peer.control);
         destroy(peer.window);
-        destroy(peer.directory);
-        for (CachedRegion &region : peer.regions) destroy(region.remote);
+        if (peer.directory_rkey) ucp_rkey_destroy(peer.directory_rkey);
+        for (CachedKey &key : peer.keys)
+            if (key.rkey) ucp_rkey_destroy(key.rkey);
     }
     for (ucp_rkey_h rkey : retired_) ucp_rkey_destroy(rkey);
     for (ucs_status_ptr_t request : connecting_)
         if (request && !UCS_PTR_IS_ERR(request)) (void)worker_.wait(request);
     for (Operation *operation : free_operations_) delete operation;
-}
-
-UcxTransport::DirectoryHeader *UcxTransport::directory_header(int slot) {
-    return reinterpret_cast<DirectoryHeader *>(directory_.data()) + slot;
 }
 
 // ---------------------------------------------------------------- setup
@@ -117,10 +117,19 @@ Status UcxTransport::expose_window(void *base, std::size_t size) {
 
 Status UcxTransport::expose_dynamic() {
     dynamic_ = true;
-    directory_.assign(directory_bytes / sizeof(std::uint64_t), 0);
-    attached_.resize(directory_capacity);
-    Status status = worker_.map(directory_.data(), directory_bytes, &directory_registration_);
-    if (is_error(status)) return status;
+    // Every slot array the directory grows into is registered (and stays so until the
+    // window is freed); peers find its rkey in the directory header.
+    auto publish = [this](void *array, std::size_t bytes, std::vector<std::uint8_t> *key) {
+        std::unique_ptr<UcxRegistration> registration;
+        Status status = worker_.map(array, bytes, &registration);
+        if (is_error(status)) return status;
+        *key = registration->rkey();
+        directory_arrays_.push_back(std::move(registration));
+        return Status::ok;
+    };
+    directory_ = std::make_unique<DirectoryWriter>(
+        static_cast<std::uint8_t *>(control_) + sync::ControlLayout::directory,
+        sync::ControlLayout::directory_bytes, directory_rkey_bytes, publish);
     return expose_window(nullptr, 0);
 }
 
@@ -128,7 +137,7 @@ std::vector<std::uint8_t> UcxTransport::exposure() const {
     RecordWriter out;
     out.bytes(worker_.address());
     for (const UcxRegistration *registration :
-         {control_registration_.get(), window_registration_.get(), directory_registration_.get()}) {
+         {control_registration_.get(), window_registration_.get()}) {
         out.word(registration ? registration->base() : 0);
         out.word(registration ? registration->length() : 0);
         out.bytes(registration ? registration->rkey() : std::vector<std::uint8_t>());
@@ -155,7 +164,7 @@ Status UcxTransport::connect(int peer, const std::uint8_t *record, std::size_t l
     if (!in.bytes(&address, &address_length)) return Status::err_arg;
     Status status = worker_.connect(address, address_length, &p.ep);
     if (is_error(status)) return status;
-    for (Remote *remote : {&p.control, &p.window, &p.directory}) {
+    for (Remote *remote : {&p.control, &p.window}) {
         const std::uint8_t *rkey = nullptr;
         std::size_t rkey_length = 0;
         if (!in.word(&remote->base) || !in.word(&remote->length) || !in.bytes(&rkey, &rkey_length))
@@ -166,7 +175,6 @@ Status UcxTransport::connect(int peer, const std::uint8_t *record, std::size_t l
     std::uint64_t dynamic = 0;
     if (!in.word(&dynamic)) return Status::err_arg;
     p.dynamic = dynamic != 0;
-    if (p.dynamic) p.regions.resize(directory_capacity);
     return Status::ok;
 }
 
@@ -207,74 +215,133 @@ Status UcxTransport::finish_connect_test(bool *done) {
 
 // ---------------------------------------------------------------- addressing
 
-Status UcxTransport::fetch(Peer &peer, void *destination, std::size_t length,
-                           std::uint64_t offset) {
+Status UcxTransport::fetch(Peer &peer, void *destination, std::size_t length, std::uint64_t remote,
+                           ucp_rkey_h rkey) {
     ucp_request_param_t param{};
-    return worker_.wait(ucp_get_nbx(peer.ep, destination, length, peer.directory.base + offset,
-                                    peer.directory.rkey, &param));
+    return worker_.wait(ucp_get_nbx(peer.ep, destination, length, remote, rkey, &param));
 }
 
-Status UcxTransport::resolve_dynamic(Peer &peer, std::uint64_t address, std::size_t length,
-                                     ucp_rkey_h *rkey) {
-    if (!peer.directory.rkey) return Status::err_range;
-    auto covers = [&](std::uint64_t base, std::uint64_t size) {
-        return size > 0 && address >= base && address - base <= size &&
-               length <= size - (address - base);
-    };
-    // Cached: valid while the slot's generation is unchanged.
-    for (std::size_t slot = 0; slot < peer.regions.size(); ++slot) {
-        CachedRegion &region = peer.regions[slot];
-        if (!region.remote.rkey || !covers(region.remote.base, region.remote.length)) continue;
-        DirectoryHeader header;
-        Status status = fetch(peer, &header, sizeof header, slot * sizeof header);
-        if (is_error(status)) return status;
-        if (header.generation == region.generation) {
-            *rkey = region.remote.rkey;
-            return Status::ok;
-        }
-        retired_.push_back(region.remote.rkey);  // in-flight operations may still use it
-        region.remote.rkey = nullptr;
-        break;
+// A peer's directory through gets: the header in its control region, the slot array
+// with the rkey the header publishes (unpacked once per array).
+class UcxTransport::DirectorySource final : public DirectoryCache::Source {
+  public:
+    DirectorySource(UcxTransport &owner, Peer &peer) : owner_(owner), peer_(peer) {}
+    Status read_header(std::size_t offset, void *destination, std::size_t length) override {
+        return owner_.fetch(peer_, destination, length,
+                            peer_.control.base + sync::ControlLayout::directory + offset,
+                            peer_.control.rkey);
     }
-    DirectoryHeader headers[directory_capacity];
-    Status status = fetch(peer, headers, sizeof headers, 0);
+    Status read_array(const DirectoryHeader &header, std::uint64_t address, void *destination,
+                      std::size_t length) override {
+        if (header.address != peer_.directory_array || !peer_.directory_rkey) {
+            std::uint8_t key[sync::ControlLayout::directory_bytes];
+            if (header.key_length == 0 || header.key_length > sizeof key - sizeof header)
+                return Status::err_transport;
+            Status status = read_header(sizeof header, key, header.key_length);
+            if (is_error(status)) return status;
+            std::uint64_t generation = 0;  // the key is the array's only if nothing changed
+            status = read_header(0, &generation, sizeof generation);
+            if (is_error(status)) return status;
+            if (generation != header.generation) return Status::err_transport;  // refresh retries
+            ucp_rkey_h rkey = nullptr;
+            status = owner_.unpack(peer_.ep, key, header.key_length, &rkey);
+            if (is_error(status)) return status;
+            if (peer_.directory_rkey) owner_.retired_.push_back(peer_.directory_rkey);
+            peer_.directory_rkey = rkey;
+            peer_.directory_array = header.address;
+        }
+        return owner_.fetch(peer_, destination, length, address, peer_.directory_rkey);
+    }
+
+  private:
+    UcxTransport &owner_;
+    Peer &peer_;
+};
+
+Status UcxTransport::check_attached(int peer, std::uint64_t low, std::uint64_t high) {
+    if (peer < 0 || peer >= size() || !peers_[peer].ep || !peers_[peer].dynamic)
+        return Status::err_range;
+    Peer &p = peers_[peer];
+    DirectorySource source(*this, p);
+    Status status = p.directory.refresh(source);
     if (is_error(status)) return status;
-    for (int slot = 0; slot < directory_capacity; ++slot) {
-        const DirectoryHeader &header = headers[slot];
-        if (!covers(header.base, header.length)) continue;
-        if (header.rkey_length == 0 || header.rkey_length > directory_rkey_bytes)
-            return Status::err_transport;
-        std::uint8_t packed[directory_rkey_bytes];
-        status =
-            fetch(peer, packed, header.rkey_length, directory_rkeys + slot * directory_rkey_bytes);
-        if (is_error(status)) return status;
-        CachedRegion &region = peer.regions[slot];
-        if (region.remote.rkey) retired_.push_back(region.remote.rkey);
-        region.remote.rkey = nullptr;
-        status = unpack(peer.ep, packed, header.rkey_length, &region.remote.rkey);
-        if (is_error(status)) return status;
-        region.remote.base = header.base;
-        region.remote.length = header.length;
-        region.generation = header.generation;
-        *rkey = region.remote.rkey;
+    std::size_t first = 0, count = 0;
+    status = p.directory.cover(low, high, &first, &count);
+    p.checked = !is_error(status);
+    return status;
+}
+
+// The rkey of a region of the peer's directory: cached while the slot's generation is
+// unchanged, else read from the slot. *stale: the directory changed meanwhile.
+Status UcxTransport::region_key(Peer &peer, const DirectoryCache::Region &region, ucp_rkey_h *rkey,
+                                bool *stale) {
+    if (peer.keys.size() <= region.slot) peer.keys.resize(region.slot + 1);
+    CachedKey &key = peer.keys[region.slot];
+    if (key.rkey && key.generation == region.generation) {
+        *rkey = key.rkey;
         return Status::ok;
     }
-    return Status::err_range;  // not attached (or detached since)
+    if (region.key_length == 0 || region.key_length > directory_rkey_bytes)
+        return Status::err_transport;
+    std::uint8_t packed[directory_rkey_bytes];
+    Status status = fetch(peer, packed, region.key_length, peer.directory.key_address(region.slot),
+                          peer.directory_rkey);
+    if (is_error(status)) return status;
+    DirectorySource source(*this, peer);
+    std::uint64_t generation = 0;
+    status = source.read_header(0, &generation, sizeof generation);
+    if (is_error(status)) return status;
+    if (generation != peer.directory.generation()) {
+        *stale = true;
+        return Status::ok;
+    }
+    if (key.rkey) retired_.push_back(key.rkey);  // in-flight operations may still use it
+    key.rkey = nullptr;
+    status = unpack(peer.ep, packed, region.key_length, &key.rkey);
+    if (is_error(status)) return status;
+    key.generation = region.generation;
+    *rkey = key.rkey;
+    return Status::ok;
 }
 
-Status UcxTransport::resolve(int peer, RemoteAddress address, std::size_t length,
-                             std::uint64_t *remote, ucp_rkey_h *rkey) {
+Status UcxTransport::resolve_dynamic(Peer &peer, std::uint64_t address, std::size_t length) {
+    std::uint64_t high = 0;
+    if (__builtin_add_overflow(address, length, &high)) return Status::err_range;
+    for (bool checked = peer.checked;; checked = false) {
+        peer.checked = false;
+        pieces_.clear();
+        DirectorySource source(*this, peer);
+        Status status = checked ? Status::ok : peer.directory.refresh(source);
+        if (is_error(status)) return status;
+        std::size_t first = 0, count = 0;
+        status = peer.directory.cover(address, high, &first, &count);
+        if (is_error(status)) return status;
+        bool stale = false;
+        std::uint64_t cursor = address;
+        for (std::size_t i = first; i < first + count && !stale; ++i) {
+            const DirectoryCache::Region &region = peer.directory.region(i);
+            ucp_rkey_h rkey = nullptr;
+            status = region_key(peer, region, &rkey, &stale);
+            if (is_error(status)) return status;
+            const std::uint64_t end =
+                region.length >= high - region.base ? high : region.base + region.length;
+            pieces_.push_back(Piece{cursor, static_cast<std::size_t>(end - cursor), rkey});
+            cursor = end;
+        }
+        if (!stale) return Status::ok;
+    }
+}
+
+Status UcxTransport::resolve(int peer, RemoteAddress address, std::size_t length) {
     if (peer < 0 || peer >= size() || !peers_[peer].ep) return Status::err_rank;
     Peer &p = peers_[peer];
-    if (address.region == Region::window && p.dynamic) {
-        *remote = address.offset;
-        return resolve_dynamic(p, address.offset, length, rkey);
-    }
+    if (address.region == Region::window && p.dynamic)
+        return resolve_dynamic(p, address.offset, length);
+    pieces_.clear();
     const Remote &target = address.region == Region::control ? p.control : p.window;
     if (!target.rkey || address.offset > target.length || length > target.length - address.offset)
         return Status::err_range;
-    *remote = target.base + address.offset;
-    *rkey = target.rkey;
+    if (length > 0) pieces_.push_back(Piece{target.base + address.offset, length, target.rkey});
     return Status::ok;
 }
 
@@ -283,11 +350,14 @@ Status UcxTransport::resolve(int peer, RemoteAddress address, std::size_t length
 void UcxTransport::on_done(void *request, ucs_status_t status, void *user_data) {
     auto *operation = static_cast<Operation *>(user_data);
     UcxTransport *owner = operation->owner;
-    if (operation->result && status == UCS_OK) *operation->result = operation->reply;
-    if (operation->completion)
-        owner->ready_.emplace_back(operation->completion, status_from_ucs(status));
-    owner->free_operations_.push_back(operation);
     ucp_request_free(request);
+    if (status != UCS_OK && !is_error(operation->failure))
+        operation->failure = status_from_ucs(status);
+    if (--operation->parts > 0) return;
+    if (operation->result && !is_error(operation->failure)) *operation->result = operation->reply;
+    if (operation->completion)
+        owner->ready_.emplace_back(operation->completion, operation->failure);
+    owner->free_operations_.push_back(operation);
 }
 
 Status UcxTransport::posted(ucs_status_ptr_t request, Operation *operation) {
@@ -313,7 +383,7 @@ UcxTransport::Operation *UcxTransport::operation_start(Completion *completion,
         operation = free_operations_.back();
         free_operations_.pop_back();
     }
-    *operation = Operation{this, completion, operand, reply, result};
+    *operation = Operation{this, completion, operand, reply, result, 1, Status::ok};
     return operation;
 }
 
@@ -327,37 +397,53 @@ ucp_request_param_t callback_param(void *operation, ucp_send_nbx_callback_t call
 }
 }  // namespace
 
+Status UcxTransport::post_pieces(int peer, bool write, void *local, Completion *completion) {
+    Operation *operation = operation_start(completion, 0, 0, nullptr);
+    operation->parts = 1;  // held while posting
+    auto *cursor = static_cast<std::uint8_t *>(local);
+    for (const Piece &piece : pieces_) {
+        ucp_request_param_t param = callback_param(operation, on_done);
+        ucs_status_ptr_t request = write ? ucp_put_nbx(peers_[peer].ep, cursor, piece.length,
+                                                       piece.remote, piece.rkey, &param)
+                                         : ucp_get_nbx(peers_[peer].ep, cursor, piece.length,
+                                                       piece.remote, piece.rkey, &param);
+        if (UCS_PTR_IS_ERR(request)) {  // parts posted already report it at completion
+            operation->failure = status_from_ucs(UCS_PTR_STATUS(request));
+            log(1, "ucx: operation failed: %s", ucs_status_string(UCS_PTR_STATUS(request)));
+            break;
+        }
+        if (request) ++operation->parts;
+        cursor += piece.length;
+    }
+    if (--operation->parts > 0) return Status::in_progress;
+    const Status status = operation->failure;  // every part completed inline
+    free_operations_.push_back(operation);
+    return status;
+}
+
 Status UcxTransport::put(int peer, const void *source, std::size_t length, RemoteAddress target,
                          Completion *completion) {
-    std::uint64_t remote = 0;
-    ucp_rkey_h rkey = nullptr;
     if (length > 0 && !source) return Status::err_arg;
-    Status status = resolve(peer, target, length, &remote, &rkey);
-    if (is_error(status) || length == 0) return status;
-    Operation *operation = operation_start(completion, 0, 0, nullptr);
-    ucp_request_param_t param = callback_param(operation, on_done);
-    return posted(ucp_put_nbx(peers_[peer].ep, source, length, remote, rkey, &param), operation);
+    Status status = resolve(peer, target, length);
+    if (is_error(status)) return status;
+    return post_pieces(peer, true, const_cast<void *>(source), completion);
 }
 
 Status UcxTransport::get(int peer, void *destination, std::size_t length, RemoteAddress source,
                          Completion *completion) {
-    std::uint64_t remote = 0;
-    ucp_rkey_h rkey = nullptr;
     if (length > 0 && !destination) return Status::err_arg;
-    Status status = resolve(peer, source, length, &remote, &rkey);
-    if (is_error(status) || length == 0) return status;
-    Operation *operation = operation_start(completion, 0, 0, nullptr);
-    ucp_request_param_t param = callback_param(operation, on_done);
-    return posted(ucp_get_nbx(peers_[peer].ep, destination, length, remote, rkey, &param),
-                  operation);
+    Status status = resolve(peer, source, length);
+    if (is_error(status)) return status;
+    return post_pieces(peer, false, destination, completion);
 }
 
 Status UcxTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                             std::uint64_t compare, std::uint64_t *result, Completion *completion) {
-    std::uint64_t remote = 0;
-    ucp_rkey_h rkey = nullptr;
-    Status status = resolve(peer, target, 8, &remote, &rkey);
+    Status status = resolve(peer, target, 8);
     if (is_error(status)) return status;
+    if (pieces_.size() != 1) return Status::err_range;  // a word across two regions: not one rkey
+    const std::uint64_t remote = pieces_[0].remote;
+    ucp_rkey_h rkey = pieces_[0].rkey;
     if (remote % 8 != 0) return Status::err_arg;
     const bool bitwise =
         op == AtomicOp::fetch_and || op == AtomicOp::fetch_or || op == AtomicOp::fetch_xor;
@@ -435,42 +521,33 @@ int UcxTransport::poll() {
 // ---------------------------------------------------------------- dynamic windows
 
 Status UcxTransport::attach(const void *base, std::uint64_t size) {
-    if (!dynamic_) return Status::ok;
-    int slot = 0;
-    while (slot < directory_capacity && attached_[slot]) ++slot;
-    if (slot == directory_capacity) return Status::err_no_memory;
+    if (!directory_) return Status::err_unsupported;
+    const std::uint64_t address = reinterpret_cast<std::uintptr_t>(base);
     std::unique_ptr<UcxRegistration> registration;
-    Status status = worker_.map(const_cast<void *>(base), size, &registration);
-    if (is_error(status)) return status;
-    if (registration->rkey().size() > directory_rkey_bytes) {
-        log(0, "ucx: packed rkey of %zu bytes exceeds the directory slot",
-            registration->rkey().size());
-        return Status::err_no_memory;
+    if (size > 0) {
+        Status status = worker_.map(const_cast<void *>(base), size, &registration);
+        if (is_error(status)) return status;
+        if (registration->rkey().size() > directory_rkey_bytes) {
+            log(0, "ucx: packed rkey of %zu bytes exceeds the directory slot",
+                registration->rkey().size());
+            return Status::err_no_memory;
+        }
     }
-    auto *rkey = reinterpret_cast<std::uint8_t *>(directory_.data()) + directory_rkeys +
-                 slot * directory_rkey_bytes;
-    std::memcpy(rkey, registration->rkey().data(), registration->rkey().size());
-    DirectoryHeader *header = directory_header(slot);
-    header->base = reinterpret_cast<std::uintptr_t>(base);
-    header->length = size;
-    header->rkey_length = registration->rkey().size();
-    __atomic_store_n(&header->generation, ++generation_, __ATOMIC_RELEASE);
-    attached_[slot] = std::move(registration);
+    Status status =
+        directory_->add(address, size, registration ? registration->rkey().data() : nullptr,
+                        registration ? registration->rkey().size() : 0);
+    if (is_error(status)) return status;  // (overlap) the registration goes with it
+    if (registration) attached_[address] = std::move(registration);
     return Status::ok;
 }
 
 Status UcxTransport::detach(const void *base) {
-    if (!dynamic_) return Status::ok;
-    for (int slot = 0; slot < directory_capacity; ++slot) {
-        DirectoryHeader *header = directory_header(slot);
-        if (!attached_[slot] || header->base != reinterpret_cast<std::uintptr_t>(base)) continue;
-        header->length = 0;
-        header->rkey_length = 0;
-        __atomic_store_n(&header->generation, ++generation_, __ATOMIC_RELEASE);
-        attached_[slot].reset();
-        return Status::ok;
-    }
-    return Status::err_arg;
+    if (!directory_) return Status::err_unsupported;
+    const std::uint64_t address = reinterpret_cast<std::uintptr_t>(base);
+    Status status = directory_->remove(address);  // withdrawn first, then unmapped
+    if (is_error(status)) return status;
+    attached_.erase(address);
+    return Status::ok;
 }
 
 }  // namespace nbrma::transport::ucx

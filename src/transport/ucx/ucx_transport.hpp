@@ -14,22 +14,28 @@
 //      once (wireup needs every worker progressed; the MPI layer overlaps it with a
 //      nonblocking barrier).
 //
-// Dynamic windows: each rank registers a directory (attach_capacity entries of base,
-// length, generation and packed rkey) that origins read with gets. attach() maps the
-// region and publishes its rkey; detach() unmaps it, clears the entry and bumps its
-// generation. An origin caches unpacked rkeys per directory slot and, before each
-// access, re-reads that slot's header: a changed generation (detach, re-attach at the
-// same address) drops the cached rkey; an address no entry covers is err_range.
+// Dynamic windows: each rank keeps the directory of its attached regions
+// (transport/directory.hpp) in registered memory — the slot array, with a packed rkey
+// per slot; a grown array is registered anew and its rkey published in the header in
+// our (registered) control region. attach() maps the region and publishes its rkey;
+// detach() withdraws it, then unmaps it. An origin keeps a copy of each peer's
+// directory, re-read when the peer's generation word changed (one 8-byte get per
+// access otherwise), and unpacked rkeys per slot, valid while the slot's generation
+// is unchanged (a detach or a re-attach at the same address changes it). An access
+// spanning regions attached back to back is split into one operation per region; an
+// address no region covers is err_range.
 #ifndef NBRMA_TRANSPORT_UCX_UCX_TRANSPORT_HPP
 #define NBRMA_TRANSPORT_UCX_UCX_TRANSPORT_HPP
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "transport/directory.hpp"
 #include "transport/transport.hpp"
 #include "transport/ucx/ucx_worker.hpp"
 
@@ -37,8 +43,7 @@ namespace nbrma::transport::ucx {
 
 class UcxTransport final : public Transport {
   public:
-    static constexpr int directory_capacity = 64;  // = sync::ControlLayout::attach_capacity
-    static constexpr std::size_t directory_rkey_bytes = 480;
+    static constexpr std::size_t directory_rkey_bytes = 480;  // key bytes per directory slot
 
     UcxTransport(UcxWorker &worker, int rank, int size, void *control, std::size_t control_size);
     ~UcxTransport() override;
@@ -72,6 +77,7 @@ class UcxTransport final : public Transport {
     bool needs_target_progress() const override { return true; }
     Status attach(const void *base, std::uint64_t size) override;
     Status detach(const void *base) override;
+    Status check_attached(int peer, std::uint64_t low, std::uint64_t high) override;
 
   private:
     struct Remote {
@@ -79,40 +85,46 @@ class UcxTransport final : public Transport {
         std::uint64_t length = 0;
         ucp_rkey_h rkey = nullptr;
     };
-    struct CachedRegion {  // an unpacked rkey of a peer's attached region
+    struct CachedKey {  // an unpacked rkey of a peer's directory slot
         std::uint64_t generation = 0;
-        Remote remote;
+        ucp_rkey_h rkey = nullptr;
     };
     struct Peer {
         ucp_ep_h ep = nullptr;
         Remote control;
         Remote window;
         bool dynamic = false;
-        Remote directory;
-        std::vector<CachedRegion> regions;  // by directory slot (dynamic windows)
+        DirectoryCache directory;           // dynamic windows: the peer's attached regions
+        std::uint64_t directory_array = 0;  // the slot array directory_rkey is for
+        ucp_rkey_h directory_rkey = nullptr;
+        std::vector<CachedKey> keys;  // by directory slot
+        // check_attached() just re-read the directory: the access it checked (the
+        // engine's next call toward this peer) need not read the generation again.
+        bool checked = false;
     };
-    // A directory in memory: directory_capacity headers, then as many rkey slots of
-    // directory_rkey_bytes (an origin's lookup reads the headers in one get).
-    struct DirectoryHeader {
-        std::uint64_t base;
-        std::uint64_t length;  // 0: free slot
-        std::uint64_t generation;
-        std::uint64_t rkey_length;
+    struct Piece {  // one contiguous operation: remote address, length, rkey
+        std::uint64_t remote;
+        std::size_t length;
+        ucp_rkey_h rkey;
     };
-    static constexpr std::size_t directory_rkeys = directory_capacity * sizeof(DirectoryHeader);
-    static constexpr std::size_t directory_bytes =
-        directory_rkeys + directory_capacity * directory_rkey_bytes;
+    class DirectorySource;
     struct Operation;  // per posted call: the completion and the atomic's buffers
     static void on_done(void *request, ucs_status_t status, void *user_data);
     Operation *operation_start(Completion *completion, std::uint64_t operand, std::uint64_t reply,
                                std::uint64_t *result);
 
     Status unpack(ucp_ep_h ep, const std::uint8_t *rkey, std::size_t length, ucp_rkey_h *out);
-    // The remote virtual address and rkey of (peer, address, length), or an error.
-    Status resolve(int peer, RemoteAddress address, std::size_t length, std::uint64_t *remote,
-                   ucp_rkey_h *rkey);
-    Status resolve_dynamic(Peer &peer, std::uint64_t address, std::size_t length, ucp_rkey_h *rkey);
-    Status fetch(Peer &peer, void *destination, std::size_t length, std::uint64_t offset);
+    // The remote pieces of (peer, address, length) into pieces_ (one per attached
+    // region it spans on dynamic windows; none if length is 0), or an error.
+    Status resolve(int peer, RemoteAddress address, std::size_t length);
+    Status resolve_dynamic(Peer &peer, std::uint64_t address, std::size_t length);
+    Status region_key(Peer &peer, const DirectoryCache::Region &region, ucp_rkey_h *rkey,
+                      bool *stale);
+    // A blocking get (directory reads).
+    Status fetch(Peer &peer, void *destination, std::size_t length, std::uint64_t remote,
+                 ucp_rkey_h rkey);
+    // Posts a put or get of every piece as one operation (one completion).
+    Status post_pieces(int peer, bool write, void *local, Completion *completion);
     Status posted(ucs_status_ptr_t request, Operation *operation);
     Status bitwise_by_cswap(AtomicOp op, std::uint64_t remote, ucp_rkey_h rkey,
                             std::uint64_t operand, std::uint64_t *result);
@@ -125,11 +137,10 @@ class UcxTransport final : public Transport {
     std::unique_ptr<UcxRegistration> control_registration_;
     std::unique_ptr<UcxRegistration> window_registration_;
     bool dynamic_ = false;
-    std::vector<std::uint64_t> directory_;  // dynamic windows: ours, read by peers
-    DirectoryHeader *directory_header(int slot);
-    std::unique_ptr<UcxRegistration> directory_registration_;
-    std::vector<std::unique_ptr<UcxRegistration>> attached_;  // by directory slot
-    std::uint64_t generation_ = 0;
+    std::unique_ptr<DirectoryWriter> directory_;                          // ours (dynamic windows)
+    std::vector<std::unique_ptr<UcxRegistration>> directory_arrays_;      // its slot arrays
+    std::map<std::uint64_t, std::unique_ptr<UcxRegistration>> attached_;  // by base
+    std::vector<Piece> pieces_;
     std::vector<ucp_rkey_h> retired_;  // stale rkeys, destroyed with the transport
     std::vector<ucs_status_ptr_t> connecting_;
     std::deque<std::pair<Completion *, Status>> ready_;  // completions poll() runs

@@ -5,6 +5,7 @@
 // before a counter, flush, dynamic regions (attach, detach, re-attach), and the error
 // paths: out-of-range, misaligned, bad peer, detached region, unreachable peer.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -363,6 +364,81 @@ TEST_F(UcxDynamicTest, AttachedRegionsAreReachableAndDetachedOnesAreNot) {
     serve(false);
     ASSERT_EQ(transport(1).detach(region), Status::ok);
     ASSERT_EQ(transport(1).detach(other), Status::ok);
+}
+
+TEST_F(UcxDynamicTest, AccessesSpanRegionsAttachedBackToBack) {
+    alignas(8) std::uint8_t buffer[3 * 64] = {};
+    const auto address = reinterpret_cast<std::uintptr_t>(buffer);
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(transport(1).attach(buffer + 64 * k, 64), Status::ok);
+    std::uint8_t out[3 * 64], in[3 * 64] = {};
+    for (int i = 0; i < 3 * 64; ++i) out[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    serve(true);
+    EXPECT_EQ(transport(0).check_attached(1, address, address + sizeof buffer), Status::ok);
+    Counter counter;  // one put, one get: three UCX operations each, one completion each
+    counter.track(transport(0).put(1, out, sizeof out, {Region::window, address}, &counter));
+    counter.track(transport(0).flush(1, &counter));
+    wait(counter);
+    EXPECT_EQ(std::memcmp(buffer, out, sizeof out), 0);
+    Counter got;
+    got.track(transport(0).get(1, in, sizeof in - 16, {Region::window, address + 8}, &got));
+    wait(got);
+    EXPECT_EQ(std::memcmp(in, out + 8, sizeof in - 16), 0);
+
+    // The middle one detached: refused whole, nothing written.
+    serve(false);
+    ASSERT_EQ(transport(1).detach(buffer + 64), Status::ok);
+    serve(true);
+    std::uint8_t zeros[3 * 64] = {};
+    EXPECT_EQ(transport(0).check_attached(1, address, address + sizeof buffer), Status::err_range);
+    EXPECT_EQ(transport(0).put(1, zeros, sizeof zeros, {Region::window, address}, nullptr),
+              Status::err_range);
+    Counter flushed;
+    flushed.track(transport(0).flush(1, &flushed));
+    wait(flushed);
+    EXPECT_EQ(std::memcmp(buffer, out, sizeof out), 0);
+    serve(false);
+    ASSERT_EQ(transport(1).detach(buffer), Status::ok);
+    ASSERT_EQ(transport(1).detach(buffer + 128), Status::ok);
+}
+
+// A dynamic window spanning nodes: rank 0 node-local (shm reads the directory its UCX
+// transport writes, with CMA), rank 1 remote; spanning accesses on both paths.
+TEST_F(UcxDynamicTest, MixedTransportReadsTheDirectoryUcxWrites) {
+    std::vector<shm::ShmPeer> shm_peers(2);
+    shm_peers[0].control = ranks_[0]->control.data();
+    shm_peers[0].window_size = ~0ull;
+    shm_peers[0].pid = getpid();
+    auto shm = std::make_unique<shm::ShmTransport>(0, control_bytes, std::move(shm_peers));
+    shm->enable_dynamic();
+    mixed_ = std::make_unique<MixedTransport>(std::move(shm), std::move(ranks_[0]->transport),
+                                              std::vector<bool>{true, false});
+    MixedTransport &mixed = *mixed_;
+    alignas(8) std::uint8_t local[128] = {}, remote[128] = {};
+    const auto local_address = reinterpret_cast<std::uintptr_t>(local);
+    const auto remote_address = reinterpret_cast<std::uintptr_t>(remote);
+    ASSERT_EQ(mixed.attach(local + 64, 64), Status::ok);
+    ASSERT_EQ(mixed.attach(local, 64), Status::ok);
+    ASSERT_EQ(transport(1).attach(remote, 64), Status::ok);
+    ASSERT_EQ(transport(1).attach(remote + 64, 64), Status::ok);
+    std::uint8_t out[96];
+    for (int i = 0; i < 96; ++i) out[i] = static_cast<std::uint8_t>(3 * i + 1);
+    serve(true);
+    EXPECT_EQ(mixed.check_attached(0, local_address + 16, local_address + 112), Status::ok);
+    EXPECT_EQ(mixed.put(0, out, 96, {Region::window, local_address + 16}, nullptr), Status::ok);
+    EXPECT_EQ(std::memcmp(local + 16, out, 96), 0);
+    EXPECT_EQ(mixed.check_attached(0, local_address + 16, local_address + 129), Status::err_range);
+    EXPECT_EQ(mixed.put(0, out, 8, {Region::window, local_address + 124}, nullptr),
+              Status::err_range);
+    Counter counter;
+    counter.track(mixed.put(1, out, 96, {Region::window, remote_address + 16}, &counter));
+    counter.track(mixed.flush(1, &counter));
+    wait(counter);
+    EXPECT_EQ(std::memcmp(remote + 16, out, 96), 0);
+    serve(false);
+    ASSERT_EQ(mixed.detach(local), Status::ok);
+    ASSERT_EQ(mixed.detach(local + 64), Status::ok);
+    ASSERT_EQ(transport(1).detach(remote), Status::ok);
+    ASSERT_EQ(transport(1).detach(remote + 64), Status::ok);
 }
 
 // A peer whose transports cannot reach ours: endpoint creation reports an error.
