@@ -135,15 +135,30 @@ std::vector<TypeSegment> pair_segments() {
     return segments;
 }
 
+// true_lb and true_extent from the data the segments describe: the range checks then
+// cover exactly the bytes the engine moves.
+void set_true_bounds(TypeLayout &layout) {
+    if (layout.segments.empty()) {
+        layout.true_lb = layout.true_extent = 0;
+        return;
+    }
+    std::int64_t low = layout.segments[0].offset, high = low;
+    for (const TypeSegment &s : layout.segments) {
+        low = std::min(low, s.offset);
+        high = std::max(high, s.offset + static_cast<std::int64_t>(s.length));
+    }
+    layout.true_lb = low;
+    layout.true_extent = high - low;
+}
+
 void add_predefined(Predefined &table, MPI_Datatype type, std::vector<TypeSegment> segments) {
     // MPICH leaves unavailable types (e.g. MPI_INTEGER16) at MPI_DATATYPE_NULL, and
     // MPI_LONG_LONG is an alias: skip both instead of overwriting.
     if (type == MPI_DATATYPE_NULL || table.layouts.count(type) != 0) return;
     MPI_Count size = 0;
-    MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+    MPI_Aint lb = 0, extent = 0;
     if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size <= 0) return;
     if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS) return;
-    if (PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS) return;
     if (segments.empty()) append_segment(segments, 0, static_cast<std::size_t>(size));
     std::size_t covered = 0;
     for (const TypeSegment &s : segments) covered += s.length;
@@ -153,14 +168,13 @@ void add_predefined(Predefined &table, MPI_Datatype type, std::vector<TypeSegmen
     TypeLayout layout;
     layout.size = static_cast<std::size_t>(size);
     layout.extent = extent;
-    layout.true_lb = true_lb;
-    layout.true_extent = true_extent;
     layout.basic = type;
     layout.basic_size = layout.size;
     layout.contiguous = segments.size() == 1 && segments[0].offset == 0 &&
                         static_cast<MPI_Aint>(segments[0].length) == extent &&
                         segments[0].length == layout.size;
     layout.segments = std::move(segments);
+    set_true_bounds(layout);
     table.layouts.emplace(type, std::move(layout));
 }
 
@@ -473,9 +487,7 @@ Status build_layout(MPI_Datatype type, TypeLayout &layout) {
     MPI_Count size = 0;
     MPI_Aint lb = 0;
     if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0) return Status::err_type;
-    if (PMPI_Type_get_extent(type, &lb, &layout.extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(type, &layout.true_lb, &layout.true_extent) != MPI_SUCCESS)
-        return Status::err_type;
+    if (PMPI_Type_get_extent(type, &lb, &layout.extent) != MPI_SUCCESS) return Status::err_type;
     std::size_t covered = 0;
     for (const TypeSegment &seg : flat.segments) covered += seg.length;
     // Flattening and MPICH must agree on the amount of data, or we would move wrong bytes.
@@ -493,6 +505,7 @@ Status build_layout(MPI_Datatype type, TypeLayout &layout) {
                         static_cast<MPI_Aint>(flat.segments[0].length) == layout.extent &&
                         flat.segments[0].length == layout.size;
     layout.segments = std::move(flat.segments);
+    set_true_bounds(layout);
     return Status::ok;
 }
 

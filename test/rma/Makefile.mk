@@ -26,7 +26,8 @@ check_PROGRAMS += \
 	test/rma/at_errors \
 	test/rma/shared_progress \
 	test/rma/ucx_errors \
-	test/rma/ucx_unreachable
+	test/rma/ucx_unreachable \
+	test/rma/bad_input
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -119,3 +120,7 @@ EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma
 test_rma_shared_progress_SOURCES = test/rma/shared_progress.c
 test_rma_shared_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_shared_progress_LDADD = $(RMATEST_LDADD)
+
+test_rma_bad_input_SOURCES = test/rma/bad_input.c
+test_rma_bad_input_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_bad_input_LDADD = $(RMATEST_LDADD)
