@@ -327,6 +327,20 @@ TEST(DatatypeLayout, NegativeExtentsKeepTheTrueBoundsOfTheData) {
     EXPECT_EQ(walk(*l, 2), (Segs{{8, 4}, {-16, 4}, {-32, 4}, {-56, 4}}));
 }
 
+// Displacements and extents whose offsets overflow 64 bits give no layout (issue 17
+// item 2), instead of wrapped segments.
+TEST(DatatypeLayout, OffsetsBeyondSixtyFourBitsAreRefused) {
+    MPI_Datatype h;
+    MPI_Type_create_hvector(3, 1, MPI_Aint{1} << 62, MPI_INT, &h);
+    Type far(h);
+    const TypeLayout *l = nullptr;
+    EXPECT_EQ(type_layout_get(far.t, &l), Status::err_type);
+    MPI_Type_create_hvector(2, 1, MPI_Aint{1} << 62, MPI_INT, &h);
+    Type near(h);
+    ASSERT_EQ(type_layout_get(near.t, &l), Status::ok);
+    EXPECT_EQ(segs(*l), (Segs{{0, 4}, {std::int64_t{1} << 62, 4}}));
+}
+
 TEST(DatatypeLayout, WalkStopsWhenTheCallbackSaysSo) {
     MPI_Datatype r;
     MPI_Type_create_resized(MPI_INT, 0, 16, &r);
