@@ -17,7 +17,22 @@ struct Flat {
     MPI_Datatype basic = MPI_DATATYPE_NULL;
     bool any_leaf = false;
     bool mixed = false;
+    bool overflow = false;  // an offset did not fit in 64 bits: no usable layout
 };
+
+// Offsets come from user displacements and extents: overflow marks the flattening
+// failed instead of wrapping.
+std::int64_t add(Flat &flat, std::int64_t a, std::int64_t b) {
+    std::int64_t sum = 0;
+    flat.overflow |= __builtin_add_overflow(a, b, &sum);
+    return sum;
+}
+
+std::int64_t mul(Flat &flat, std::int64_t a, std::int64_t b) {
+    std::int64_t product = 0;
+    flat.overflow |= __builtin_mul_overflow(a, b, &product);
+    return product;
+}
 
 void append_segment(std::vector<TypeSegment> &segments, std::int64_t offset, std::size_t length) {
     if (length == 0) return;
@@ -56,10 +71,11 @@ void append_block(Flat &into, const Flat &child, MPI_Aint child_extent, std::int
                   std::int64_t blocklength) {
     if (blocklength <= 0) return;
     merge_leaves(into, child);
-    for (std::int64_t j = 0; j < blocklength; ++j) {
-        const std::int64_t shift = base + j * static_cast<std::int64_t>(child_extent);
+    into.overflow |= child.overflow;
+    for (std::int64_t j = 0; j < blocklength && !into.overflow; ++j) {
+        const std::int64_t shift = add(into, base, mul(into, j, child_extent));
         for (const TypeSegment &s : child.segments)
-            append_segment(into.segments, s.offset + shift, s.length);
+            append_segment(into.segments, add(into, s.offset, shift), s.length);
     }
 }
 
@@ -71,12 +87,13 @@ void append_grid(Flat &into, const Flat &child,
     for (const auto &d : dims)
         if (d.empty()) return;
     merge_leaves(into, child);
+    into.overflow |= child.overflow;
     std::vector<std::size_t> position(dims.size(), 0);
-    for (;;) {
+    while (!into.overflow) {
         std::int64_t base = 0;
-        for (std::size_t d = 0; d < dims.size(); ++d) base += dims[d][position[d]];
+        for (std::size_t d = 0; d < dims.size(); ++d) base = add(into, base, dims[d][position[d]]);
         for (const TypeSegment &s : child.segments)
-            append_segment(into.segments, s.offset + base, s.length);
+            append_segment(into.segments, add(into, s.offset, base), s.length);
         std::size_t d = dims.size();
         while (d > 0) {
             --d;
@@ -89,18 +106,19 @@ void append_grid(Flat &into, const Flat &child,
 }
 
 // Byte strides of an array of `sizes` elements of extent `extent` in `order`.
-std::vector<std::int64_t> array_strides(const int *sizes, int ndims, int order, MPI_Aint extent) {
+std::vector<std::int64_t> array_strides(Flat &flat, const int *sizes, int ndims, int order,
+                                        MPI_Aint extent) {
     std::vector<std::int64_t> stride(static_cast<std::size_t>(ndims));
     std::int64_t s = extent;
     if (order == MPI_ORDER_FORTRAN) {
         for (int d = 0; d < ndims; ++d) {
             stride[d] = s;
-            s *= sizes[d];
+            s = mul(flat, s, sizes[d]);
         }
     } else {
         for (int d = ndims - 1; d >= 0; --d) {
             stride[d] = s;
-            s *= sizes[d];
+            s = mul(flat, s, sizes[d]);
         }
     }
     return stride;
@@ -135,15 +153,32 @@ std::vector<TypeSegment> pair_segments() {
     return segments;
 }
 
+// true_lb and true_extent from the data the segments describe: the range checks then
+// cover exactly the bytes the engine moves.
+// False if they do not fit in 64 bits.
+bool set_true_bounds(TypeLayout &layout) {
+    layout.true_lb = layout.true_extent = 0;
+    if (layout.segments.empty()) return true;
+    std::int64_t low = layout.segments[0].offset, high = low, end = 0;
+    for (const TypeSegment &s : layout.segments) {
+        if (__builtin_add_overflow(s.offset, static_cast<std::int64_t>(s.length), &end))
+            return false;
+        low = std::min(low, s.offset);
+        high = std::max(high, end);
+    }
+    if (__builtin_sub_overflow(high, low, &layout.true_extent)) return false;
+    layout.true_lb = low;
+    return true;
+}
+
 void add_predefined(Predefined &table, MPI_Datatype type, std::vector<TypeSegment> segments) {
     // MPICH leaves unavailable types (e.g. MPI_INTEGER16) at MPI_DATATYPE_NULL, and
     // MPI_LONG_LONG is an alias: skip both instead of overwriting.
     if (type == MPI_DATATYPE_NULL || table.layouts.count(type) != 0) return;
     MPI_Count size = 0;
-    MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+    MPI_Aint lb = 0, extent = 0;
     if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size <= 0) return;
     if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS) return;
-    if (PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS) return;
     if (segments.empty()) append_segment(segments, 0, static_cast<std::size_t>(size));
     std::size_t covered = 0;
     for (const TypeSegment &s : segments) covered += s.length;
@@ -153,14 +188,13 @@ void add_predefined(Predefined &table, MPI_Datatype type, std::vector<TypeSegmen
     TypeLayout layout;
     layout.size = static_cast<std::size_t>(size);
     layout.extent = extent;
-    layout.true_lb = true_lb;
-    layout.true_extent = true_extent;
     layout.basic = type;
     layout.basic_size = layout.size;
     layout.contiguous = segments.size() == 1 && segments[0].offset == 0 &&
                         static_cast<MPI_Aint>(segments[0].length) == extent &&
                         segments[0].length == layout.size;
     layout.segments = std::move(segments);
+    if (!set_true_bounds(layout)) return;
     table.layouts.emplace(type, std::move(layout));
 }
 
@@ -357,18 +391,19 @@ Status flatten(MPI_Datatype type, Flat &out) {
             return Status::ok;
         case MPI_COMBINER_VECTOR:
             for (int i = 0; i < ints[0]; ++i)
-                append_block(out, child, e, std::int64_t{i} * ints[2] * e, ints[1]);
+                append_block(out, child, e, mul(out, mul(out, i, ints[2]), e), ints[1]);
             return Status::ok;
         case MPI_COMBINER_HVECTOR:
         case MPI_COMBINER_HVECTOR_INTEGER: {
             const std::int64_t stride = na > 0 ? addrs[0] : ints[2];
-            for (int i = 0; i < ints[0]; ++i) append_block(out, child, e, i * stride, ints[1]);
+            for (int i = 0; i < ints[0]; ++i)
+                append_block(out, child, e, mul(out, i, stride), ints[1]);
             return Status::ok;
         }
         case MPI_COMBINER_INDEXED: {
             const int count = ints[0];
             for (int i = 0; i < count; ++i)
-                append_block(out, child, e, std::int64_t{ints[1 + count + i]} * e, ints[1 + i]);
+                append_block(out, child, e, mul(out, ints[1 + count + i], e), ints[1 + i]);
             return Status::ok;
         }
         case MPI_COMBINER_HINDEXED:
@@ -382,7 +417,7 @@ Status flatten(MPI_Datatype type, Flat &out) {
         }
         case MPI_COMBINER_INDEXED_BLOCK:
             for (int i = 0; i < ints[0]; ++i)
-                append_block(out, child, e, std::int64_t{ints[2 + i]} * e, ints[1]);
+                append_block(out, child, e, mul(out, ints[2 + i], e), ints[1]);
             return Status::ok;
         case MPI_COMBINER_HINDEXED_BLOCK:
             for (int i = 0; i < ints[0]; ++i) append_block(out, child, e, addrs[i], ints[1]);
@@ -391,11 +426,11 @@ Status flatten(MPI_Datatype type, Flat &out) {
             const int n = ints[0];
             const int *sizes = &ints[1], *subsizes = &ints[1 + n], *starts = &ints[1 + 2 * n];
             const int order = ints[1 + 3 * n];
-            const std::vector<std::int64_t> stride = array_strides(sizes, n, order, e);
+            const std::vector<std::int64_t> stride = array_strides(out, sizes, n, order, e);
             std::vector<std::vector<std::int64_t>> dims(static_cast<std::size_t>(n));
             for (int d = 0; d < n; ++d)
                 for (int i = 0; i < subsizes[d]; ++i)
-                    dims[d].push_back((std::int64_t{starts[d]} + i) * stride[d]);
+                    dims[d].push_back(mul(out, std::int64_t{starts[d]} + i, stride[d]));
             append_grid(out, child, outermost_first(std::move(dims), order));
             return Status::ok;
         }
@@ -410,12 +445,12 @@ Status flatten(MPI_Datatype type, Flat &out) {
                 coord[d] = r % psizes[d];
                 r /= psizes[d];
             }
-            const std::vector<std::int64_t> stride = array_strides(gsizes, n, order, e);
+            const std::vector<std::int64_t> stride = array_strides(out, gsizes, n, order, e);
             std::vector<std::vector<std::int64_t>> dims(static_cast<std::size_t>(n));
             for (int d = 0; d < n; ++d)
                 for (std::int64_t i :
                      darray_indices(gsizes[d], distribs[d], dargs[d], psizes[d], coord[d]))
-                    dims[d].push_back(i * stride[d]);
+                    dims[d].push_back(mul(out, i, stride[d]));
             append_grid(out, child, outermost_first(std::move(dims), order));
             return Status::ok;
         }
@@ -470,12 +505,11 @@ Status build_layout(MPI_Datatype type, TypeLayout &layout) {
     Flat flat;
     Status s = flatten(type, flat);
     if (s != Status::ok) return s;
+    if (flat.overflow) return Status::err_type;  // offsets beyond 64 bits
     MPI_Count size = 0;
     MPI_Aint lb = 0;
     if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0) return Status::err_type;
-    if (PMPI_Type_get_extent(type, &lb, &layout.extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(type, &layout.true_lb, &layout.true_extent) != MPI_SUCCESS)
-        return Status::err_type;
+    if (PMPI_Type_get_extent(type, &lb, &layout.extent) != MPI_SUCCESS) return Status::err_type;
     std::size_t covered = 0;
     for (const TypeSegment &seg : flat.segments) covered += seg.length;
     // Flattening and MPICH must agree on the amount of data, or we would move wrong bytes.
@@ -493,7 +527,7 @@ Status build_layout(MPI_Datatype type, TypeLayout &layout) {
                         static_cast<MPI_Aint>(flat.segments[0].length) == layout.extent &&
                         flat.segments[0].length == layout.size;
     layout.segments = std::move(flat.segments);
-    return Status::ok;
+    return set_true_bounds(layout) ? Status::ok : Status::err_type;
 }
 
 Status layout_get(MPI_Datatype type, const TypeLayout **result) {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "common/status.hpp"
@@ -30,7 +31,9 @@ struct TypeLayout {
     // ONE element of the type, in typemap order, adjacent segments merged.
     std::vector<TypeSegment> segments;
     std::size_t size;  // bytes of data in one element (MPI_Type_size)
-    MPI_Aint extent;   // MPI_Type_get_extent
+    MPI_Aint extent;   // MPI_Type_get_extent (may be negative)
+    // MPI_Type_get_true_extent, taken from `segments` (the lowest and the highest byte
+    // of data, exactly the bytes the engine moves); 0, 0 when there is no data.
     MPI_Aint true_lb, true_extent;
     // The single predefined type every leaf uses (a pair type such as MPI_DOUBLE_INT
     // counts as one basic type); MPI_DATATYPE_NULL if leaves mix types or there are
@@ -68,16 +71,35 @@ inline const TypeLayout *last_predefined_layout = nullptr;
     return type_layout_find(type, layout);
 }
 
+// Bytes of data in `count` elements: false if negative or beyond MPI_Count (int64).
+[[nodiscard]] inline bool type_data_bytes(const TypeLayout &layout, MPI_Aint count,
+                                          std::size_t *bytes) {
+    std::int64_t product = 0;
+    if (count < 0 ||
+        __builtin_mul_overflow(static_cast<std::int64_t>(layout.size), count, &product))
+        return false;
+    *bytes = static_cast<std::size_t>(product);
+    return true;
+}
+
 // Calls f(offset, length) for every merged segment of `count` elements (element i
 // shifted by i*extent), in typemap order. Segments that touch across an element
-// boundary are merged too, so contiguous data always comes out as one call.
+// boundary are merged too, so contiguous data always comes out as one call. If f
+// returns bool, false stops the walk (and type_for_each_segment returns false).
+// Offsets must be representable: callers walk only ranges checked against a buffer
+// or window (Window::check_range for targets).
 template <class F>
-void type_for_each_segment(const TypeLayout &layout, std::size_t count, F &&f) {
-    if (count == 0 || layout.segments.empty()) return;
-    if (layout.contiguous) {
-        f(std::int64_t{0}, count * layout.size);
-        return;
-    }
+bool type_for_each_segment(const TypeLayout &layout, std::size_t count, F &&f) {
+    auto emit = [&f](std::int64_t offset, std::size_t length) {
+        if constexpr (std::is_same_v<decltype(f(offset, length)), bool>) {
+            return f(offset, length);
+        } else {
+            f(offset, length);
+            return true;
+        }
+    };
+    if (count == 0 || layout.segments.empty()) return true;
+    if (layout.contiguous) return emit(std::int64_t{0}, count * layout.size);
     std::int64_t pending_offset = 0;
     std::size_t pending_length = 0;
     for (std::size_t i = 0; i < count; ++i) {
@@ -90,12 +112,12 @@ void type_for_each_segment(const TypeLayout &layout, std::size_t count, F &&f) {
                 pending_length += segment.length;
                 continue;
             }
-            if (pending_length != 0) f(pending_offset, pending_length);
+            if (pending_length != 0 && !emit(pending_offset, pending_length)) return false;
             pending_offset = offset;
             pending_length = segment.length;
         }
     }
-    f(pending_offset, pending_length);
+    return emit(pending_offset, pending_length);
 }
 
 // Gather `count` elements at `buffer` into contiguous `packed` (count*size bytes),

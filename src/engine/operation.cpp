@@ -56,17 +56,20 @@ bool is_fetching(RmaKind kind) {
 enum class Direction { to_target, from_target };
 
 // Moves `count` elements of the target layout between the packed `buffer` and the
-// target window at `byte_offset`, one transport call per merged segment.
+// target window at `byte_offset`, one transport call per merged segment; stops at the
+// first segment the transport refuses.
 void transfer(transport::Transport &transport, int target, const TypeLayout &layout,
               std::size_t count, std::uint64_t byte_offset, std::uint8_t *buffer,
               Direction direction, Pending &pending) {
     std::size_t cursor = 0;
     type_for_each_segment(layout, count, [&](std::int64_t offset, std::size_t length) {
         const RemoteAddress address{Region::window, byte_offset + offset};
-        (void)pending.track(direction == Direction::to_target
-                          ? transport.put(target, buffer + cursor, length, address, &pending)
-                          : transport.get(target, buffer + cursor, length, address, &pending));
+        Status status =
+            pending.track(direction == Direction::to_target
+                              ? transport.put(target, buffer + cursor, length, address, &pending)
+                              : transport.get(target, buffer + cursor, length, address, &pending));
         cursor += length;
+        return !is_error(status);
     });
 }
 
@@ -109,7 +112,10 @@ Status Operation::check(const RmaCall &call, bool *empty) {
     const TypeLayout *target = nullptr;
     Status status = type_layout_get(call.target_type, &target);
     if (is_error(status)) return status;
-    const std::size_t target_bytes = target->size * static_cast<std::size_t>(call.target_count);
+    // Data sizes beyond 64 bits are a count no buffer can have (the target range is
+    // checked by the window).
+    std::size_t target_bytes = 0;
+    if (!type_data_bytes(*target, call.target_count, &target_bytes)) return Status::err_count;
     std::size_t origin_bytes = target_bytes, result_bytes = target_bytes;
     // A get's buffer is its result; MPI_NO_OP ignores the origin buffer.
     const bool uses_origin = call.kind == RmaKind::put || call.kind == RmaKind::compare_and_swap ||
@@ -119,13 +125,13 @@ Status Operation::check(const RmaCall &call, bool *empty) {
         const TypeLayout *origin = nullptr;
         status = type_layout_get(call.origin_type, &origin);
         if (is_error(status)) return status;
-        origin_bytes = origin->size * static_cast<std::size_t>(call.origin_count);
+        if (!type_data_bytes(*origin, call.origin_count, &origin_bytes)) return Status::err_count;
     }
     if (uses_result) {
         const TypeLayout *result = nullptr;
         status = type_layout_get(call.result_type, &result);
         if (is_error(status)) return status;
-        result_bytes = result->size * static_cast<std::size_t>(call.result_count);
+        if (!type_data_bytes(*result, call.result_count, &result_bytes)) return Status::err_count;
     }
     const bool moves_data = call.kind == RmaKind::put || call.kind == RmaKind::get;
     if (target_bytes == 0 || origin_bytes == 0 || result_bytes == 0) {
@@ -258,11 +264,13 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op,
                 if (!operand_zero && origin_packed) std::memcpy(&operand, origin_packed + cursor, 8);
                 std::uint64_t *previous =
                     fetched ? reinterpret_cast<std::uint64_t *>(fetched + cursor) : nullptr;
-                (void)pending.track(view.transport->atomic(
-                    call_.target, op,
-                    RemoteAddress{Region::window, view.byte_offset + offset + word}, operand,
-                    compare, previous, &pending));
+                if (is_error(pending.track(view.transport->atomic(
+                        call_.target, op,
+                        RemoteAddress{Region::window, view.byte_offset + offset + word}, operand,
+                        compare, previous, &pending))))
+                    return false;  // stop at the first refused word
             }
+            return true;
         });
     return pending.wait(*view.transport);
 }

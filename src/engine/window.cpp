@@ -253,34 +253,41 @@ Status Window::test(bool *flag) {
 
 // ---------------------------------------------------------------- communication
 
+Status target_span(const RmaCall &call, const TypeLayout &type, std::int64_t disp_unit,
+                   std::uint64_t *start, std::uint64_t *low, std::uint64_t *high) {
+    *start = *low = *high = 0;
+    if (call.target_count <= 0 || type.size == 0) return Status::ok;
+    // Element i covers [first + i*extent + true_lb, first + i*extent + true_ub): the
+    // lowest byte is in the first or the last element, and so is the highest.
+    std::int64_t first, stretch, true_ub, lowest, highest;
+    if (__builtin_mul_overflow(static_cast<std::int64_t>(call.displacement), disp_unit, &first) ||
+        __builtin_mul_overflow(call.target_count - 1, type.extent, &stretch) ||
+        __builtin_add_overflow(type.true_lb, type.true_extent, &true_ub) ||
+        __builtin_add_overflow(first, type.true_lb, &lowest) ||
+        __builtin_add_overflow(lowest, std::min<std::int64_t>(stretch, 0), &lowest) ||
+        __builtin_add_overflow(first, true_ub, &highest) ||
+        __builtin_add_overflow(highest, std::max<std::int64_t>(stretch, 0), &highest) || lowest < 0)
+        return Status::err_range;
+    *start = static_cast<std::uint64_t>(first);
+    *low = static_cast<std::uint64_t>(lowest);
+    *high = static_cast<std::uint64_t>(highest);
+    return Status::ok;
+}
+
 Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
     const TypeLayout *target;
     if (is_error(type_layout_get(call.target_type, &target))) return Status::err_type;
-    if (call.displacement < 0 && config_.flavor != Flavor::dynamic) return Status::err_range;
-    const std::int64_t base =
-        config_.flavor == Flavor::dynamic
-            ? static_cast<std::int64_t>(call.displacement)
-            : static_cast<std::int64_t>(call.displacement) * config_.disp_units[call.target];
-    *byte_offset = static_cast<std::uint64_t>(base);
-    if (call.target_count == 0 || target->size == 0) return Status::ok;
-    const std::int64_t low = base + target->true_lb;
-    const std::int64_t high = base + target->true_lb +
-                              static_cast<std::int64_t>(call.target_count - 1) * target->extent +
-                              target->true_extent;
-    if (config_.flavor != Flavor::dynamic)
-        return low >= 0 && static_cast<std::uint64_t>(high) <= config_.sizes[call.target]
-                   ? Status::ok
-                   : Status::err_range;
-    if (low < 0 || high < low) return Status::err_range;
-    return check_dynamic(call.target, static_cast<std::uint64_t>(low),
-                         static_cast<std::uint64_t>(high));
-}
-
-// Dynamic windows: [low, high) must lie in regions the target attached back to back
-// (the transport keeps an origin-side copy of the target's directory, re-read when the
-// target's generation word changed).
-Status Window::check_dynamic(int target, std::uint64_t low, std::uint64_t high) {
-    return transport_.check_attached(target, low, high);
+    const bool dynamic = config_.flavor == Flavor::dynamic;
+    if (call.displacement < 0 && !dynamic) return Status::err_range;
+    std::uint64_t low, high;
+    Status status = target_span(call, *target, dynamic ? 1 : config_.disp_units[call.target],
+                                byte_offset, &low, &high);
+    if (is_error(status) || low == high) return status;
+    if (!dynamic) return high <= config_.sizes[call.target] ? Status::ok : Status::err_range;
+    // [low, high) must lie in regions the target attached back to back (the transport
+    // keeps an origin-side copy of the target's directory, re-read when the target's
+    // generation word changed).
+    return transport_.check_attached(call.target, low, high);
 }
 
 Status Window::rma(const RmaCall &call, Request **request) {

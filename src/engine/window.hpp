@@ -40,6 +40,16 @@ struct WindowConfig {
     bool reorder[4] = {false, false, false, false};  // by Reorder
 };
 
+// The bytes an RMA call touches at its target, from its displacement, disp_unit, target
+// count and target type alone: element 0 starts at *start = displacement * disp_unit;
+// over all target_count elements (extents may be negative) the lowest byte is *low and
+// one past the highest is *high — offsets from the window base, or absolute addresses
+// on dynamic windows (disp_unit 1). Every step is overflow-checked: err_range when a
+// value does not fit in 64 bits or the range reaches below 0. When no data moves,
+// *start = *low = *high = 0.
+Status target_span(const RmaCall &call, const TypeLayout &type, std::int64_t disp_unit,
+                   std::uint64_t *start, std::uint64_t *low, std::uint64_t *high);
+
 class Window {
   public:
     Window(transport::Transport &transport, const sync::ControlLayout &layout, WindowConfig config);
@@ -112,7 +122,6 @@ class Window {
     Status check_group(const std::vector<int> &group) const;
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
-    Status check_dynamic(int target, std::uint64_t low, std::uint64_t high);
     bool may_activate(std::size_t index) const;
     bool reorder_allows(const Epoch &candidate, const Epoch &earlier) const;
     void activate(Epoch &epoch);

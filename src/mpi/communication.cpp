@@ -31,7 +31,8 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
         const char *detail = nullptr;
         switch (status) {
             case Status::err_sync: detail = "no passive epoch is open toward the target"; break;
-            case Status::err_range: detail = "displacement and count exceed the target window"; break;
+            case Status::err_range: detail = "target data outside the target window"; break;
+            case Status::err_count: detail = "negative count, or data beyond 64 bits"; break;
             case Status::err_type: detail = "origin and target data sizes differ, or bad type"; break;
             default: break;
         }

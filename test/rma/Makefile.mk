@@ -31,7 +31,8 @@ check_PROGRAMS += \
 	test/rma/die_at \
 	test/rma/cma_forbid \
 	test/rma/cma_ptracer \
-	test/rma/dynamic_many
+	test/rma/dynamic_many \
+	test/rma/bad_input
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -148,3 +149,7 @@ test_rma_cma_ptracer_LDADD = $(RMATEST_LDADD)
 test_rma_dynamic_many_SOURCES = test/rma/dynamic_many.c
 test_rma_dynamic_many_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_dynamic_many_LDADD = $(RMATEST_LDADD)
+
+test_rma_bad_input_SOURCES = test/rma/bad_input.c
+test_rma_bad_input_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_bad_input_LDADD = $(RMATEST_LDADD)

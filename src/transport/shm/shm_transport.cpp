@@ -14,28 +14,46 @@ using sync::ControlLayout;
 ShmTransport::ShmTransport(int rank, std::size_t control_size, std::vector<ShmPeer> peers)
     : rank_(rank), control_size_(control_size), peers_(std::move(peers)) {}
 
+namespace {
+
+// [offset, offset + length) lies in a region of `size` bytes (never wraps around).
+bool inside(std::uint64_t offset, std::size_t length, std::uint64_t size) {
+    return offset <= size && length <= size - offset;
+}
+
+// Dynamic windows address by absolute address: nothing in the first page is ever
+// attached memory (a displacement computed from a null base lands there).
+constexpr std::uint64_t null_page = 4096;
+
+}  // namespace
+
 std::uint8_t *ShmTransport::mapped(int peer, RemoteAddress address, std::size_t length,
                                    Status *status) {
     const ShmPeer &p = peers_[peer];
     *status = Status::ok;
     if (address.region == Region::control) {
-        if (address.offset + length > control_size_) *status = Status::err_range;
+        if (!inside(address.offset, length, control_size_)) *status = Status::err_range;
         return p.control + address.offset;
     }
-    if (!p.window) return nullptr;
-    if (address.offset + length > p.window_size) *status = Status::err_range;
+    if (!p.window) return nullptr;  // cross-memory: checked in cross_memory
+    if (!inside(address.offset, length, p.window_size)) *status = Status::err_range;
     return p.window + address.offset;
 }
 
+// The transport's own bounds check, whatever the engine computed: within the window
+// the peer registered (MPI_Win_create), or for dynamic windows (remote_base 0,
+// window_size all of memory) an address range that neither wraps around nor starts in
+// the null page and lies in regions the peer attached (its directory).
 Status ShmTransport::cross_memory(int peer, void *local, std::size_t length,
                                   std::uint64_t offset, bool write) {
+    const ShmPeer &p = peers_[peer];
+    if (!inside(offset, length, p.window_size) || p.remote_base + offset < null_page)
+        return Status::err_range;
     if (dynamic_) {
-        std::uint64_t high = 0;
-        if (__builtin_add_overflow(offset, length, &high)) return Status::err_range;
-        Status status = check_attached(peer, offset, high);
+        Status status = check_attached(peer, offset, offset + length);
         if (is_error(status)) return status;
     }
-    return vm_copy(peer, local, length, peers_[peer].remote_base + offset, write);
+    return vm_copy(peer, local, length, p.remote_base + offset, write);
 }
 
 Status ShmTransport::vm_copy(int peer, void *local, std::size_t length, std::uint64_t remote,

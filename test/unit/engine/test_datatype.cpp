@@ -296,6 +296,63 @@ TEST(DatatypeLayout, ResizedChangesExtentOnly) {
     EXPECT_EQ(walk(*l, 3), (Segs{{0, 4}, {16, 4}, {32, 4}}));
 }
 
+// Negative extents (issue 17 item 1): the true bounds are those of one element's data,
+// as MPI_Type_get_true_extent reports them, and elements walk downward.
+TEST(DatatypeLayout, NegativeExtentsKeepTheTrueBoundsOfTheData) {
+    MPI_Datatype r;
+    MPI_Type_create_resized(MPI_INT, 0, -8, &r);
+    Type down(r);
+    const TypeLayout *l = get(down.t);
+    EXPECT_EQ(l->extent, -8);
+    EXPECT_EQ(l->true_lb, 0);
+    EXPECT_EQ(l->true_extent, 4);
+    EXPECT_FALSE(l->contiguous);
+    EXPECT_EQ(walk(*l, 3), (Segs{{0, 4}, {-8, 4}, {-16, 4}}));
+
+    const int blocks[] = {1, 1};
+    const MPI_Aint displs[] = {8, -16};
+    const MPI_Datatype types[] = {MPI_INT, MPI_INT};
+    MPI_Datatype s;
+    MPI_Type_create_struct(2, blocks, displs, types, &s);
+    MPI_Type_create_resized(s, 0, -40, &r);
+    MPI_Type_free(&s);
+    Type back(r);
+    l = get(back.t);
+    MPI_Aint true_lb = 0, true_extent = 0;
+    MPI_Type_get_true_extent(back.t, &true_lb, &true_extent);
+    EXPECT_EQ(l->true_lb, -16);
+    EXPECT_EQ(l->true_extent, 28);
+    EXPECT_EQ(l->true_lb, true_lb);
+    EXPECT_EQ(l->true_extent, true_extent);
+    EXPECT_EQ(walk(*l, 2), (Segs{{8, 4}, {-16, 4}, {-32, 4}, {-56, 4}}));
+}
+
+// Displacements and extents whose offsets overflow 64 bits give no layout (issue 17
+// item 2), instead of wrapped segments.
+TEST(DatatypeLayout, OffsetsBeyondSixtyFourBitsAreRefused) {
+    MPI_Datatype h;
+    MPI_Type_create_hvector(3, 1, MPI_Aint{1} << 62, MPI_INT, &h);
+    Type far(h);
+    const TypeLayout *l = nullptr;
+    EXPECT_EQ(type_layout_get(far.t, &l), Status::err_type);
+    MPI_Type_create_hvector(2, 1, MPI_Aint{1} << 62, MPI_INT, &h);
+    Type near(h);
+    ASSERT_EQ(type_layout_get(near.t, &l), Status::ok);
+    EXPECT_EQ(segs(*l), (Segs{{0, 4}, {std::int64_t{1} << 62, 4}}));
+}
+
+TEST(DatatypeLayout, WalkStopsWhenTheCallbackSaysSo) {
+    MPI_Datatype r;
+    MPI_Type_create_resized(MPI_INT, 0, 16, &r);
+    Type gap(r);
+    const TypeLayout *l = get(gap.t);
+    int calls = 0;
+    EXPECT_FALSE(
+        type_for_each_segment(*l, 1000, [&](std::int64_t, std::size_t) { return ++calls < 3; }));
+    EXPECT_EQ(calls, 3);
+    EXPECT_TRUE(type_for_each_segment(*l, 4, [](std::int64_t, std::size_t) { return true; }));
+}
+
 TEST(DatatypeLayout, NestedAndDup) {
     MPI_Datatype inner, outer, dup;
     MPI_Type_contiguous(3, MPI_DOUBLE, &inner);  // never committed: fine as a building block
@@ -440,6 +497,7 @@ TEST(DatatypePack, MatchesMpiPackForEveryCombiner) {
         MPI_Type_get_true_extent(type, &true_lb, &true_extent);
         EXPECT_EQ(l->extent, extent);
         EXPECT_EQ(l->true_lb, true_lb);
+        EXPECT_EQ(l->true_extent, true_extent);
         // Room for `count` elements whatever the signs of lb and extent.
         const std::int64_t span =
             2 * (std::abs(extent) * count + std::abs(true_lb) + true_extent) + 64;

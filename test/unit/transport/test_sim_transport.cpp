@@ -181,6 +181,10 @@ TEST(SimTransport, BadArgumentsPostNothing) {
     EXPECT_EQ(t.put(1, &buf, 8, {Region::control, 32}, &c), Status::err_range);
     EXPECT_EQ(t.get(1, &buf, 8, {Region::control, 25}, &c), Status::err_range);
     EXPECT_EQ(t.get(1, &buf, 1, {Region::window, ~0ull}, &c), Status::err_range);  // no overflow
+    // offset + length wraps around to a small number
+    EXPECT_EQ(t.put(1, &buf, ~std::size_t{0} - 3, {Region::window, 8}, &c), Status::err_range);
+    EXPECT_EQ(t.atomic(1, AtomicOp::swap, {Region::window, ~0ull - 7}, 1, 0, &buf, &c),
+              Status::err_range);
     EXPECT_EQ(t.atomic(1, AtomicOp::swap, {Region::control, 32}, 1, 0, &buf, &c), Status::err_range);
     EXPECT_EQ(t.atomic(1, AtomicOp::swap, {Region::control, 4}, 1, 0, &buf, &c), Status::err_arg);
     EXPECT_EQ(t.put(2, &buf, 8, {Region::window, 0}, &c), Status::err_rank);

@@ -261,6 +261,14 @@ TEST_F(UcxTransportTest, BadArgumentsFailWithNothingPosted) {
               Status::err_range);
     EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, ~0ull - 2}, nullptr),
               Status::err_range);
+    // offset + length wraps around, in both regions and for atomics
+    EXPECT_EQ(transport(0).get(1, &value, 8, {Region::control, ~0ull - 3}, nullptr),
+              Status::err_range);
+    EXPECT_EQ(transport(0).put(1, &value, ~std::size_t{0} - 3, {Region::window, 8}, nullptr),
+              Status::err_range);
+    EXPECT_EQ(
+        transport(0).atomic(1, AtomicOp::swap, {Region::window, ~0ull - 7}, 1, 0, &value, nullptr),
+        Status::err_range);
     EXPECT_EQ(
         transport(0).atomic(1, AtomicOp::fetch_add, {Region::control, 4}, 1, 0, nullptr, nullptr),
         Status::err_arg);
@@ -439,6 +447,30 @@ TEST_F(UcxDynamicTest, MixedTransportReadsTheDirectoryUcxWrites) {
     ASSERT_EQ(mixed.detach(local + 64), Status::ok);
     ASSERT_EQ(transport(1).detach(remote), Status::ok);
     ASSERT_EQ(transport(1).detach(remote + 64), Status::ok);
+}
+
+// Dynamic windows address by absolute address: the null address, a range wrapping
+// around the address space, or one running past an attached region is refused.
+TEST_F(UcxDynamicTest, AddressesOutsideAttachedRegionsAreRefused) {
+    alignas(8) std::uint64_t region[8] = {};
+    const auto address = reinterpret_cast<std::uintptr_t>(region);
+    ASSERT_EQ(transport(1).attach(region, sizeof region), Status::ok);
+    serve(true);
+    std::uint64_t value = 1;
+    EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, 0}, nullptr), Status::err_range);
+    EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, ~0ull - 3}, nullptr),
+              Status::err_range);
+    EXPECT_EQ(
+        transport(0).get(1, &value, ~std::size_t{0} - 7, {Region::window, address + 8}, nullptr),
+        Status::err_range);
+    EXPECT_EQ(transport(0).put(1, &value, 8, {Region::window, address - 8}, nullptr),
+              Status::err_range);
+    EXPECT_EQ(transport(0).atomic(1, AtomicOp::swap, {Region::window, address + sizeof region}, 1,
+                                  0, &value, nullptr),
+              Status::err_range);
+    serve(false);
+    for (std::uint64_t word : region) EXPECT_EQ(word, 0u);
+    ASSERT_EQ(transport(1).detach(region), Status::ok);
 }
 
 // A peer whose transports cannot reach ours: endpoint creation reports an error.

@@ -1,0 +1,141 @@
+// The shm transport's own bounds checks (issue 17 item 3): whatever offset and length
+// the engine hands it, an access outside the region the transport was given is
+// refused with err_range and touches nothing — mapped regions (control, allocated
+// window memory), cross-memory attach to a peer's MPI_Win_create memory and to
+// ourselves, and dynamic windows (absolute addresses: wrap-around and the null page).
+// The "peers" are this process: process_vm_readv/writev on our own pid works.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "transport/shm/shm_transport.hpp"
+
+namespace nbrma::transport::shm {
+namespace {
+
+constexpr std::size_t control_bytes = 256;
+constexpr std::size_t window_bytes = 256;
+constexpr std::size_t margin = 512;  // canary bytes on each side of every region
+constexpr std::uint8_t canary = 0xa5;
+
+// A region with canaries on both sides.
+struct Guarded {
+    alignas(64) std::array<std::uint8_t, margin + window_bytes + margin> bytes;
+    Guarded() { bytes.fill(canary); }
+    std::uint8_t *region() { return bytes.data() + margin; }
+    bool canaries_intact() const {
+        for (std::size_t i = 0; i < bytes.size(); ++i)
+            if ((i < margin || i >= margin + window_bytes) && bytes[i] != canary) return false;
+        return true;
+    }
+};
+
+// Peer 0: control and window mapped (an allocated window). Peer 1: window reached by
+// cross-memory attach (MPI_Win_create). Peer 2: a dynamic window (absolute addresses).
+class ShmTransportBounds : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::vector<ShmPeer> peers(3);
+        peers[0].control = control_.region();
+        peers[0].window = mapped_.region();
+        peers[0].window_size = window_bytes;
+        peers[1].control = control_.region();
+        peers[1].remote_base = reinterpret_cast<std::uintptr_t>(created_.region());
+        peers[1].window_size = window_bytes;
+        peers[1].pid = getpid();
+        peers[2].control = control_.region();
+        peers[2].remote_base = 0;
+        peers[2].window_size = ~0ull;
+        peers[2].pid = getpid();
+        // Seen from rank 0, peers 1 and 2 are other processes (process_vm_*); seen from
+        // rank 1 resp. 2, the same memory is our own (the direct copy path).
+        for (int rank = 0; rank < 3; ++rank)
+            transports_[rank] = std::make_unique<ShmTransport>(rank, control_bytes, peers);
+    }
+
+    bool intact() const {
+        return control_.canaries_intact() && mapped_.canaries_intact() &&
+               created_.canaries_intact();
+    }
+
+    Guarded control_, mapped_, created_;
+    std::unique_ptr<ShmTransport> transports_[3];
+};
+
+TEST_F(ShmTransportBounds, MappedRegionsRefuseOutOfRangeAndWrapAround) {
+    ShmTransport &t = *transports_[0];
+    std::uint64_t value = 0x1122334455667788ull, result = 0;
+    for (Region region : {Region::control, Region::window}) {
+        SCOPED_TRACE(static_cast<int>(region));
+        const std::uint64_t size = region == Region::control ? control_bytes : window_bytes;
+        EXPECT_EQ(t.put(0, &value, 8, {region, size - 4}, nullptr), Status::err_range);
+        EXPECT_EQ(t.put(0, &value, 1, {region, size}, nullptr), Status::err_range);
+        EXPECT_EQ(t.get(0, &result, 8, {region, size + 8}, nullptr), Status::err_range);
+        // offset + length wraps around to a small number
+        EXPECT_EQ(t.put(0, &value, 8, {region, ~0ull - 3}, nullptr), Status::err_range);
+        EXPECT_EQ(t.get(0, &result, 16, {region, ~0ull - 7}, nullptr), Status::err_range);
+        EXPECT_EQ(t.atomic(0, AtomicOp::swap, {region, ~0ull - 7}, 1, 0, &result, nullptr),
+                  Status::err_range);
+        EXPECT_EQ(t.atomic(0, AtomicOp::fetch_add, {region, size}, 1, 0, nullptr, nullptr),
+                  Status::err_range);
+        // In range still works, up to the last byte.
+        EXPECT_EQ(t.put(0, &value, 8, {region, size - 8}, nullptr), Status::ok);
+        EXPECT_EQ(t.get(0, &result, 8, {region, size - 8}, nullptr), Status::ok);
+        EXPECT_EQ(result, value);
+    }
+    EXPECT_TRUE(intact());
+}
+
+TEST_F(ShmTransportBounds, CrossMemoryRefusesOutsideTheCreatedWindow) {
+    for (int origin : {0, 1}) {  // through process_vm_*, then ourselves (direct copy)
+        SCOPED_TRACE(origin);
+        ShmTransport &t = *transports_[origin];
+        std::uint8_t data[16];
+        std::memset(data, 0x5a, sizeof data);
+        std::uint8_t back[16];
+        std::memset(back, 0, sizeof back);
+        EXPECT_EQ(t.put(1, data, 16, {Region::window, window_bytes - 8}, nullptr),
+                  Status::err_range);
+        EXPECT_EQ(t.put(1, data, 1, {Region::window, window_bytes}, nullptr), Status::err_range);
+        EXPECT_EQ(t.get(1, back, 16, {Region::window, window_bytes - 8}, nullptr),
+                  Status::err_range);
+        EXPECT_EQ(t.put(1, data, 16, {Region::window, ~0ull - 7}, nullptr), Status::err_range);
+        EXPECT_EQ(t.get(1, back, 16, {Region::window, ~0ull - 7}, nullptr), Status::err_range);
+        EXPECT_TRUE(intact());
+        for (std::uint8_t b : back) EXPECT_EQ(b, 0);  // a refused get wrote nothing
+        // The whole window is reachable.
+        EXPECT_EQ(t.put(1, data, 16, {Region::window, window_bytes - 16}, nullptr), Status::ok);
+        EXPECT_EQ(t.get(1, back, 16, {Region::window, window_bytes - 16}, nullptr), Status::ok);
+        EXPECT_EQ(std::memcmp(back, data, sizeof data), 0);
+        EXPECT_TRUE(intact());
+        EXPECT_FALSE(t.supports_atomics(1, Region::window));
+    }
+}
+
+TEST_F(ShmTransportBounds, DynamicWindowsRefuseWrapAroundAndTheNullPage) {
+    for (int origin : {0, 2}) {  // through process_vm_*, then ourselves (direct copy)
+        SCOPED_TRACE(origin);
+        ShmTransport &t = *transports_[origin];
+        std::uint64_t value = 7, back = 0;
+        EXPECT_EQ(t.put(2, &value, 8, {Region::window, 0}, nullptr), Status::err_range);
+        EXPECT_EQ(t.put(2, &value, 8, {Region::window, 64}, nullptr), Status::err_range);
+        EXPECT_EQ(t.get(2, &back, 8, {Region::window, 4088}, nullptr), Status::err_range);
+        EXPECT_EQ(t.put(2, &value, 8, {Region::window, ~0ull - 3}, nullptr), Status::err_range);
+        EXPECT_EQ(t.get(2, &back, 8, {Region::window, ~0ull - 3}, nullptr), Status::err_range);
+        EXPECT_EQ(back, 0u);
+        // A real address works.
+        const auto address = reinterpret_cast<std::uintptr_t>(created_.region());
+        EXPECT_EQ(t.put(2, &value, 8, {Region::window, address + 8}, nullptr), Status::ok);
+        EXPECT_EQ(t.get(2, &back, 8, {Region::window, address + 8}, nullptr), Status::ok);
+        EXPECT_EQ(back, 7u);
+        EXPECT_TRUE(intact());
+    }
+}
+
+}  // namespace
+}  // namespace nbrma::transport::shm
