@@ -152,11 +152,11 @@ int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
     return finish(call, win, status, pending, request);
 }
 
-// flush_local is served as flush: over shm remote completion is local completion.
-int flush(const char *call, int rank, MPI_Win win, MPI_Request *request) {
+// local: flush_local (completion at the origin), else completion at the target.
+int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool local = false) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->flush(rank, &pending);
+    Status status = state->engine->flush(rank, &pending, local);
     if (status == Status::err_sync) return raise(call, win, status, "no passive epoch is open");
     return finish(call, win, status, pending, request);
 }
@@ -191,11 +191,11 @@ int MPIX_Win_iunlock_all(MPI_Win win, MPI_Request *request) {
 }
 int MPI_Win_flush(int rank, MPI_Win win) { return flush("MPI_Win_flush", rank, win, nullptr); }
 int MPI_Win_flush_local(int rank, MPI_Win win) {
-    return flush("MPI_Win_flush_local", rank, win, nullptr);
+    return flush("MPI_Win_flush_local", rank, win, nullptr, true);
 }
 int MPI_Win_flush_all(MPI_Win win) { return flush("MPI_Win_flush_all", -1, win, nullptr); }
 int MPI_Win_flush_local_all(MPI_Win win) {
-    return flush("MPI_Win_flush_local_all", -1, win, nullptr);
+    return flush("MPI_Win_flush_local_all", -1, win, nullptr, true);
 }
 int MPIX_Win_iflush(int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush", win, request);
@@ -203,7 +203,7 @@ int MPIX_Win_iflush(int rank, MPI_Win win, MPI_Request *request) {
 }
 int MPIX_Win_iflush_local(int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_local", win, request);
-    return flush("MPIX_Win_iflush_local", rank, win, request);
+    return flush("MPIX_Win_iflush_local", rank, win, request, true);
 }
 int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_all", win, request);
@@ -211,7 +211,7 @@ int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request) {
 }
 int MPIX_Win_iflush_local_all(MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_local_all", win, request);
-    return flush("MPIX_Win_iflush_local_all", -1, win, request);
+    return flush("MPIX_Win_iflush_local_all", -1, win, request, true);
 }
 
 int MPI_Win_sync(MPI_Win win) {

@@ -26,7 +26,8 @@ check_PROGRAMS += \
 	test/rma/at_errors \
 	test/rma/shared_progress \
 	test/rma/ucx_errors \
-	test/rma/ucx_unreachable
+	test/rma/ucx_unreachable \
+	test/rma/remote_completion
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -119,3 +120,7 @@ EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma
 test_rma_shared_progress_SOURCES = test/rma/shared_progress.c
 test_rma_shared_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_shared_progress_LDADD = $(RMATEST_LDADD)
+
+test_rma_remote_completion_SOURCES = test/rma/remote_completion.c
+test_rma_remote_completion_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_remote_completion_LDADD = $(RMATEST_LDADD)
