@@ -8,14 +8,19 @@
 //
 // An epoch keeps one TargetState per peer it deals with, whose phase says whether
 // the epoch may touch that peer yet:
-//   lock / lock_all  none → acquiring (lock requested) → held → releasing → released
-//                    (MPI_MODE_NOCHECK: none → held → released, no lock traffic)
+//   lock / lock_all  none → acquiring (lock requested) → held → flushing → releasing
+//                    → released (MPI_MODE_NOCHECK: none → held → flushing → released,
+//                    no lock traffic)
 //   access (start)   acquiring (waiting for the target's grant, g >= A) → held →
-//                    releasing (done notice in flight) → released
+//                    flushing → releasing (done notice in flight) → released
 //   exposure (post)  acquiring (grant in flight) → held (waiting for the origin's
 //                    done count, d >= E) → released
-//   fence            acquiring (waiting for the fence barrier) → held; the epoch
-//                    completes when closed with nothing left to run
+//   fence            acquiring (waiting for the fence barrier) → held; once the epoch
+//                    is closed with nothing left to run: flushing → released
+// `flushing`: the epoch is closed and its calls toward the target ran (completed
+// locally); a transport flush makes sure they also completed at the target before the
+// lock is released, the done notice leaves, or the fence epoch completes (MPI's remote
+// completion at unlock, complete and fence).
 #ifndef NBRMA_ENGINE_EPOCH_HPP
 #define NBRMA_ENGINE_EPOCH_HPP
 
@@ -33,7 +38,7 @@ namespace nbrma::engine {
 
 enum class EpochKind : std::uint8_t { lock, lock_all, fence, access, exposure };
 enum class EngineState : std::uint8_t { deferred, active, completed };
-enum class TargetPhase : std::uint8_t { none, acquiring, held, releasing, released };
+enum class TargetPhase : std::uint8_t { none, acquiring, held, flushing, releasing, released };
 
 const char *epoch_kind_name(EpochKind kind);
 const char *engine_state_name(EngineState state);
@@ -62,6 +67,7 @@ struct TargetState {
     sync::LockOperation operation;  // lock epochs
     std::uint64_t match_id = 0;     // access id A (access) or exposure id E (exposure)
     Notices notices;                // grant (exposure) or done notice (access)
+    std::uint64_t flush_upto = 0;   // flushing: the window's run count when it began
     // Calls toward this target not yet executed, in issue (age) order.
     std::deque<std::unique_ptr<Operation>> pending;
 
@@ -71,6 +77,7 @@ struct TargetState {
         operation = sync::LockOperation();
         match_id = 0;
         notices = Notices();
+        flush_upto = 0;
         if (!pending.empty()) pending.clear();  // a completed epoch ran all its calls
     }
 };

@@ -174,6 +174,7 @@ Status Operation::execute_put(const TargetView &view) {
         source = staging.data();
     }
     Pending pending;
+    needs_flush_ = true;
     transfer(*view.transport, call_.target, *target, static_cast<std::size_t>(call_.target_count),
              view.byte_offset, const_cast<std::uint8_t *>(source), Direction::to_target, pending);
     return pending.wait(*view.transport);
@@ -254,6 +255,7 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op,
                                           std::uint8_t *origin_packed, std::uint8_t *fetched) {
     std::uint64_t compare = 0;
     if (call_.kind == RmaKind::compare_and_swap) std::memcpy(&compare, call_.compare, 8);
+    needs_flush_ = fetched == nullptr;
     Pending pending;
     std::size_t cursor = 0;
     type_for_each_segment(
@@ -325,8 +327,12 @@ Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout
         transfer(transport, call_.target, target, count, view.byte_offset, current.data(),
                  Direction::to_target, writes);
         status = writes.wait(transport);
-        Status fenced = transport.fence(call_.target);
-        if (!is_error(status)) status = fenced;
+        // The next holder must read what we wrote: complete it at the target before the
+        // release (a transport fence only orders, and not across UCX lanes).
+        Pending flushed;
+        (void)flushed.track(transport.flush(call_.target, &flushed));
+        Status flush_status = flushed.wait(transport);
+        if (!is_error(status)) status = flush_status;
     }
     Pending unlock;
     Status released = unlock.track(

@@ -69,6 +69,10 @@ class Operation {
 
     // Moves the data. Completes inline over shm; waits for the transport otherwise.
     Status execute(const TargetView &view);
+    // After execute: whether what it wrote may not have reached the target yet (a put
+    // or an atomic without a result is complete at the origin only; fetched results
+    // and accumulates under the accumulate lock come back from the target).
+    bool needs_flush() const { return needs_flush_; }
 
     const RmaCall &call() const { return call_; }
     std::uint64_t age() const { return age_; }
@@ -87,6 +91,7 @@ class Operation {
     RmaCall call_;
     std::uint64_t age_;
     Request *request_;
+    bool needs_flush_ = false;
     std::vector<MPI_Datatype> retained_;
 };
 

@@ -20,7 +20,10 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
       size_(transport.size()),
       config_(std::move(config)),
       accesses_(transport.size(), 0),
-      exposures_(transport.size(), 0) {}
+      exposures_(transport.size(), 0),
+      peer_flushes_(transport.size()) {
+    for (PeerFlush &peer : peer_flushes_) peer.in_flight_count = &transport_flushes_;
+}
 
 Window::~Window() = default;
 
@@ -165,7 +168,7 @@ Status Window::unlock_all(Request **request) {
     return close_open(open_of(EpochKind::lock_all), request);
 }
 
-Status Window::flush(int target, Request **request) {
+Status Window::flush(int target, Request **request, bool local) {
     if (target != -1) {
         if (target < 0 || target >= size()) return Status::err_rank;
         Epoch *epoch = covering_epoch(target);
@@ -176,7 +179,7 @@ Status Window::flush(int target, Request **request) {
         if (!passive) return Status::err_sync;
     }
     *request = Request::create();
-    flushes_.push_back(Flush{target, next_age_ - 1, *request});
+    flushes_.push_back(Flush{target, next_age_ - 1, *request, local});
     progress();
     return Status::ok;
 }
@@ -316,8 +319,7 @@ Status Window::rma(const RmaCall &call, Request **request) {
     if (epoch->state() == EngineState::active && state.phase == TargetPhase::held &&
         state.pending.empty()) {
         Operation operation(call, age, handle);  // runs now: no need to keep it
-        TargetView view{&transport_, byte_offset, config_.hardware_atomics};
-        status = operation.execute(view);
+        status = run(operation, byte_offset);
         if (is_error(status)) epoch->fail(status);
         if (handle) handle->finish(status);
         return Status::ok;
@@ -460,6 +462,47 @@ void Window::start_target(Epoch &epoch, int rank, TargetState &state) {
     state.phase = TargetPhase::acquiring;
 }
 
+// Runs one operation (complete at the origin when it returns) and, if it may not have
+// reached its target yet, numbers it for the target's remote completion.
+Status Window::run(Operation &operation, std::uint64_t byte_offset) {
+    TargetView view{&transport_, byte_offset, config_.hardware_atomics};
+    Status status = operation.execute(view);
+    if (operation.needs_flush()) peer_flushes_[operation.call().target].last_run = ++runs_;
+    return status;
+}
+
+// Whether every operation toward `peer` numbered up to `upto` is complete at the peer.
+// Never waits: posts a transport flush when none is in flight (over shared memory it
+// completes inline) and lets the next sweep ask again. A failed flush is reported in
+// *failure (and counts as done: the operations will not arrive).
+bool Window::remote_complete(int peer, std::uint64_t upto, Status *failure) {
+    PeerFlush &flush = peer_flushes_[peer];
+    upto = std::min(upto, flush.last_run);
+    if (flush.flushed < upto && !flush.in_flight) {
+        flush.covers = runs_;
+        flush.in_flight = true;
+        ++transport_flushes_;
+        Status status = transport_.flush(peer, &flush);
+        if (status != Status::in_progress) flush.on_complete(status);
+    }
+    if (flush.flushed < upto) return false;
+    if (upto > 0 && is_error(flush.failure)) *failure = flush.failure;
+    return true;
+}
+
+// A closed epoch's calls toward `peer` ran; whether they completed there (flushing
+// phase, entered here from held).
+bool Window::flushed_to(Epoch &epoch, int peer, TargetState &state) {
+    if (state.phase == TargetPhase::held) {
+        state.flush_upto = runs_;
+        state.phase = TargetPhase::flushing;
+    }
+    Status failure = Status::ok;
+    if (!remote_complete(peer, state.flush_upto, &failure)) return false;
+    if (is_error(failure)) epoch.fail(failure);
+    return true;
+}
+
 bool Window::run_pending(Epoch &epoch, TargetState &state) {
     bool moved = false;
     while (!state.pending.empty()) {
@@ -467,10 +510,7 @@ bool Window::run_pending(Epoch &epoch, TargetState &state) {
         state.pending.pop_front();
         std::uint64_t byte_offset = 0;
         Status status = check_range(operation->call(), &byte_offset);
-        if (!is_error(status)) {
-            TargetView view{&transport_, byte_offset, config_.hardware_atomics};
-            status = operation->execute(view);
-        }
+        if (!is_error(status)) status = run(*operation, byte_offset);
         if (is_error(status)) epoch.fail(status);
         if (operation->request()) operation->request()->finish(status);
         moved = true;
@@ -524,7 +564,12 @@ bool Window::advance_passive(Epoch &epoch) {
             busy = true;
             continue;
         }
-        if (state->phase == TargetPhase::held) {
+        // Unlock completes the calls at the target, before the lock is released.
+        if (state->phase == TargetPhase::held || state->phase == TargetPhase::flushing) {
+            if (!flushed_to(epoch, rank, *state)) {
+                busy = true;
+                continue;
+            }
             if (epoch.nocheck()) {
                 state->phase = TargetPhase::released;
             } else {
@@ -566,7 +611,21 @@ bool Window::advance_fence(Epoch &epoch) {
     }
     for (int peer = 0; peer < size(); ++peer)
         if (TargetState *state = epoch.find(peer)) moved |= run_pending(epoch, *state);
-    if (!epoch.open()) {
+    if (epoch.open()) return moved;
+    // The calls complete at their targets before the epoch does (and so before the
+    // next fence tells the peers).
+    bool flushed = true;
+    for (int peer = 0; peer < size(); ++peer) {
+        TargetState *state = epoch.find(peer);
+        if (!state || state->phase == TargetPhase::released) continue;
+        if (flushed_to(epoch, peer, *state)) {
+            state->phase = TargetPhase::released;
+            moved = true;
+        } else {
+            flushed = false;
+        }
+    }
+    if (flushed) {
         epoch.complete();
         moved = true;
     }
@@ -585,13 +644,14 @@ bool Window::advance_access(Epoch &epoch) {
             state.phase = TargetPhase::held;
             moved = true;
         }
-        if (state.phase == TargetPhase::held) {
-            moved |= run_pending(epoch, state);
-            if (!epoch.open()) {
-                notify(peer, layout_.done_count(rank()), state.notices);
-                state.phase = TargetPhase::releasing;
-                moved = true;
-            }
+        if (state.phase == TargetPhase::held) moved |= run_pending(epoch, state);
+        // The done notice leaves once the calls completed at the target (MPI_Win_wait
+        // there relies on it).
+        if ((state.phase == TargetPhase::held || state.phase == TargetPhase::flushing) &&
+            !epoch.open() && flushed_to(epoch, peer, state)) {
+            notify(peer, layout_.done_count(rank()), state.notices);
+            state.phase = TargetPhase::releasing;
+            moved = true;
         }
         if (state.phase == TargetPhase::releasing && state.notices.done()) {
             if (is_error(state.notices.failure)) epoch.fail(state.notices.failure);
@@ -639,17 +699,28 @@ bool Window::exposure_finished(const Epoch &epoch) const {
     return true;
 }
 
-bool Window::flush_done(const Flush &flush) const {
-    for (const auto &epoch : epochs_) {
-        if (epoch->state() == EngineState::completed) continue;
-        for (int rank = 0; rank < size(); ++rank) {
-            if (flush.target != -1 && rank != flush.target) continue;
-            const TargetState *state = epoch->find(rank);
-            if (state && !state->pending.empty() && state->pending.front()->age() <= flush.age)
-                return false;
+// First the calls issued before the flush must have run (complete at the origin: all
+// flush_local asks), then a transport flush completes them at their targets.
+bool Window::flush_done(Flush &flush) {
+    if (!flush.ran) {
+        for (const auto &epoch : epochs_) {
+            if (epoch->state() == EngineState::completed) continue;
+            for (int rank = 0; rank < size(); ++rank) {
+                if (flush.target != -1 && rank != flush.target) continue;
+                const TargetState *state = epoch->find(rank);
+                if (state && !state->pending.empty() && state->pending.front()->age() <= flush.age)
+                    return false;
+            }
         }
+        if (flush.local) return true;
+        flush.ran = true;
+        flush.upto = runs_;
     }
-    return true;
+    if (flush.target != -1) return remote_complete(flush.target, flush.upto, &flush.failure);
+    bool done = true;
+    for (int rank = 0; rank < size(); ++rank)
+        done &= remote_complete(rank, flush.upto, &flush.failure);
+    return done;
 }
 
 bool Window::progress() {
@@ -695,7 +766,7 @@ bool Window::progress() {
     }
     for (auto it = flushes_.begin(); it != flushes_.end();) {
         if (flush_done(*it)) {
-            it->request->finish(Status::ok);
+            it->request->finish(it->failure);
             it = flushes_.erase(it);
             moved = true;
         } else {

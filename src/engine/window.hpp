@@ -64,8 +64,9 @@ class Window {
     Status lock_all(int assertions);
     Status unlock_all(Request **request);
     // target == -1: every target. The request completes when every call issued before
-    // it (toward that target) is complete; later calls may still be in flight.
-    Status flush(int target, Request **request);
+    // it (toward that target) is complete at the target (local: at the origin, as
+    // MPI_Win_flush_local); later calls may still be in flight.
+    Status flush(int target, Request **request, bool local = false);
 
     // Active target (SC14 §V–VII). `group` lists window ranks (the MPI layer translates
     // MPI groups); opening calls never block. fence's request completes when the
@@ -92,7 +93,7 @@ class Window {
     bool has_open_epoch() const;
     // Window free: ends the open fence epoch, if any.
     void close_fence();
-    bool idle() const { return epochs_.empty() && flushes_.empty(); }
+    bool idle() const { return epochs_.empty() && flushes_.empty() && transport_flushes_ == 0; }
     // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
     // epochs, complete flushes. True if anything moved.
     bool progress();
@@ -110,6 +111,29 @@ class Window {
         int target;         // -1: all
         std::uint64_t age;  // calls with age <= this must be complete
         Request *request;
+        bool local;              // flush_local: completion at the origin is enough
+        bool ran = false;        // the calls ran; now waiting for the transport flushes
+        std::uint64_t upto = 0;  // runs_ when they had run
+        Status failure = Status::ok;
+    };
+    // Remote completion toward one peer. An operation that ran is complete at the
+    // origin only (a UCX put may still be on its way); a transport flush completes
+    // everything posted to the peer before it. Every operation that may not have
+    // reached its target when it returns (Operation::needs_flush) gets a number
+    // (runs_); one flush at a time is in flight per peer.
+    struct PeerFlush final : transport::Completion {
+        std::uint64_t last_run = 0;  // number of the last operation run toward the peer
+        std::uint64_t flushed = 0;   // operations up to this number are complete there
+        std::uint64_t covers = 0;    // what the flush in flight will have completed
+        bool in_flight = false;
+        Status failure = Status::ok;  // a flush toward the peer failed (sticky)
+        int *in_flight_count = nullptr;
+        void on_complete(Status status) override {
+            in_flight = false;
+            --*in_flight_count;
+            flushed = covers;
+            if (is_error(status)) failure = status;
+        }
     };
 
     Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assertions);
@@ -133,7 +157,10 @@ class Window {
     bool advance_exposure(Epoch &epoch);
     bool exposure_finished(const Epoch &epoch) const;
     bool run_pending(Epoch &epoch, TargetState &state);
-    bool flush_done(const Flush &flush) const;
+    Status run(Operation &operation, std::uint64_t byte_offset);
+    bool remote_complete(int peer, std::uint64_t upto, Status *failure);
+    bool flushed_to(Epoch &epoch, int peer, TargetState &state);
+    bool flush_done(Flush &flush);
     std::uint64_t control_word(std::size_t offset) const;
     void notify(int peer, std::size_t offset, Notices &notices);
 
@@ -156,6 +183,9 @@ class Window {
     std::uint64_t fences_ = 0;
     std::uint64_t next_epoch_id_ = 1;
     std::uint64_t next_age_ = 1;
+    std::uint64_t runs_ = 0;               // operations that needed a flush (PeerFlush)
+    std::vector<PeerFlush> peer_flushes_;  // by peer
+    int transport_flushes_ = 0;            // in flight
 };
 
 }  // namespace nbrma::engine

@@ -164,21 +164,22 @@ int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
     return finish(call, win, status, pending, request);
 }
 
-// flush_local is served as flush: over shm remote completion is local completion.
+// local: flush_local (completion at the origin), else completion at the target.
 // `rank` -1 flushes every target (flush_all): MPI_PROC_NULL (also -1 in MPICH) is
 // filtered out by target_flush first.
-int flush(const char *call, int rank, MPI_Win win, MPI_Request *request) {
+int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool local = false) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->flush(rank, &pending);
+    Status status = state->engine->flush(rank, &pending, local);
     if (status == Status::err_sync) return raise(call, win, status, "no passive epoch is open");
     return finish(call, win, status, pending, request);
 }
 
-int target_flush(const char *call, int rank, MPI_Win win, MPI_Request *request) {
+int target_flush(const char *call, int rank, MPI_Win win, MPI_Request *request,
+                 bool local = false) {
     if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     if (rank < 0) return raise(call, win, Status::err_rank);  // not "every target"
-    return flush(call, rank, win, request);
+    return flush(call, rank, win, request, local);
 }
 
 }  // namespace
@@ -213,11 +214,11 @@ int MPI_Win_flush(int rank, MPI_Win win) {
     return target_flush("MPI_Win_flush", rank, win, nullptr);
 }
 int MPI_Win_flush_local(int rank, MPI_Win win) {
-    return target_flush("MPI_Win_flush_local", rank, win, nullptr);
+    return target_flush("MPI_Win_flush_local", rank, win, nullptr, true);
 }
 int MPI_Win_flush_all(MPI_Win win) { return flush("MPI_Win_flush_all", -1, win, nullptr); }
 int MPI_Win_flush_local_all(MPI_Win win) {
-    return flush("MPI_Win_flush_local_all", -1, win, nullptr);
+    return flush("MPI_Win_flush_local_all", -1, win, nullptr, true);
 }
 int MPIX_Win_iflush(int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush", win, request);
@@ -225,7 +226,7 @@ int MPIX_Win_iflush(int rank, MPI_Win win, MPI_Request *request) {
 }
 int MPIX_Win_iflush_local(int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_local", win, request);
-    return target_flush("MPIX_Win_iflush_local", rank, win, request);
+    return target_flush("MPIX_Win_iflush_local", rank, win, request, true);
 }
 int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_all", win, request);
@@ -233,7 +234,7 @@ int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request) {
 }
 int MPIX_Win_iflush_local_all(MPI_Win win, MPI_Request *request) {
     NBRMA_REQUEST_POINTER("MPIX_Win_iflush_local_all", win, request);
-    return flush("MPIX_Win_iflush_local_all", -1, win, request);
+    return flush("MPIX_Win_iflush_local_all", -1, win, request, true);
 }
 
 int MPI_Win_sync(MPI_Win win) {

@@ -28,8 +28,8 @@ struct PeerRecord {
     std::int64_t base;
     std::int32_t disp_unit;
     std::int32_t pid;
-    std::int32_t node;  // comm rank of the rank's node leader: equal iff same node
-    std::int32_t pad;
+    std::int32_t node;   // comm rank of the rank's node leader: equal iff same node
+    std::int32_t vnode;  // virtual node (NBRMA_VIRTUAL_NODES) within the node
     std::uint64_t probe;  // where peers can read this process's cross-memory probe word
 };
 
@@ -50,6 +50,23 @@ Status process_worker(transport::ucx::UcxWorker **out) {
     }
     *out = worker;
     return failure;
+}
+
+// NBRMA_VIRTUAL_NODES=k (test mode): the ranks of a node form k virtual nodes, rank r of
+// MPI_COMM_WORLD in virtual node r mod k; peers in another virtual node are reached
+// through UCX as if on another machine. Memory stays per real node. -1: a bad value.
+int virtual_node() {
+    static int node = [] {
+        const char *text = std::getenv("NBRMA_VIRTUAL_NODES");
+        if (!text || !*text) return 0;
+        char *end = nullptr;
+        const long k = std::strtol(text, &end, 10);
+        if (*end || k < 1 || k > 4096) return -1;
+        int world_rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+        return static_cast<int>(world_rank % k);
+    }();
+    return node;
 }
 
 // True on every rank iff `ok` on every rank.
@@ -208,7 +225,8 @@ int creation_failed(const char *call, WindowState &state, Status status, const c
 // not atomic with respect to each other). nbrma_transport=ucx (info key, or the
 // NBRMA_TRANSPORT environment variable) sends every peer through UCX; the window
 // memory of the allocate flavors still lives in the node's segment, so load/store on
-// MPI_Win_allocate_shared memory works in both modes.
+// MPI_Win_allocate_shared memory works in both modes. With NBRMA_VIRTUAL_NODES only the
+// transport choice follows the virtual nodes (shm_reach); the segment stays per node.
 int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit, MPI_Info info,
                   MPI_Comm comm, void *user_base, void *base_out, MPI_Win *win) {
     ensure_initialized();
@@ -240,6 +258,10 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         return creation_failed(call, *state, Status::err_info,
                                "nbrma_transport / NBRMA_TRANSPORT must be \"shm\" or \"ucx\"");
     state->all_ucx = !everyone(choice != "ucx", state->comm);
+    const int vnode = virtual_node();
+    if (!everyone(vnode >= 0, state->comm))
+        return creation_failed(call, *state, Status::err_info,
+                               "NBRMA_VIRTUAL_NODES must be a number from 1 to 4096");
 
     MPI_Comm node;
     int local = 0, leader = rank;
@@ -259,19 +281,22 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     disp_unit,
                     static_cast<std::int32_t>(getpid()),
                     leader,
-                    0,
+                    vnode,
                     transport::shm::probe_address()};
-    if (flavor == Flavor::dynamic) mine = PeerRecord{0, 0, 1, mine.pid, leader, 0, mine.probe};
+    if (flavor == Flavor::dynamic) mine = PeerRecord{0, 0, 1, mine.pid, leader, vnode, mine.probe};
     std::vector<PeerRecord> peers(nranks);
     PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE, state->comm);
     std::vector<bool> is_local(nranks);
+    std::vector<bool> shm_reach(nranks);       // local, and in our virtual node
     std::vector<int> local_index(nranks, -1);  // position in the node's segment
     int local_count = 0;
-    bool spans_nodes = false;
+    bool spans_nodes = false, spans_virtual = false;
     for (int r = 0; r < nranks; ++r) {
         is_local[r] = peers[r].node == leader;
+        shm_reach[r] = is_local[r] && peers[r].vnode == vnode;
         if (is_local[r]) local_index[r] = local_count++;
         spans_nodes |= peers[r].node != peers[0].node;
+        spans_virtual |= peers[r].vnode != peers[0].vnode;
     }
     if (flavor == Flavor::shared && spans_nodes) {
         PMPI_Comm_free(&node);
@@ -364,7 +389,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     auto shm = std::make_unique<transport::shm::ShmTransport>(
         rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
     if (flavor == Flavor::dynamic) shm->enable_dynamic();
-    if (!spans_nodes && !state->all_ucx) {
+    if (!spans_nodes && !spans_virtual && !state->all_ucx) {
         state->transport = std::move(shm);
     } else {
         std::unique_ptr<transport::ucx::UcxTransport> ucx;
@@ -376,7 +401,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
             state->transport = std::move(ucx);
         else
             state->transport = std::make_unique<transport::ucx::MixedTransport>(
-                std::move(shm), std::move(ucx), is_local);
+                std::move(shm), std::move(ucx), shm_reach);
     }
     state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
 
@@ -404,9 +429,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     ++counters().windows_created;
     log(1, "%s: window %d (%d ranks, %lld bytes here) on nbrma over %s", call,
         static_cast<int>(*win), nranks, static_cast<long long>(size),
-        state->all_ucx ? "ucx"
-        : spans_nodes  ? "shm+ucx"
-                       : "shm");
+        state->all_ucx                 ? "ucx"
+        : spans_nodes || spans_virtual ? "shm+ucx"
+                                       : "shm");
     window_insert(state.release());
     return MPI_SUCCESS;
 }

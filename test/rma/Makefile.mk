@@ -32,7 +32,8 @@ check_PROGRAMS += \
 	test/rma/cma_forbid \
 	test/rma/cma_ptracer \
 	test/rma/dynamic_many \
-	test/rma/bad_input
+	test/rma/bad_input \
+	test/rma/remote_completion
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -118,9 +119,9 @@ test_rma_ucx_unreachable_SOURCES = test/rma/ucx_unreachable.c
 test_rma_ucx_unreachable_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_ucx_unreachable_LDADD = $(RMATEST_LDADD)
 
-TESTS += test/rma/runtests test/rma/runtests-ucx
+TESTS += test/rma/runtests test/rma/runtests-ucx test/rma/runtests-mixed
 
-EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma/runtests-ucx
+EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma/runtests-ucx test/rma/runtests-mixed
 
 test_rma_shared_progress_SOURCES = test/rma/shared_progress.c
 test_rma_shared_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -153,3 +154,7 @@ test_rma_dynamic_many_LDADD = $(RMATEST_LDADD)
 test_rma_bad_input_SOURCES = test/rma/bad_input.c
 test_rma_bad_input_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_bad_input_LDADD = $(RMATEST_LDADD)
+
+test_rma_remote_completion_SOURCES = test/rma/remote_completion.c
+test_rma_remote_completion_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_remote_completion_LDADD = $(RMATEST_LDADD)

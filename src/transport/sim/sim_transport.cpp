@@ -160,6 +160,10 @@ Status SimWorld::check(int peer, Region region, std::uint64_t offset, std::size_
 Status SimWorld::post(Op op) {
     op.fence_epoch = fence_epoch_[static_cast<std::size_t>(op.origin) * nranks_ + op.target];
     op.serial = serial_++;
+    if (early_local_ && (op.kind == OpKind::put || (op.kind == OpKind::atomic && !op.result))) {
+        endpoints_[op.origin]->completions_.push_back(op.completion);
+        op.completion = nullptr;  // delivery completes nothing more
+    }
     ops_.push_back(std::move(op));
     return Status::in_progress;
 }

@@ -15,6 +15,11 @@
 //    8-byte aligned (err_arg otherwise).
 //  - fence(peer): operations from this origin to `peer` posted after the fence are not
 //    deliverable until every operation posted to `peer` before it has been delivered.
+//  - Local completion (set_early_local_completion): by default an operation completes
+//    at delivery, at the origin and the target at once. With early local completion a
+//    put, and an atomic without a result, completes at the origin when posted (its
+//    completion is pollable at once, as a buffering network reports a send done) while
+//    its data reaches the target only at delivery: then only a flush says it arrived.
 //  - flush(peer, c): returns ok at once if nothing posted to `peer` is still in flight;
 //    otherwise queues an in-flight "flush" entry that becomes deliverable only once all
 //    earlier operations to `peer` are delivered; delivering it queues `c`'s completion.
@@ -102,6 +107,8 @@ class SimWorld {
     ~SimWorld();
 
     int size() const { return nranks_; }
+    // See the header comment; affects operations posted from now on.
+    void set_early_local_completion(bool on) { early_local_ = on; }
     Transport &endpoint(int rank);
     SimTransport &sim_endpoint(int rank);
     const SimTransport &sim_endpoint(int rank) const;
@@ -149,6 +156,7 @@ class SimWorld {
     std::vector<Op> ops_;
     std::uint64_t serial_ = 0;
     std::uint64_t delivered_ = 0;
+    bool early_local_ = false;
 };
 
 }  // namespace nbrma::transport::sim

@@ -32,7 +32,9 @@ namespace nbrma::engine::simtest {
 // Delivers window-region transfers at once (the engine waits for them inline). A
 // transfer the sim holds behind an earlier, fenced operation toward the same peer
 // (a notice of ours still in flight) gets that operation delivered first, as an
-// ordered network would; every other control-region operation stays in flight.
+// ordered network would; every other control-region operation stays in flight. With
+// hold_puts (and the sim's early local completion) window puts stay in flight too:
+// complete at the origin, not yet at the target.
 class DataNow final : public transport::Transport {
   public:
     DataNow(transport::sim::SimWorld &world, int rank)
@@ -65,6 +67,7 @@ class DataNow final : public transport::Transport {
     // How many earlier operations were delivered ahead of their turn to unblock a
     // window transfer.
     std::uint64_t forced() const { return forced_; }
+    bool hold_puts = false;
 
   private:
     Status now(transport::RemoteAddress address, Status posted) {
@@ -75,7 +78,7 @@ class DataNow final : public transport::Transport {
         using transport::sim::SimWorld;
         for (;;) {
             std::size_t i = 0;
-            while (i < world_.in_flight() && world_.op(i).region != transport::Region::window) ++i;
+            while (i < world_.in_flight() && !delivered_now(world_.op(i))) ++i;
             if (i == world_.in_flight()) return;
             if (world_.deliverable(i)) {
                 world_.deliver(i);
@@ -89,6 +92,10 @@ class DataNow final : public transport::Transport {
             world_.deliver(j);
             ++forced_;
         }
+    }
+    bool delivered_now(const transport::sim::SimWorld::Op &op) const {
+        return op.region == transport::Region::window &&
+               !(hold_puts && op.kind == transport::sim::SimWorld::OpKind::put);
     }
     transport::sim::SimWorld &world_;
     transport::Transport &inner_;
@@ -109,6 +116,12 @@ struct SimRanks {
             transports.push_back(std::make_unique<DataNow>(world, r));
             windows.push_back(std::make_unique<Window>(*transports[r], layout, config));
         }
+    }
+    // Window puts complete at the origin when posted and reach their target only when
+    // delivered (a network's local and remote completion; see DataNow).
+    void hold_puts() {
+        world.set_early_local_completion(true);
+        for (auto &transport : transports) transport->hold_puts = true;
     }
     bool progress_all() {
         bool moved = false;

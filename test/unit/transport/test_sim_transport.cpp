@@ -352,3 +352,36 @@ TEST(SimTransport, RandomDeliveryRespectsFences) {
         }
     }
 }
+
+// Early local completion: a put (and an atomic without a result) is complete at the
+// origin when posted, at the target only when delivered; only a flush tells.
+TEST(SimTransport, EarlyLocalCompletionSeparatesLocalFromRemote) {
+    SimWorld w(2, 64, 64);
+    w.set_early_local_completion(true);
+    Transport &t = w.endpoint(0);
+    const std::uint64_t v = 0x1234;
+    Counter put, add, cas, flush;
+    std::uint64_t previous = 0;
+    ASSERT_EQ(t.put(1, &v, 8, RemoteAddress{Region::window, 0}, &put), Status::in_progress);
+    ASSERT_EQ(
+        t.atomic(1, AtomicOp::fetch_add, RemoteAddress{Region::window, 8}, 1, 0, nullptr, &add),
+        Status::in_progress);
+    ASSERT_EQ(t.atomic(1, AtomicOp::compare_swap, RemoteAddress{Region::window, 16}, 5, 0,
+                       &previous, &cas),
+              Status::in_progress);
+    ASSERT_EQ(t.flush(1, &flush), Status::in_progress);
+    EXPECT_EQ(t.poll(), 2);  // the put and the add, before any delivery
+    EXPECT_EQ(put.calls, 1);
+    EXPECT_EQ(add.calls, 1);
+    EXPECT_EQ(cas.calls, 0);  // a fetching atomic completes with its result
+    EXPECT_EQ(word(w, 1, Region::window, 0), 0u);
+    EXPECT_EQ(word(w, 1, Region::window, 8), 0u);
+    w.deliver_all();
+    EXPECT_EQ(t.poll(), 2);  // the compare-and-swap, then the flush
+    EXPECT_EQ(put.calls, 1);
+    EXPECT_EQ(cas.calls, 1);
+    EXPECT_EQ(flush.calls, 1);
+    EXPECT_EQ(word(w, 1, Region::window, 0), v);
+    EXPECT_EQ(word(w, 1, Region::window, 8), 1u);
+    EXPECT_EQ(word(w, 1, Region::window, 16), 5u);
+}

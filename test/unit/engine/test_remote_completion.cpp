@@ -1,0 +1,236 @@
+// Remote completion over the sim transport with early local completion: a put is
+// complete at the origin when posted and reaches its target only when the test
+// delivers it (as over UCX). flush, unlock, complete and the end of a fence epoch must
+// wait for a transport flush (MPI's completion at the target); flush_local need not.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "engine/window.hpp"
+#include "sim_fixture.hpp"
+#include "sync/control_region.hpp"
+#include "transport/sim/sim_transport.hpp"
+
+namespace nbrma::engine {
+namespace {
+
+using simtest::put_call;
+using simtest::Requests;
+using simtest::SimRanks;
+using transport::Region;
+using transport::sim::SimWorld;
+
+bool held_put(const SimWorld::Op &op) {
+    return op.kind == SimWorld::OpKind::put && op.region == Region::window;
+}
+
+// Progress every rank and deliver everything but window puts until nothing moves.
+void settle_holding_puts(SimRanks &ranks) {
+    for (int round = 0; round < 10000; ++round) {
+        bool moved = ranks.progress_all();
+        for (bool delivered = true; delivered;) {
+            delivered = false;
+            for (std::size_t i = 0; i < ranks.world.in_flight(); ++i) {
+                if (held_put(ranks.world.op(i)) || !ranks.world.deliverable(i)) continue;
+                ranks.world.deliver(i);
+                delivered = moved = true;
+                break;
+            }
+        }
+        if (!moved) return;
+    }
+    ADD_FAILURE() << "still moving after 10000 rounds";
+}
+
+// Operations of `kind` from `origin` to `target` in flight.
+int in_flight(const SimRanks &ranks, SimWorld::OpKind kind, int origin, int target) {
+    int count = 0;
+    for (std::size_t i = 0; i < ranks.world.in_flight(); ++i) {
+        const SimWorld::Op &op = ranks.world.op(i);
+        count += op.kind == kind && op.origin == origin && op.target == target;
+    }
+    return count;
+}
+
+void deliver_put_to(SimRanks &ranks, int target) {
+    for (std::size_t i = 0; i < ranks.world.in_flight(); ++i) {
+        if (held_put(ranks.world.op(i)) && ranks.world.op(i).target == target) {
+            ranks.world.deliver(i);
+            return;
+        }
+    }
+    ADD_FAILURE() << "no put to " << target << " in flight";
+}
+
+std::uint64_t lock_word(const SimRanks &ranks, int rank) {
+    return ranks.world.load64(rank, Region::control, sync::ControlLayout::lock_word);
+}
+
+TEST(RemoteCompletion, FlushWaitsForThePutToReachTheTargetFlushLocalDoesNot) {
+    SimRanks ranks(2);
+    ranks.hold_puts();
+    Requests requests;
+    Window &origin = ranks.w(0);
+    ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    settle_holding_puts(ranks);
+    const std::int64_t value = 42;
+    ASSERT_EQ(origin.rma(put_call(1, 0, &value), nullptr), Status::ok);
+    Request *local = nullptr, *remote = nullptr;
+    ASSERT_EQ(origin.flush(1, &local, true), Status::ok);
+    ASSERT_EQ(origin.flush(1, &remote), Status::ok);
+    requests(local);
+    requests(remote);
+    settle_holding_puts(ranks);
+    EXPECT_TRUE(local->complete());    // the put completed at the origin
+    EXPECT_FALSE(remote->complete());  // but has not reached the target
+    EXPECT_EQ(ranks.at(1, 0), 0);
+    EXPECT_EQ(in_flight(ranks, SimWorld::OpKind::flush, 0, 1), 1);
+
+    ranks.settle();  // the put, then the flush behind it
+    EXPECT_TRUE(remote->complete());
+    EXPECT_EQ(ranks.at(1, 0), value);
+    requests(simtest::iunlock(origin, 1));
+    ranks.settle();
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
+TEST(RemoteCompletion, FlushAllWaitsForEveryTarget) {
+    SimRanks ranks(3);
+    ranks.hold_puts();
+    Requests requests;
+    Window &origin = ranks.w(0);
+    ASSERT_EQ(origin.lock_all(0), Status::ok);
+    const std::int64_t one = 1, two = 2;
+    ASSERT_EQ(origin.rma(put_call(1, 0, &one), nullptr), Status::ok);
+    ASSERT_EQ(origin.rma(put_call(2, 0, &two), nullptr), Status::ok);
+    settle_holding_puts(ranks);
+    Request *flushed = nullptr;
+    ASSERT_EQ(origin.flush(-1, &flushed), Status::ok);
+    requests(flushed);
+    settle_holding_puts(ranks);
+    EXPECT_FALSE(flushed->complete());
+    deliver_put_to(ranks, 1);
+    settle_holding_puts(ranks);
+    EXPECT_FALSE(flushed->complete());  // rank 2's put is still on its way
+    EXPECT_EQ(ranks.at(1, 0), one);
+    EXPECT_EQ(ranks.at(2, 0), 0);
+    deliver_put_to(ranks, 2);
+    settle_holding_puts(ranks);
+    EXPECT_TRUE(flushed->complete());
+    EXPECT_EQ(ranks.at(2, 0), two);
+    requests(simtest::iunlock_all(origin));
+    ranks.settle();
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
+// The lock is released only once the data arrived (and a NOCHECK epoch, which has no
+// lock, still completes only then): the next holder reads what we wrote.
+TEST(RemoteCompletion, UnlockReleasesTheLockOnlyAfterThePutArrived) {
+    for (int assertions : {0, MPI_MODE_NOCHECK}) {
+        SCOPED_TRACE(assertions ? "MPI_MODE_NOCHECK" : "lock");
+        SimRanks ranks(2);
+        ranks.hold_puts();
+        Requests requests;
+        Window &origin = ranks.w(0);
+        ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 1, assertions), Status::ok);
+        settle_holding_puts(ranks);
+        const std::uint64_t locked = lock_word(ranks, 1);
+        if (!assertions) {
+            EXPECT_NE(locked, 0u);
+        }
+        const std::int64_t value = 7;
+        ASSERT_EQ(origin.rma(put_call(1, 8, &value), nullptr), Status::ok);
+        Request *closed = requests(simtest::iunlock(origin, 1));
+        settle_holding_puts(ranks);
+        EXPECT_FALSE(closed->complete());
+        EXPECT_EQ(lock_word(ranks, 1), locked);  // no release while the put is in flight
+        EXPECT_EQ(in_flight(ranks, SimWorld::OpKind::atomic, 0, 1), 0);
+        EXPECT_EQ(ranks.at(1, 8), 0);
+
+        ranks.settle();
+        EXPECT_TRUE(closed->complete());
+        EXPECT_EQ(ranks.at(1, 8), value);
+        EXPECT_EQ(lock_word(ranks, 1), 0u);
+        EXPECT_TRUE(requests.all_complete_ok());
+    }
+}
+
+TEST(RemoteCompletion, CompleteSendsItsDoneNoticeOnlyAfterThePutArrived) {
+    SimRanks ranks(2);
+    ranks.hold_puts();
+    Requests requests;
+    ASSERT_EQ(ranks.w(1).post({0}, 0), Status::ok);
+    ASSERT_EQ(ranks.w(0).start({1}, 0), Status::ok);
+    settle_holding_puts(ranks);  // the grant
+    const std::int64_t value = 9;
+    ASSERT_EQ(ranks.w(0).rma(put_call(1, 0, &value), nullptr), Status::ok);
+    Request *completed = requests(simtest::icomplete(ranks.w(0)));
+    Request *waited = requests(simtest::iwait(ranks.w(1)));
+    settle_holding_puts(ranks);
+    EXPECT_FALSE(completed->complete());
+    EXPECT_FALSE(waited->complete());
+    EXPECT_EQ(in_flight(ranks, SimWorld::OpKind::atomic, 0, 1), 0);  // no done notice yet
+    EXPECT_EQ(ranks.dones(1, 0), 0u);
+
+    ranks.settle();
+    EXPECT_TRUE(completed->complete());
+    EXPECT_TRUE(waited->complete());
+    EXPECT_EQ(ranks.at(1, 0), value);
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
+TEST(RemoteCompletion, AFenceEpochEndsOnlyAfterItsPutsArrived) {
+    SimRanks ranks(2);
+    ranks.hold_puts();
+    Requests requests;
+    requests(simtest::ifence(ranks.w(0), 0));
+    requests(simtest::ifence(ranks.w(1), 0));
+    settle_holding_puts(ranks);
+    const std::int64_t value = 5;
+    ASSERT_EQ(ranks.w(0).rma(put_call(1, 16, &value), nullptr), Status::ok);
+    Request *origin_fence = requests(simtest::ifence(ranks.w(0), MPI_MODE_NOSUCCEED));
+    Request *target_fence = requests(simtest::ifence(ranks.w(1), MPI_MODE_NOSUCCEED));
+    settle_holding_puts(ranks);
+    EXPECT_FALSE(origin_fence->complete());
+    EXPECT_FALSE(target_fence->complete());
+    EXPECT_EQ(ranks.fences(1, 0), 1u);  // the origin's second fence notice waits
+    EXPECT_EQ(ranks.at(1, 16), 0);
+
+    ranks.settle();
+    EXPECT_TRUE(origin_fence->complete());
+    EXPECT_TRUE(target_fence->complete());
+    EXPECT_EQ(ranks.at(1, 16), value);
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
+// Gets complete when their data arrived: no transport flush for them.
+TEST(RemoteCompletion, NothingWrittenNothingFlushed) {
+    SimRanks ranks(2);
+    ranks.hold_puts();
+    Requests requests;
+    Window &origin = ranks.w(0);
+    ASSERT_EQ(origin.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
+    settle_holding_puts(ranks);
+    std::int64_t fetched = -1;
+    RmaCall get = put_call(1, 0, nullptr);
+    get.kind = RmaKind::get;
+    get.origin = nullptr;
+    get.result = &fetched;
+    get.result_count = 1;
+    get.result_type = MPI_INT64_T;
+    ASSERT_EQ(origin.rma(get, nullptr), Status::ok);
+    Request *flushed = nullptr;
+    ASSERT_EQ(origin.flush(1, &flushed), Status::ok);
+    requests(flushed);
+    origin.progress();
+    EXPECT_TRUE(flushed->complete());
+    EXPECT_EQ(fetched, 0);
+    EXPECT_EQ(in_flight(ranks, SimWorld::OpKind::flush, 0, 1), 0);
+    requests(simtest::iunlock(origin, 1));
+    ranks.settle();
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
+}  // namespace
+}  // namespace nbrma::engine
