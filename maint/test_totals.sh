@@ -43,11 +43,11 @@ for arg in "$@"; do
             passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -n 1)
             failed=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$log" | tail -n 1)
             skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$log" | tail -n 1)
-        elif line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" 2>/dev/null | tail -n 1) &&
+        elif line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" 2>/dev/null | tail -n 1) &&
             [ -n "$line" ]; then
             kind="MPI suite"
             set -- $line
-            passed=$1 failed=$3 skipped=$5
+            passed=$1 failed=$3 skipped=${5:-0}
         else
             kind="script"
             case $result in
