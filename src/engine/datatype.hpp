@@ -82,12 +82,28 @@ inline const TypeLayout *last_predefined_layout = nullptr;
     return true;
 }
 
+// The bytes `count` elements reach, relative to the buffer address: [*low, *high),
+// from the true bounds (element i covers [i*extent + true_lb, i*extent + true_ub), so
+// the lowest byte is in the first or the last element, and so is the highest). Both 0
+// when there is no data; false if a bound does not fit in 64 bits.
+[[nodiscard]] inline bool type_span(const TypeLayout &layout, MPI_Aint count, std::int64_t *low,
+                                    std::int64_t *high) {
+    *low = *high = 0;
+    if (count <= 0 || layout.size == 0) return true;
+    std::int64_t stretch = 0, true_ub = 0;
+    return !__builtin_mul_overflow(count - 1, layout.extent, &stretch) &&
+           !__builtin_add_overflow(layout.true_lb, layout.true_extent, &true_ub) &&
+           !__builtin_add_overflow(layout.true_lb, stretch < 0 ? stretch : 0, low) &&
+           !__builtin_add_overflow(true_ub, stretch > 0 ? stretch : 0, high);
+}
+
 // Calls f(offset, length) for every merged segment of `count` elements (element i
 // shifted by i*extent), in typemap order. Segments that touch across an element
 // boundary are merged too, so contiguous data always comes out as one call. If f
 // returns bool, false stops the walk (and type_for_each_segment returns false).
-// Offsets must be representable: callers walk only ranges checked against a buffer
-// or window (Window::check_range for targets).
+// Offsets must be representable: callers walk only spans type_span accepted (checked
+// against the window by Window::check_range for targets, by Operation::check for the
+// origin and result buffers).
 template <class F>
 bool type_for_each_segment(const TypeLayout &layout, std::size_t count, F &&f) {
     auto emit = [&f](std::int64_t offset, std::size_t length) {

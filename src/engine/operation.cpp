@@ -101,49 +101,91 @@ void Operation::retain_types() {
     }
 }
 
-Status Operation::check(const RmaCall &call, bool *empty) {
+namespace {
+
+// A buffer's `count` elements must lie at addresses that fit in 64 bits, so that the
+// offsets type_for_each_segment computes for them are representable.
+bool buffer_span_ok(const void *buffer, const TypeLayout &layout, MPI_Aint count) {
+    std::int64_t low = 0, high = 0;
+    std::uint64_t address = 0;
+    return type_span(layout, count, &low, &high) &&
+           !__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), low, &address) &&
+           !__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), high, &address);
+}
+
+Status refuse(Status status, const char *why, const char **cause) {
+    if (cause && is_error(status)) *cause = why;
+    return status;
+}
+
+}  // namespace
+
+Status Operation::check(const RmaCall &call, bool *empty, const char **cause) {
     *empty = false;
+    if (cause) *cause = nullptr;
     if (call.origin_count < 0 || call.target_count < 0 || call.result_count < 0)
-        return Status::err_count;
+        return refuse(Status::err_count, "negative count", cause);
     // Only the fetching calls may use MPI_NO_OP (MPI-4.0 §12.3.4).
-    if (call.kind == RmaKind::accumulate && call.op == MPI_NO_OP) return Status::err_op;
-    if (call.kind == RmaKind::compare_and_swap && !is_predefined(call.target_type))
-        return Status::err_type;
-    const TypeLayout *target = nullptr;
+    if (call.kind == RmaKind::accumulate && call.op == MPI_NO_OP)
+        return refuse(Status::err_op, "MPI_NO_OP is for the fetching calls only", cause);
+    // MPI_Fetch_and_op and MPI_Compare_and_swap take one predefined type.
+    if ((call.kind == RmaKind::compare_and_swap || call.kind == RmaKind::fetch_and_op) &&
+        !is_predefined(call.target_type))
+        return refuse(Status::err_type, "the datatype must be a predefined one", cause);
+    const TypeLayout *target = nullptr, *origin = nullptr, *result = nullptr;
     Status status = type_layout_get(call.target_type, &target);
-    if (is_error(status)) return status;
+    if (is_error(status)) return refuse(status, "bad target datatype", cause);
     // Data sizes beyond 64 bits are a count no buffer can have (the target range is
     // checked by the window).
     std::size_t target_bytes = 0;
-    if (!type_data_bytes(*target, call.target_count, &target_bytes)) return Status::err_count;
+    if (!type_data_bytes(*target, call.target_count, &target_bytes))
+        return refuse(Status::err_count, "target data beyond 64 bits", cause);
     std::size_t origin_bytes = target_bytes, result_bytes = target_bytes;
     // A get's buffer is its result; MPI_NO_OP ignores the origin buffer.
     const bool uses_origin = call.kind == RmaKind::put || call.kind == RmaKind::compare_and_swap ||
                              (call.kind != RmaKind::get && call.op != MPI_NO_OP);
     const bool uses_result = call.kind == RmaKind::get || is_fetching(call.kind);
     if (uses_origin) {
-        const TypeLayout *origin = nullptr;
         status = type_layout_get(call.origin_type, &origin);
-        if (is_error(status)) return status;
-        if (!type_data_bytes(*origin, call.origin_count, &origin_bytes)) return Status::err_count;
+        if (is_error(status)) return refuse(status, "bad origin datatype", cause);
+        if (!type_data_bytes(*origin, call.origin_count, &origin_bytes) ||
+            !buffer_span_ok(call.origin, *origin, call.origin_count))
+            return refuse(Status::err_count,
+                          "origin buffer beyond 64 bits (count times datatype extent)", cause);
     }
     if (uses_result) {
-        const TypeLayout *result = nullptr;
         status = type_layout_get(call.result_type, &result);
-        if (is_error(status)) return status;
-        if (!type_data_bytes(*result, call.result_count, &result_bytes)) return Status::err_count;
+        if (is_error(status)) return refuse(status, "bad result datatype", cause);
+        if (!type_data_bytes(*result, call.result_count, &result_bytes) ||
+            !buffer_span_ok(call.result, *result, call.result_count))
+            return refuse(Status::err_count,
+                          "result buffer beyond 64 bits (count times datatype extent)", cause);
     }
     const bool moves_data = call.kind == RmaKind::put || call.kind == RmaKind::get;
     if (target_bytes == 0 || origin_bytes == 0 || result_bytes == 0) {
         *empty = true;
-        return moves_data ? Status::ok : reduce_check_op(call.op);
+        return moves_data ? Status::ok : refuse(reduce_check_op(call.op), "bad op", cause);
     }
-    if (origin_bytes != target_bytes || result_bytes != target_bytes) return Status::err_type;
+    if (origin_bytes != target_bytes)
+        return refuse(Status::err_type, "origin and target data sizes differ", cause);
+    if (result_bytes != target_bytes)
+        return refuse(Status::err_type, "result and target data sizes differ", cause);
     if (moves_data) return Status::ok;
-    // Accumulates: one predefined element type on both sides, a predefined op.
-    if (target->basic == MPI_DATATYPE_NULL) return Status::err_type;
-    if (call.kind == RmaKind::compare_and_swap) return reduce_check_compare_swap(target->basic);
-    return reduce_check(call.op, target->basic);
+    // Accumulates: one predefined element type, the same on every side (MPI-4.0
+    // §12.3.4), and a predefined op.
+    if (target->basic == MPI_DATATYPE_NULL)
+        return refuse(Status::err_type, "target datatype is not built from one basic type", cause);
+    if (origin && !reduce_same_basic(origin->basic, target->basic))
+        return refuse(Status::err_type, "origin and target basic datatypes differ", cause);
+    if (result && !reduce_same_basic(result->basic, target->basic))
+        return refuse(Status::err_type, "result and target basic datatypes differ", cause);
+    if (call.kind == RmaKind::compare_and_swap)
+        return refuse(reduce_check_compare_swap(target->basic),
+                      "compare_and_swap needs an integer, logical or byte datatype", cause);
+    status = reduce_check(call.op, target->basic);
+    if (status == Status::err_op) return refuse(status, "op not defined for this datatype", cause);
+    if (status == Status::err_type) return refuse(status, "no reduction for this datatype", cause);
+    return refuse(status, "op not supported on this datatype", cause);
 }
 
 Status Operation::execute(const TargetView &view) {

@@ -61,8 +61,8 @@ class Operation {
     // Checks types, sizes and ops (not the window range: see Window). A call that moves
     // no data (count 0 or a zero-size type on a side it uses) is a valid no-op whatever
     // the other sides' types: only its handles are checked, and *empty is set so the
-    // caller skips it.
-    static Status check(const RmaCall &call, bool *empty);
+    // caller skips it. On an error, *cause (if given) names what was wrong.
+    static Status check(const RmaCall &call, bool *empty, const char **cause = nullptr);
 
     // A deferred operation outlives the call: keep its derived datatypes alive.
     void retain_types();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 
@@ -51,7 +52,8 @@ OpKind op_kind(MPI_Op op) {
 
 // The type classes of MPI-4.0 §6.9.2 ("multi" = MPI_AINT/OFFSET/COUNT; "other" =
 // predefined types no reduction accepts, such as MPI_WCHAR and MPI_PACKED). MPI_CHAR
-// counts as a C integer (a signed 8-bit one), as MPICH and Open MPI treat it.
+// counts as a C integer (a signed 8-bit one), as MPICH and Open MPI treat it, and so
+// does Fortran's MPI_CHARACTER, as MPICH does.
 enum class Class : std::uint8_t {
     c_integer,
     f_integer,
@@ -227,9 +229,24 @@ void apply_pair(OpKind op, const unsigned char *o, unsigned char *t, std::size_t
     }
 }
 
+// Integer kernels are instantiated per width and signedness (long and long long share
+// one), so that types with the same representation share one kernel: see reduce_same_basic.
+template <class T>
+using FixedWidth =
+    std::tuple_element_t<2 * (sizeof(T) == 2   ? 1
+                              : sizeof(T) == 4 ? 2
+                              : sizeof(T) == 8 ? 3
+                                               : 0) +
+                             std::is_signed_v<T>,
+                         std::tuple<std::uint8_t, std::int8_t, std::uint16_t, std::int16_t,
+                                    std::uint32_t, std::int32_t, std::uint64_t, std::int64_t>>;
+
 template <class T>
 constexpr ApplyFn kernel() {
-    return &apply<T>;
+    if constexpr (std::is_integral_v<T>)
+        return &apply<FixedWidth<T>>;
+    else
+        return &apply<T>;
 }
 template <>
 constexpr ApplyFn kernel<Logical<std::uint8_t>>() {
@@ -278,6 +295,7 @@ const Table &table() {
         const Entry entries[] = {
             entry<signed char>(MPI_SIGNED_CHAR, Class::c_integer),
             entry<signed char>(MPI_CHAR, Class::c_integer),
+            entry<signed char>(MPI_CHARACTER, Class::c_integer),
             entry<unsigned char>(MPI_UNSIGNED_CHAR, Class::c_integer),
             entry<short>(MPI_SHORT, Class::c_integer),
             entry<unsigned short>(MPI_UNSIGNED_SHORT, Class::c_integer),
@@ -341,7 +359,6 @@ const Table &table() {
             pair_entry<double, double>(MPI_2DOUBLE_PRECISION),
             opaque(MPI_WCHAR, Class::other),
             opaque(MPI_PACKED, Class::other),
-            opaque(MPI_CHARACTER, Class::other),
         };
         Table table;
         for (const Entry &e : entries) {
@@ -365,6 +382,9 @@ const TypeInfo *type_info(MPI_Datatype type) {
     auto it = t.find(type);
     return it == t.end() ? nullptr : &it->second;
 }
+
+// The integer classes differ only in which ops MPI allows; the bits are the same.
+Class family(Class c) { return c == Class::f_integer || c == Class::multi ? Class::c_integer : c; }
 
 Status check(OpKind op, const TypeInfo *info) {
     if (op == OpKind::invalid) return Status::err_op;
@@ -402,6 +422,17 @@ Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *tar
         return Status::ok;
     } catch (...) {
         return Status::err_no_memory;
+    }
+}
+
+bool reduce_same_basic(MPI_Datatype a, MPI_Datatype b) {
+    if (a == b) return true;
+    try {
+        const TypeInfo *x = type_info(a), *y = type_info(b);
+        return x != nullptr && y != nullptr && x->fn != nullptr && x->fn == y->fn &&
+               x->size == y->size && family(x->cls) == family(y->cls);
+    } catch (...) {
+        return false;
     }
 }
 

@@ -25,8 +25,8 @@ namespace nbrma::engine {
 [[nodiscard]] Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *target,
                                   std::size_t count);
 
-// MPI's rules for which predefined op goes with which type class (MPI_CHAR counts as
-// a signed 8-bit C integer, as in MPICH):
+// MPI's rules for which predefined op goes with which type class (MPI_CHAR and
+// Fortran's MPI_CHARACTER count as a signed 8-bit C integer, as in MPICH):
 //   MPI_MAX/MIN: C integer, Fortran integer, floating point, MPI_AINT/OFFSET/COUNT
 //   MPI_SUM/PROD: the above plus complex
 //   MPI_LAND/LOR/LXOR: C integer, logical (MPI_C_BOOL, MPI_CXX_BOOL, MPI_LOGICAL)
@@ -38,6 +38,16 @@ namespace nbrma::engine {
 // layout); err_unsupported for valid combinations we cannot compute in C++ (e.g.
 // MPI_REAL16, MPI_COMPLEX32, MPIX_C_FLOAT16 arithmetic).
 [[nodiscard]] Status reduce_check(MPI_Op op, MPI_Datatype basic);
+
+// Whether accumulate may combine data of basic type `a` with data of basic type `b`.
+// MPI wants the same basic type on every side; two handles count as the same when
+// they are, or when they are integer types of the same width and signedness (MPI_INT,
+// MPI_INT32_T, MPI_INTEGER; MPI_LONG, MPI_LONG_LONG, MPI_INT64_T, MPI_AINT; MPI_CHAR,
+// MPI_SIGNED_CHAR, MPI_INT8_T, MPI_CHARACTER) or types with the same C representation
+// (MPI_FLOAT and MPI_REAL, MPI_C_BOOL and MPI_CXX_BOOL, MPI_2INT and MPI_2INTEGER),
+// which MPICH accepts and programs mix. MPI_INT with MPI_FLOAT or MPI_UNSIGNED, and
+// MPI_BYTE with any other type, do not match.
+[[nodiscard]] bool reduce_same_basic(MPI_Datatype a, MPI_Datatype b);
 
 // err_op unless `op` is one of the predefined ops RMA accepts (MPI_REPLACE and
 // MPI_NO_OP included): the check that remains when a call moves no data.

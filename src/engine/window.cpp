@@ -260,16 +260,11 @@ Status target_span(const RmaCall &call, const TypeLayout &type, std::int64_t dis
                    std::uint64_t *start, std::uint64_t *low, std::uint64_t *high) {
     *start = *low = *high = 0;
     if (call.target_count <= 0 || type.size == 0) return Status::ok;
-    // Element i covers [first + i*extent + true_lb, first + i*extent + true_ub): the
-    // lowest byte is in the first or the last element, and so is the highest.
-    std::int64_t first, stretch, true_ub, lowest, highest;
+    std::int64_t first, lowest, highest;
     if (__builtin_mul_overflow(static_cast<std::int64_t>(call.displacement), disp_unit, &first) ||
-        __builtin_mul_overflow(call.target_count - 1, type.extent, &stretch) ||
-        __builtin_add_overflow(type.true_lb, type.true_extent, &true_ub) ||
-        __builtin_add_overflow(first, type.true_lb, &lowest) ||
-        __builtin_add_overflow(lowest, std::min<std::int64_t>(stretch, 0), &lowest) ||
-        __builtin_add_overflow(first, true_ub, &highest) ||
-        __builtin_add_overflow(highest, std::max<std::int64_t>(stretch, 0), &highest) || lowest < 0)
+        !type_span(type, call.target_count, &lowest, &highest) ||
+        __builtin_add_overflow(first, lowest, &lowest) ||
+        __builtin_add_overflow(first, highest, &highest) || lowest < 0)
         return Status::err_range;
     *start = static_cast<std::uint64_t>(first);
     *low = static_cast<std::uint64_t>(lowest);
@@ -333,6 +328,11 @@ Status Window::rma(const RmaCall &call, Request **request) {
 // ---------------------------------------------------------------- dynamic windows
 
 Status Window::attach(const void *base, std::uint64_t size) {
+    // A region that wraps around the address space: refused before any transport
+    // registers it (err_arg, as the directory does).
+    std::uint64_t end = 0;
+    if (__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(base), size, &end))
+        return Status::err_arg;
     return transport_.attach(base, size);
 }
 

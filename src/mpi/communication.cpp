@@ -1,5 +1,6 @@
 // Communication calls: each becomes an engine RmaCall. The _c (large-count) forms
 // share the path; MPI_Count and MPI_Aint are both 64-bit here.
+#include "engine/operation.hpp"
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
@@ -36,6 +37,10 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
             case Status::err_type: detail = "origin and target data sizes differ, or bad type"; break;
             default: break;
         }
+        // The engine's check again, for its exact cause (on the error path only).
+        const char *cause = nullptr;
+        bool empty = false;
+        if (engine::Operation::check(call, &empty, &cause) == status && cause) detail = cause;
         return raise(call_name, win, status, detail);
     }
     if (wants_request) return request_wrap(pending, request);

@@ -17,6 +17,13 @@
  *     on floating point, complex, pair or derived types -> MPI_ERR_TYPE
  *   a freed window: MPI_Win_free again and every call on it -> MPI_ERR_WIN through
  *     MPI_COMM_WORLD's error handler
+ *   accumulates with different basic types on the origin, target or result side
+ *     (MPI_INT with MPI_FLOAT) -> MPI_ERR_TYPE naming the cause; derived types of one
+ *     basic type, types MPICH treats alike (MPI_INT / MPI_INT32_T) and an ignored
+ *     MPI_NO_OP origin still work; MPI_Fetch_and_op on a derived type -> MPI_ERR_TYPE;
+ *     Fortran's MPI_CHARACTER with arithmetic ops is a signed 8-bit integer
+ *   an origin or result type whose count * extent leaves 64 bits -> MPI_ERR_COUNT
+ *     before any data moves; an attach whose base + size wraps -> MPI_ERR_ARG
  * Target memory is checked after each case. 2 processes: rank 0 is the origin, rank 1
  * the target.
  */
@@ -470,6 +477,132 @@ static void freed_window(void)
           "(class %d)", rt_flavor_names[flavor], handler_calls, handler_class);
 }
 
+/* ---------------------------------------------------------------- basic types */
+static void expect_cause(int rc, const char *cause, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (rc == MPI_SUCCESS)
+        return; /* reported by rt_expect_win_error */
+    MPI_CHK(MPI_Error_string(rc, msg, &len));
+    CHECK(strstr(msg, cause) != NULL, "%s %s: error string \"%s\" does not say \"%s\"",
+          rt_flavor_names[flavor], what, msg, cause);
+}
+
+static void basic_types(void)
+{
+    signed char expect[WIN_BYTES];
+    for (int k = 0; k < WIN_BYTES; k++)
+        expect[k] = (signed char) (k + 1);
+    fill_target();
+    if (me == 0) {
+        int ones[4] = { 1, 1, 1, 1 }, got[4] = { 0 }, rc;
+        float f[4] = { 1, 1, 1, 1 }, fgot[4] = { 0 };
+        signed char c = 100, lo = -3, cold = 0, cmax = 0, cgot = 0;
+        MPI_Datatype ints4, every_other, one_int;
+        MPI_Request req = MPI_REQUEST_NULL;
+        MPI_CHK(MPI_Type_contiguous(4, MPI_INT, &ints4));
+        MPI_CHK(MPI_Type_commit(&ints4));
+        MPI_CHK(MPI_Type_vector(2, 1, 2, MPI_INT, &every_other));
+        MPI_CHK(MPI_Type_commit(&every_other));
+        MPI_CHK(MPI_Type_contiguous(1, MPI_INT, &one_int));
+        MPI_CHK(MPI_Type_commit(&one_int));
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, w.win));
+        /* same size, different basic types: refused, target bytes 0..15 unchanged */
+        rc = MPI_Accumulate(ones, 4, MPI_INT, 1, disp(0), 4, MPI_FLOAT, MPI_SUM, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_TYPE, "MPI_Accumulate", "MPI_INT onto MPI_FLOAT");
+        expect_cause(rc, "origin and target basic datatypes differ", "MPI_INT onto MPI_FLOAT");
+        rc = MPI_Accumulate(f, 1, MPI_FLOAT, 1, disp(0), 1, MPI_INT, MPI_REPLACE, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_TYPE, "MPI_Accumulate", "MPI_FLOAT onto MPI_INT");
+        rc = MPI_Raccumulate(ones, 1, ints4, 1, disp(0), 4, MPI_UNSIGNED, MPI_MAX, w.win, &req);
+        rt_expect_win_error(&w, rc, MPI_ERR_TYPE, "MPI_Raccumulate",
+                            "4 x MPI_INT onto MPI_UNSIGNED");
+        rc = MPI_Get_accumulate(f, 2, MPI_FLOAT, got, 2, MPI_INT, 1, disp(0), 2, MPI_INT,
+                                MPI_SUM, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_TYPE, "MPI_Get_accumulate", "MPI_FLOAT origin");
+        rc = MPI_Get_accumulate(ones, 2, MPI_INT, fgot, 2, MPI_FLOAT, 1, disp(0), 2, MPI_INT,
+                                MPI_NO_OP, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_TYPE, "MPI_Get_accumulate", "MPI_FLOAT result");
+        expect_cause(rc, "result and target basic datatypes differ", "MPI_FLOAT result");
+        rc = MPI_Fetch_and_op(ones, got, one_int, 1, disp(0), MPI_SUM, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_TYPE, "MPI_Fetch_and_op", "a derived type");
+        expect_cause(rc, "predefined", "MPI_Fetch_and_op on a derived type");
+
+        /* what must keep working: one basic type under derived types, MPI_INT with
+           MPI_INT32_T, and a MPI_NO_OP whose (ignored) origin has another type */
+        MPI_CHK(MPI_Accumulate(ones, 1, ints4, 1, disp(16), 4, MPI_INT32_T, MPI_SUM, w.win));
+        MPI_CHK(MPI_Accumulate(ones, 2, MPI_INT32_T, 1, disp(32), 1, every_other, MPI_SUM,
+                               w.win));
+        MPI_CHK(MPI_Get_accumulate(f, 1, MPI_FLOAT, got, 1, MPI_INT, 1, disp(16), 1, MPI_INT,
+                                   MPI_NO_OP, w.win));
+        /* MPI_CHARACTER: byte 48 (49) + 100 = 149 -> -107; byte 49: max(50, -3) = 50;
+           byte 50: min(51, -3) = -3; byte 51 fetched with MPI_NO_OP */
+        MPI_CHK(MPI_Accumulate(&c, 1, MPI_CHARACTER, 1, disp(48), 1, MPI_CHARACTER, MPI_SUM,
+                               w.win));
+        MPI_CHK(MPI_Fetch_and_op(&lo, &cmax, MPI_CHARACTER, 1, disp(49), MPI_MAX, w.win));
+        MPI_CHK(MPI_Fetch_and_op(&lo, &cold, MPI_CHARACTER, 1, disp(50), MPI_MIN, w.win));
+        MPI_CHK(MPI_Get_accumulate(NULL, 0, MPI_CHARACTER, &cgot, 1, MPI_CHARACTER, 1,
+                                   disp(51), 1, MPI_CHARACTER, MPI_NO_OP, w.win));
+        MPI_CHK(MPI_Win_unlock(1, w.win));
+        CHECK(got[0] == (18 | 18 << 8 | 19 << 16 | 20 << 24),
+              "%s MPI_NO_OP with a MPI_FLOAT origin fetched %#x", rt_flavor_names[flavor],
+              (unsigned) got[0]);
+        CHECK(cmax == 50 && cold == 51 && cgot == 52,
+              "%s MPI_CHARACTER fetched %d %d %d, expected 50 51 52", rt_flavor_names[flavor],
+              cmax, cold, cgot);
+        MPI_CHK(MPI_Type_free(&ints4));
+        MPI_CHK(MPI_Type_free(&every_other));
+        MPI_CHK(MPI_Type_free(&one_int));
+    }
+    for (int k = 16; k < 32; k += 4)
+        expect[k] = (signed char) (k + 2);
+    expect[32] = 34;
+    expect[40] = 42;
+    expect[48] = -107;
+    expect[50] = -3;
+    check_target("basic type matching", expect, WIN_BYTES);
+}
+
+/* ---------------------------------------------------------------- 64-bit limits */
+static void beyond_64_bits(void)
+{
+    fill_target();
+    if (me == 0) {
+        int buf[4] = { 9, 9, 9, 9 };
+        MPI_Datatype far, back;
+        MPI_CHK(MPI_Type_create_resized(MPI_INT, 0, (MPI_Aint) 1 << 62, &far));
+        MPI_CHK(MPI_Type_commit(&far));
+        MPI_CHK(MPI_Type_create_resized(MPI_INT, 0, -((MPI_Aint) 1 << 62), &back));
+        MPI_CHK(MPI_Type_commit(&back));
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, w.win));
+        /* element 3 of the origin lies 3 * 2^62 bytes away: refused, nothing moves */
+        rt_expect_win_error(&w, MPI_Put(buf, 4, far, 1, disp(0), 4, MPI_INT, w.win),
+                            MPI_ERR_COUNT, "MPI_Put", "origin extent 2^62, count 4");
+        rt_expect_win_error(&w, MPI_Put(buf, 4, back, 1, disp(0), 4, MPI_INT, w.win),
+                            MPI_ERR_COUNT, "MPI_Put", "origin extent -2^62, count 4");
+        rt_expect_win_error(&w, MPI_Accumulate(buf, 4, far, 1, disp(0), 4, MPI_INT, MPI_SUM,
+                                               w.win),
+                            MPI_ERR_COUNT, "MPI_Accumulate", "origin extent 2^62, count 4");
+        rt_expect_win_error(&w, MPI_Get(buf, 4, far, 1, disp(0), 4, MPI_INT, w.win),
+                            MPI_ERR_COUNT, "MPI_Get", "result extent 2^62, count 4");
+        rt_expect_win_error(&w, MPI_Get_accumulate(buf, 4, MPI_INT, buf, 4, back, 1, disp(0), 4,
+                                                   MPI_INT, MPI_SUM, w.win),
+                            MPI_ERR_COUNT, "MPI_Get_accumulate", "result extent -2^62, count 4");
+        MPI_CHK(MPI_Win_unlock(1, w.win));
+        CHECK(buf[0] == 9 && buf[1] == 9 && buf[2] == 9 && buf[3] == 9,
+              "%s refused gets wrote the origin buffer", rt_flavor_names[flavor]);
+        MPI_CHK(MPI_Type_free(&far));
+        MPI_CHK(MPI_Type_free(&back));
+    }
+    if (flavor == RT_DYNAMIC) {
+        /* base + size wraps around the address space: refused by every rank */
+        void *top = (void *) (~(uintptr_t) 0 - 15);
+        rt_expect_win_error(&w, MPI_Win_attach(w.win, top, 64), MPI_ERR_ARG, "MPI_Win_attach",
+                            "base + size wraps");
+    }
+    check_target("calls beyond 64 bits", NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
     int sel[RT_NFLAVORS];
@@ -493,6 +626,8 @@ int main(int argc, char **argv)
         invalid_ops();
         window_info();
         creation_errors();
+        basic_types();
+        beyond_64_bits();
         rt_win_free(&w);
         freed_window();
         if (flavor == RT_SHARED)

@@ -385,3 +385,183 @@ TEST(ReduceAtomic, Mapping) {
     EXPECT_FALSE(reduce_as_atomic(MPI_REPLACE, MPI_2INT, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_DATATYPE_NULL, &a, &zero));
 }
+
+// ---------------------------------------------------------------- issue 17 follow-up
+
+// Fortran's MPI_CHARACTER with arithmetic ops: a signed 8-bit integer, as MPICH accepts.
+TEST(ReduceCheck, CharacterIsASignedEightBitInteger) {
+    for (MPI_Op op : {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_BAND,
+                      MPI_BOR, MPI_BXOR, MPI_REPLACE, MPI_NO_OP})
+        EXPECT_EQ(reduce_check(op, MPI_CHARACTER), Status::ok);
+    EXPECT_EQ(run<signed char>(MPI_SUM, MPI_CHARACTER, {100, -5}, {100, 3}),
+              (std::vector<signed char>{-56, -2}));
+    EXPECT_EQ(run<signed char>(MPI_MAX, MPI_CHARACTER, {-7, 5}, {3, -1}),
+              (std::vector<signed char>{3, 5}));
+    EXPECT_EQ(reduce_check(MPI_MAXLOC, MPI_CHARACTER), Status::err_op);
+}
+
+namespace {
+MPI_Datatype committed(MPI_Datatype type) {
+    EXPECT_EQ(MPI_Type_commit(&type), MPI_SUCCESS);
+    return type;
+}
+}  // namespace
+
+// MPI-4.0 §12.3.4: origin, target (and result) use the same basic type. Derived types
+// built from one basic type keep working, MPI_NO_OP ignores the origin, and types
+// that share a representation (MPI_INT and MPI_INT32_T) match, as MPICH accepts them.
+TEST(OperationCheck, AccumulateNeedsTheSameBasicTypeOnEverySide) {
+    bool empty = false;
+    for (RmaKind kind : {RmaKind::accumulate, RmaKind::get_accumulate}) {
+        EXPECT_EQ(check(call_of(kind, 1, MPI_INT, 1, MPI_FLOAT), &empty), Status::err_type);
+        EXPECT_EQ(check(call_of(kind, 1, MPI_FLOAT, 1, MPI_INT, MPI_REPLACE), &empty),
+                  Status::err_type);
+        EXPECT_EQ(check(call_of(kind, 1, MPI_INT, 1, MPI_UNSIGNED, MPI_MAX), &empty),
+                  Status::err_type);
+        EXPECT_EQ(check(call_of(kind, 1, MPI_UNSIGNED_LONG, 1, MPI_DOUBLE), &empty),
+                  Status::err_type);
+        EXPECT_EQ(check(call_of(kind, 4, MPI_BYTE, 4, MPI_UNSIGNED_CHAR, MPI_BOR), &empty),
+                  Status::err_type);
+        EXPECT_EQ(check(call_of(kind, 1, MPI_INT32_T, 1, MPI_INT), &empty), Status::ok);
+        EXPECT_EQ(check(call_of(kind, 1, MPI_LONG_LONG, 1, MPI_INT64_T), &empty), Status::ok);
+        EXPECT_EQ(check(call_of(kind, 2, MPI_CHAR, 2, MPI_SIGNED_CHAR), &empty), Status::ok);
+    }
+    MPI_Datatype ints4 = committed([] {
+        MPI_Datatype t;
+        MPI_Type_contiguous(4, MPI_INT, &t);
+        return t;
+    }());
+    MPI_Datatype int_columns = committed([] {
+        MPI_Datatype t;
+        MPI_Type_vector(2, 1, 3, MPI_INT, &t);
+        return t;
+    }());
+    MPI_Datatype floats2 = committed([] {
+        MPI_Datatype t;
+        MPI_Type_contiguous(2, MPI_FLOAT, &t);
+        return t;
+    }());
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 1, ints4, 4, MPI_INT), &empty), Status::ok);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 4, MPI_INT, 2, int_columns), &empty), Status::ok);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 2, int_columns, 1, ints4), &empty), Status::ok);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 1, floats2, 1, int_columns), &empty),
+              Status::err_type);
+    EXPECT_EQ(check(call_of(RmaKind::accumulate, 2, floats2, 4, MPI_INT), &empty),
+              Status::err_type);
+
+    // get_accumulate: the result side too; MPI_NO_OP ignores the origin.
+    RmaCall call = call_of(RmaKind::get_accumulate, 1, MPI_INT, 1, MPI_INT);
+    call.result_type = MPI_FLOAT;
+    EXPECT_EQ(check(call, &empty), Status::err_type);
+    call.result_type = ints4;
+    call.result_count = 0;
+    call.target_count = call.origin_count = 4;
+    EXPECT_EQ(check(call, &empty), Status::ok);  // zero-byte result: a no-op
+    EXPECT_TRUE(empty);
+    call.result_count = 1;
+    EXPECT_EQ(check(call, &empty), Status::ok);
+    call.op = MPI_NO_OP;
+    call.origin_type = MPI_FLOAT;
+    EXPECT_EQ(check(call, &empty), Status::ok);
+    call.result_type = floats2;
+    call.result_count = 2;
+    EXPECT_EQ(check(call, &empty), Status::err_type);
+    MPI_Type_free(&ints4);
+    MPI_Type_free(&int_columns);
+    MPI_Type_free(&floats2);
+}
+
+// MPI-4.0 §12.3.4: MPI_Fetch_and_op (like MPI_Compare_and_swap) takes a predefined type.
+TEST(OperationCheck, FetchAndOpNeedsAPredefinedType) {
+    MPI_Datatype derived = committed([] {
+        MPI_Datatype t;
+        MPI_Type_contiguous(1, MPI_INT, &t);
+        return t;
+    }());
+    bool empty = false;
+    EXPECT_EQ(check(call_of(RmaKind::fetch_and_op, 1, derived, 1, derived), &empty),
+              Status::err_type);
+    EXPECT_EQ(check(call_of(RmaKind::fetch_and_op, 1, derived, 1, derived, MPI_NO_OP), &empty),
+              Status::err_type);
+    EXPECT_EQ(check(call_of(RmaKind::fetch_and_op, 1, MPI_INT, 1, MPI_INT), &empty), Status::ok);
+    MPI_Type_free(&derived);
+}
+
+// An origin or result type whose extent times count leaves 64 bits is refused before
+// any data moves (type_for_each_segment would compute i*extent in overflow).
+TEST(OperationCheck, OriginAndResultBeyondSixtyFourBitsAreRefused) {
+    const MPI_Aint huge = MPI_Aint{1} << 62;
+    MPI_Datatype far = MPI_DATATYPE_NULL, back = MPI_DATATYPE_NULL;
+    MPI_Type_create_resized(MPI_INT, 0, huge, &far);
+    MPI_Type_create_resized(MPI_INT, 0, -huge, &back);
+    far = committed(far);
+    back = committed(back);
+    bool empty = false;
+    int buffer[4] = {};
+    for (MPI_Datatype type : {far, back}) {
+        RmaCall put = call_of(RmaKind::put, 4, type, 4, MPI_INT);
+        put.origin = buffer;
+        EXPECT_EQ(check(put, &empty), Status::err_count);
+        put.origin_count = 2;  // 1 * extent fits: the caller's buffer, its business
+        put.target_count = 2;
+        EXPECT_EQ(check(put, &empty), type == far ? Status::ok : Status::err_count);
+        RmaCall get = call_of(RmaKind::get, 4, type, 4, MPI_INT);
+        get.result = buffer;
+        EXPECT_EQ(check(get, &empty), Status::err_count);
+        RmaCall acc = call_of(RmaKind::get_accumulate, 4, MPI_INT, 4, MPI_INT);
+        acc.origin = acc.result = buffer;
+        acc.result_type = type;
+        EXPECT_EQ(check(acc, &empty), Status::err_count);
+        acc.result_type = MPI_INT;
+        acc.origin_type = type;
+        EXPECT_EQ(check(acc, &empty), Status::err_count);
+    }
+    // A buffer whose data would wrap around the address space.
+    RmaCall put = call_of(RmaKind::put, 4, MPI_INT, 4, MPI_INT);
+    put.origin = reinterpret_cast<const void *>(~std::uintptr_t{0} - 7);
+    EXPECT_EQ(check(put, &empty), Status::err_count);
+    MPI_Type_free(&far);
+    MPI_Type_free(&back);
+}
+
+TEST(OperationCheck, RefusalsNameTheirCause) {
+    bool empty = false;
+    const char *cause = nullptr;
+    EXPECT_EQ(
+        Operation::check(call_of(RmaKind::accumulate, 1, MPI_INT, 1, MPI_FLOAT), &empty, &cause),
+        Status::err_type);
+    ASSERT_NE(cause, nullptr);
+    EXPECT_STREQ(cause, "origin and target basic datatypes differ");
+    EXPECT_EQ(
+        Operation::check(call_of(RmaKind::accumulate, 1, MPI_INT, 1, MPI_INT), &empty, &cause),
+        Status::ok);
+    EXPECT_EQ(cause, nullptr);
+}
+
+TEST(ReduceSameBasic, SameRepresentationMatches) {
+    using nbrma::engine::reduce_same_basic;
+    const MPI_Datatype same[][2] = {
+        {MPI_INT, MPI_INT32_T},       {MPI_INT, MPI_INTEGER},
+        {MPI_LONG, MPI_LONG_LONG},    {MPI_LONG, MPI_INT64_T},
+        {MPI_LONG_LONG, MPI_AINT},    {MPI_COUNT, MPI_OFFSET},
+        {MPI_CHAR, MPI_INT8_T},       {MPI_CHAR, MPI_CHARACTER},
+        {MPI_UNSIGNED, MPI_UINT32_T}, {MPI_FLOAT, MPI_REAL},
+        {MPI_DOUBLE, MPI_REAL8},      {MPI_C_BOOL, MPI_CXX_BOOL},
+        {MPI_2INT, MPI_2INTEGER},     {MPI_COMPLEX, MPI_C_FLOAT_COMPLEX},
+        {MPI_WCHAR, MPI_WCHAR},       {MPI_DOUBLE_INT, MPI_DOUBLE_INT},
+    };
+    for (const auto &pair : same) {
+        EXPECT_TRUE(reduce_same_basic(pair[0], pair[1]));
+        EXPECT_TRUE(reduce_same_basic(pair[1], pair[0]));
+    }
+    const MPI_Datatype different[][2] = {
+        {MPI_INT, MPI_FLOAT},    {MPI_INT, MPI_UNSIGNED},       {MPI_LONG, MPI_DOUBLE},
+        {MPI_BYTE, MPI_UINT8_T}, {MPI_BYTE, MPI_CHAR},          {MPI_FLOAT_INT, MPI_2REAL},
+        {MPI_WCHAR, MPI_INT},    {MPI_DOUBLE, MPI_LONG_DOUBLE}, {MPI_C_BOOL, MPI_UINT8_T},
+        {MPI_INT, MPI_2INT},     {MPI_INT, MPI_DATATYPE_NULL},  {MPI_LOGICAL, MPI_INT},
+    };
+    for (const auto &pair : different) {
+        EXPECT_FALSE(reduce_same_basic(pair[0], pair[1]));
+        EXPECT_FALSE(reduce_same_basic(pair[1], pair[0]));
+    }
+}
