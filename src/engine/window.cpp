@@ -328,11 +328,6 @@ Status Window::rma(const RmaCall &call, Request **request) {
 // ---------------------------------------------------------------- dynamic windows
 
 Status Window::attach(const void *base, std::uint64_t size) {
-    // A region that wraps around the address space: refused before any transport
-    // registers it (err_arg, as the directory does).
-    std::uint64_t end = 0;
-    if (__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(base), size, &end))
-        return Status::err_arg;
     return transport_.attach(base, size);
 }
 

@@ -84,7 +84,8 @@ class Window {
     Status rma(const RmaCall &call, Request **request);
 
     // Dynamic windows: publish/withdraw a region in our directory of attached regions
-    // (the transport's; err_range: overlaps an attached region).
+    // (the transport's; err_arg: wraps around the address space; err_range: overlaps an
+    // attached region).
     Status attach(const void *base, std::uint64_t size);
     Status detach(const void *base);
 

@@ -66,9 +66,7 @@ Status DirectoryWriter::grow() {
     return Status::ok;
 }
 
-Status DirectoryWriter::add(std::uint64_t base, std::uint64_t length, const std::uint8_t *key,
-                            std::size_t key_length) {
-    if (key_length > key_stride_) return Status::err_no_memory;
+Status DirectoryWriter::admits(std::uint64_t base, std::uint64_t length) const {
     std::uint64_t end = 0;
     if (__builtin_add_overflow(base, length, &end)) return Status::err_arg;
     auto next = index_.lower_bound(base);
@@ -78,6 +76,14 @@ Status DirectoryWriter::add(std::uint64_t base, std::uint64_t length, const std:
         auto previous = std::prev(next);
         if (previous->first + previous->second.length > base) return Status::err_range;
     }
+    return Status::ok;
+}
+
+Status DirectoryWriter::add(std::uint64_t base, std::uint64_t length, const std::uint8_t *key,
+                            std::size_t key_length) {
+    if (key_length > key_stride_) return Status::err_no_memory;
+    if (Status status = admits(base, length); is_error(status)) return status;
+    auto next = index_.lower_bound(base);
     if (length == 0) {  // nothing a peer can reach: not published
         index_.emplace_hint(next, base, Attached{0, npos});
         return Status::ok;

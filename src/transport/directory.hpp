@@ -70,8 +70,12 @@ class DirectoryWriter {
     DirectoryWriter(const DirectoryWriter &) = delete;
     DirectoryWriter &operator=(const DirectoryWriter &) = delete;
 
-    // err_range: overlaps an attached region (or a zero-size one at the same base);
-    // err_no_memory: key longer than the stride. key may be null (key_length 0).
+    // Whether [base, base + length) may be attached: err_arg if it wraps around the
+    // address space, err_range if it overlaps an attached region (or a zero-size one at
+    // the same base). A transport that registers memory asks before it does.
+    Status admits(std::uint64_t base, std::uint64_t length) const;
+    // admits(), then publishes the region; err_no_memory: key longer than the stride.
+    // key may be null (key_length 0).
     Status add(std::uint64_t base, std::uint64_t length, const std::uint8_t *key,
                std::size_t key_length);
     // err_arg: nothing attached at base.

@@ -89,9 +89,10 @@ class Transport {
     // Dynamic windows: attach a region of our memory / detach it (MPI_Win_attach/detach):
     // publish it in our directory of attached regions (transport/directory.hpp), which
     // origins read one-sidedly; transports that must register memory for peers' access
-    // do it here. attach may fail (err_no_memory, err_transport); detach of an address
-    // not attached is err_arg.
-    // attach fails with err_range if the region overlaps an attached one.
+    // do it here, after the directory admitted the region. attach fails with err_arg if
+    // base + size wraps around the address space, err_range if the region overlaps an
+    // attached one (both refused before any registration), err_no_memory or
+    // err_transport; detach of an address not attached is err_arg.
     virtual Status attach(const void *base, std::uint64_t size) { return Status::err_unsupported; }
     virtual Status detach(const void *base) { return Status::err_unsupported; }
     // Dynamic windows: ok if the bytes [low, high) of peer's memory (absolute addresses)

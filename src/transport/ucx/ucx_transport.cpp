@@ -523,6 +523,8 @@ int UcxTransport::poll() {
 Status UcxTransport::attach(const void *base, std::uint64_t size) {
     if (!directory_) return Status::err_unsupported;
     const std::uint64_t address = reinterpret_cast<std::uintptr_t>(base);
+    // refused (wrap-around, overlap) before any memory is registered
+    if (Status status = directory_->admits(address, size); is_error(status)) return status;
     std::unique_ptr<UcxRegistration> registration;
     if (size > 0) {
         Status status = worker_.map(const_cast<void *>(base), size, &registration);
@@ -536,7 +538,7 @@ Status UcxTransport::attach(const void *base, std::uint64_t size) {
     Status status =
         directory_->add(address, size, registration ? registration->rkey().data() : nullptr,
                         registration ? registration->rkey().size() : 0);
-    if (is_error(status)) return status;  // (overlap) the registration goes with it
+    if (is_error(status)) return status;  // the registration goes with it
     if (registration) attached_[address] = std::move(registration);
     return Status::ok;
 }
