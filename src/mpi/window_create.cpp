@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "common/log.hpp"
 #include "common/yield.hpp"
@@ -28,8 +29,8 @@ struct PeerRecord {
     std::int64_t base;
     std::int32_t disp_unit;
     std::int32_t pid;
-    std::int32_t node;   // comm rank of the rank's node leader: equal iff same node
-    std::int32_t vnode;  // virtual node (NBRMA_VIRTUAL_NODES) within the node
+    std::int32_t node;    // comm rank of the rank's node leader: equal iff same node
+    std::int32_t vnode;   // virtual node (NBRMA_VIRTUAL_NODES) within the node
     std::uint64_t probe;  // where peers can read this process's cross-memory probe word
 };
 
@@ -165,7 +166,7 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
 // word of each node-local peer. The verdict is agreed, so every rank fails alike, at
 // creation rather than at the first RMA call. On failure `why` says what failed.
 Status enable_cross_memory(WindowState &state, const std::vector<PeerRecord> &peers,
-                           const std::vector<bool> &is_local, const char **why) {
+                           const std::vector<bool> &is_local, std::string *why) {
     using namespace transport::shm;
     int rank, nranks;
     PMPI_Comm_rank(state.comm, &rank);
@@ -186,7 +187,6 @@ Status enable_cross_memory(WindowState &state, const std::vector<PeerRecord> &pe
     for (int r = 0; r < nranks && allowed && verdict == cma_ok; ++r)
         if (is_local[r] && r != rank) verdict = probe(r);
     PMPI_Allreduce(&verdict, &agreed, 1, MPI_INT, MPI_MAX, state.comm);
-    static char text[200];
     switch (agreed) {
         case cma_ok:
             return Status::ok;
@@ -197,12 +197,10 @@ Status enable_cross_memory(WindowState &state, const std::vector<PeerRecord> &pe
                 "nbrma_transport=ucx)";
             return Status::err_unsupported;
         case cma_denied:
-            std::snprintf(text, sizeof text,
-                          "cross-memory attach (process_vm_readv) between ranks of a node is "
-                          "not permitted (Yama ptrace_scope %d; use MPI_Win_allocate or "
-                          "nbrma_transport=ucx)",
-                          scope);
-            *why = text;
+            *why =
+                "cross-memory attach (process_vm_readv) between ranks of a node is not "
+                "permitted (Yama ptrace_scope " +
+                std::to_string(scope) + "; use MPI_Win_allocate or nbrma_transport=ucx)";
             return Status::err_unsupported;
         default:
             *why = "process_vm_readv cannot reach a rank of this node (another PID namespace?)";
@@ -344,9 +342,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                                "as /proc/<pid>/fd/<n>: same user, one PID namespace)");
     auto *segment = static_cast<std::uint8_t *>(state->segment->address());
     if (!allocates && !state->all_ucx) {
-        const char *why = nullptr;
+        std::string why;
         status = enable_cross_memory(*state, peers, is_local, &why);
-        if (is_error(status)) return creation_failed(call, *state, status, why);
+        if (is_error(status)) return creation_failed(call, *state, status, why.c_str());
     }
 
     std::vector<transport::shm::ShmPeer> shm_peers(nranks);
