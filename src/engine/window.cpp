@@ -288,14 +288,15 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
     return transport_.check_attached(call.target, low, high);
 }
 
-Status Window::rma(const RmaCall &call, Request **request) {
+Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
+    if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
     Epoch *epoch = covering_epoch(call.target);
     if (!epoch)  // an access epoch whose group lacks the target, or no epoch at all
         return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
     if (request && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
     bool empty = false;
-    Status status = Operation::check(call, &empty);
+    Status status = Operation::check(call, &empty, cause);
     if (is_error(status)) return status;
     if (empty) {  // moves no data: a valid no-op
         if (request) (*request = Request::create())->finish(Status::ok);

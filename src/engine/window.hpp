@@ -80,8 +80,9 @@ class Window {
     Status wait(Request **request);
     Status test(bool *flag);
 
-    // request may be null (non-R calls).
-    Status rma(const RmaCall &call, Request **request);
+    // request may be null (non-R calls). On an error found by Operation::check, *cause
+    // (if given) names it.
+    Status rma(const RmaCall &call, Request **request, const char **cause = nullptr);
 
     // Dynamic windows: publish/withdraw a region in our directory of attached regions
     // (the transport's; err_arg: wraps around the address space; err_range: overlaps an

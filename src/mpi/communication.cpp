@@ -1,6 +1,5 @@
 // Communication calls: each becomes an engine RmaCall. The _c (large-count) forms
 // share the path; MPI_Count and MPI_Aint are both 64-bit here.
-#include "engine/operation.hpp"
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
@@ -27,20 +26,17 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
         return request_wrap(done, request);
     }
     engine::Request *pending = nullptr;
-    Status status = state->engine->rma(call, wants_request ? &pending : nullptr);
+    const char *cause = nullptr;  // the argument check's exact cause, if it refused the call
+    Status status = state->engine->rma(call, wants_request ? &pending : nullptr, &cause);
     if (is_error(status)) {
-        const char *detail = nullptr;
-        switch (status) {
+        const char *detail = cause;
+        if (!detail) switch (status) {
             case Status::err_sync: detail = "no passive epoch is open toward the target"; break;
             case Status::err_range: detail = "target data outside the target window"; break;
             case Status::err_count: detail = "negative count, or data beyond 64 bits"; break;
             case Status::err_type: detail = "origin and target data sizes differ, or bad type"; break;
             default: break;
         }
-        // The engine's check again, for its exact cause (on the error path only).
-        const char *cause = nullptr;
-        bool empty = false;
-        if (engine::Operation::check(call, &empty, &cause) == status && cause) detail = cause;
         return raise(call_name, win, status, detail);
     }
     if (wants_request) return request_wrap(pending, request);
