@@ -5,6 +5,8 @@
 #ifndef NBRMA_ENGINE_PROGRESS_HPP
 #define NBRMA_ENGINE_PROGRESS_HPP
 
+#include <cstddef>
+
 #include "common/status.hpp"
 #include "engine/request.hpp"
 
@@ -28,8 +30,29 @@ bool progress_wanted();
 // Called every few idle iterations of a wait, so two-sided traffic keeps moving.
 void progress_set_external(void (*poke)());
 
-// Sweeps until `request` completes; returns its status (does not release it).
+// Sweeps until `request` completes; returns its status (does not release it). Does not
+// hold the progress lock while it waits; on an application thread it runs the deferred
+// MPICH calls (threads::drain) as they come.
 Status wait_request(Request *request);
+
+// ---- the progress thread (NBRMA_PROGRESS=thread, DESIGN §6)
+enum class ProgressMode { inline_mode, thread_mode };
+
+// NBRMA_PROGRESS, read once: "inline" (the default) or "thread". False for any other
+// value, with *value set to the text given.
+bool progress_mode_from_environment(ProgressMode *mode, const char **value);
+
+// Starts the process's progress thread if it is not running (switches threads::enable
+// on first). It sweeps every registered window, never calls MPICH, and sleeps when
+// nothing is pending. Call without the progress lock held.
+Status progress_thread_start();
+// Stops and joins it (no-op if not running). Call without the progress lock held.
+void progress_thread_stop();
+bool progress_thread_running();
+// Number of registered windows (under the lock).
+std::size_t progress_window_count();
+// Tells a sleeping progress thread that work may be pending (cheap if none sleeps).
+void progress_kick();
 
 }  // namespace nbrma::engine
 

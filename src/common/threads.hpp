@@ -1,0 +1,81 @@
+// Threads (DESIGN §6): the one per-process progress lock that guards nbrma's engine
+// state, and the queue of MPICH calls a sweep must not make itself.
+//
+// Locking is switched on once (threads::enable) when the application runs under
+// MPI_THREAD_MULTIPLE or nbrma starts its progress thread; until then every guard is
+// one predictable branch, so the single-thread path costs nothing measurable.
+//
+// Rules:
+// - Engine state (windows, epochs, requests' engine side, transports, the UCX worker)
+//   is touched only with the lock held (threads::Guard).
+// - The lock is recursive: an entry point may call into code that guards again.
+// - A sweep only try_locks (engine::progress_sweep): if another thread holds the lock it
+//   is already progressing, so the caller returns instead of queueing behind it.
+// - MPICH callbacks (a generalized request's poll/wait/query/free functions, attribute
+//   delete functions) never block on the lock: MPICH may hold its own lock around them.
+// - nbrma's progress thread never calls MPICH. What a sweep would have called
+//   (MPI_Grequest_complete for an epoch that completed, MPI_Type_free for a datatype a
+//   deferred operation retained) is queued with threads::defer and run by the next
+//   application thread that enters nbrma (threads::drain).
+#ifndef NBRMA_COMMON_THREADS_HPP
+#define NBRMA_COMMON_THREADS_HPP
+
+#include <atomic>
+#include <mutex>
+
+namespace nbrma::threads {
+
+namespace detail {
+inline std::atomic<bool> active{false};
+inline std::atomic<bool> deferred_waiting{false};
+std::recursive_mutex &lock();
+void drain_slow();
+}  // namespace detail
+
+// Whether locking is on (MPI_THREAD_MULTIPLE, or a progress thread exists).
+inline bool active() { return detail::active.load(std::memory_order_relaxed); }
+
+// Switches locking on for the rest of the process. Call while no other thread is inside
+// nbrma (at MPI initialization, or before starting the progress thread).
+void enable();
+
+// Holds the progress lock for a scope when locking is on; otherwise does nothing.
+class Guard {
+  public:
+    Guard() : held_(active()) {
+        if (held_) detail::lock().lock();
+    }
+    ~Guard() {
+        if (held_) detail::lock().unlock();
+    }
+    Guard(const Guard &) = delete;
+    Guard &operator=(const Guard &) = delete;
+
+  private:
+    bool held_;
+};
+
+// For sweeps: takes the lock unless another thread holds it. True when the caller may
+// go on (and must call unlock() afterwards if active()).
+inline bool try_lock() { return !active() || detail::lock().try_lock(); }
+inline void unlock() {
+    if (active()) detail::lock().unlock();
+}
+
+// True on nbrma's own progress thread.
+bool on_progress_thread();
+void mark_progress_thread();
+
+// Queues fn(arg) for an application thread: run at once when called on one while
+// locking is off, else queued. Safe from any thread, with or without the lock.
+void defer(void (*fn)(void *), void *arg);
+
+// Runs the queued calls; does nothing on the progress thread. Never call it with the
+// progress lock held (the queued calls enter MPICH). Cheap when the queue is empty.
+inline void drain() {
+    if (detail::deferred_waiting.load(std::memory_order_acquire)) detail::drain_slow();
+}
+
+}  // namespace nbrma::threads
+
+#endif
