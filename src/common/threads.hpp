@@ -65,6 +65,9 @@ inline void unlock() {
     if (active()) detail::lock().unlock();
 }
 
+// A small number naming the calling thread (1, 2, ... in order of first use).
+unsigned thread_tag();
+
 // True on nbrma's own progress thread.
 bool on_progress_thread();
 void mark_progress_thread();
