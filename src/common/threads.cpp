@@ -1,7 +1,10 @@
 #include "common/threads.hpp"
 
+#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "common/yield.hpp"
 
 namespace nbrma::threads {
 
@@ -25,9 +28,9 @@ std::vector<Deferred> &queue() {
 }  // namespace
 
 namespace detail {
-std::recursive_mutex &lock() {
-    static auto *mutex = new std::recursive_mutex();  // never destroyed: used at exit
-    return *mutex;
+void ProgressLock::lock_slow() {
+    Backoff backoff;
+    while (!try_lock()) backoff.pause();
 }
 
 void drain_slow() {
@@ -43,7 +46,6 @@ void drain_slow() {
 }  // namespace detail
 
 void enable() {
-    (void)detail::lock();
     detail::active.store(true, std::memory_order_release);
 }
 
