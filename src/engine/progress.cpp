@@ -51,7 +51,9 @@ struct ProgressThread {
     std::condition_variable wake;
     std::thread thread;
     std::atomic<bool> running{false};
-    std::atomic<bool> stop{false};
+    // Which start the running thread belongs to: a stop moves it on, so a thread only
+    // runs while it is current (a start right after a stop cannot revive the old one).
+    std::atomic<unsigned> generation{0};
 };
 
 ProgressThread &progress_thread() {
@@ -62,11 +64,11 @@ ProgressThread &progress_thread() {
 // Idle policy: spin a little after movement, then yield, then sleep with a growing
 // timeout (up to 100 us while work is pending, 1 ms when nothing is). A kick from an
 // application thread (progress_kick) ends a sleep at once.
-void progress_thread_main() {
+void progress_thread_main(unsigned mine) {
     threads::mark_progress_thread();
     ProgressThread &self = progress_thread();
     unsigned idle = 0;
-    while (!self.stop.load(std::memory_order_acquire)) {
+    while (self.generation.load(std::memory_order_acquire) == mine) {
         bool moved = false, pending = true;
         if (threads::try_lock()) {
             moved = sweep_locked();
@@ -90,7 +92,8 @@ void progress_thread_main() {
             auto timeout = std::chrono::microseconds(pending ? std::min(1u << shift, 100u) : 1000u);
             std::unique_lock<std::mutex> hold(self.mutex);
             detail::progress_thread_sleeping.store(true, std::memory_order_seq_cst);
-            if (!self.stop.load(std::memory_order_acquire)) self.wake.wait_for(hold, timeout);
+            if (self.generation.load(std::memory_order_acquire) == mine)
+                self.wake.wait_for(hold, timeout);
             detail::progress_thread_sleeping.store(false, std::memory_order_relaxed);
             if (!pending) idle = 64;  // keep the long sleep only while nothing is pending
         }
@@ -171,9 +174,9 @@ Status progress_thread_start() {
     std::lock_guard<std::mutex> hold(self.mutex);
     if (self.running.load(std::memory_order_relaxed)) return Status::ok;
     threads::enable();
-    self.stop.store(false, std::memory_order_relaxed);
+    const unsigned mine = self.generation.fetch_add(1, std::memory_order_acq_rel) + 1;
     try {
-        self.thread = std::thread(progress_thread_main);
+        self.thread = std::thread(progress_thread_main, mine);
     } catch (const std::system_error &) {
         return Status::err_other;
     }
@@ -182,13 +185,17 @@ Status progress_thread_start() {
     return Status::ok;
 }
 
-void progress_thread_stop() {
+namespace {
+// Stops the thread (when `only_if_idle`: only if no window is registered, checked under
+// the start/stop mutex, so a window another thread creates meanwhile keeps it).
+void stop_thread(bool only_if_idle) {
     ProgressThread &self = progress_thread();
     std::thread joining;
     {
         std::lock_guard<std::mutex> hold(self.mutex);
         if (!self.running.load(std::memory_order_relaxed)) return;
-        self.stop.store(true, std::memory_order_release);
+        if (only_if_idle && progress_window_count() != 0) return;
+        self.generation.fetch_add(1, std::memory_order_acq_rel);
         self.wake.notify_all();
         joining = std::move(self.thread);
         self.running.store(false, std::memory_order_relaxed);
@@ -197,6 +204,10 @@ void progress_thread_stop() {
     threads::drain();  // what its last sweeps completed
     log(1, "progress thread stopped");
 }
+}  // namespace
+
+void progress_thread_stop() { stop_thread(false); }
+void progress_thread_stop_if_idle() { stop_thread(true); }
 
 bool progress_thread_running() { return progress_thread().running.load(std::memory_order_acquire); }
 

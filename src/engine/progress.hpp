@@ -49,6 +49,9 @@ bool progress_mode_from_environment(ProgressMode *mode, const char **value);
 Status progress_thread_start();
 // Stops and joins it (no-op if not running). Call without the progress lock held.
 void progress_thread_stop();
+// Stops it if no window is registered any more (the last MPI_Win_free), atomically with
+// respect to a start by another thread's window creation.
+void progress_thread_stop_if_idle();
 bool progress_thread_running();
 // Number of registered windows (under the lock).
 std::size_t progress_window_count();

@@ -40,7 +40,9 @@ Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int asserti
         epoch->reset(next_epoch_id_++, kind, target, mode, assertions);
     }
     for (Epoch *other : open_) epoch->add_beside(other->id());
-    epoch->set_opener(threads::active() ? threads::thread_tag() : 0);
+    const unsigned opener = threads::active() ? threads::thread_tag() : 0;
+    if (!epochs_.empty() && epochs_.back()->opener() != opener) several_openers_ = true;
+    epoch->set_opener(opener);
     epochs_.push_back(std::move(epoch));
     open_.push_back(epochs_.back().get());
     return *epochs_.back();
@@ -351,11 +353,12 @@ bool Window::may_activate(std::size_t index) const {
     for (std::size_t i = 0; i < index; ++i) {
         const Epoch &earlier = *epochs_[i];
         if (earlier.state() == EngineState::completed) continue;
+        // Epochs of two application threads have no program order between them
+        // (MPI_THREAD_MULTIPLE): only what may_overlap forbids keeps them apart, even
+        // from another thread's epochs that wait to activate.
+        if (candidate.opener() != earlier.opener() && may_overlap(candidate, earlier)) continue;
         if (earlier.state() != EngineState::active) return false;
         if (reorder_allows(candidate, earlier)) continue;
-        // Epochs of two application threads have no program order between them
-        // (MPI_THREAD_MULTIPLE): only what may_overlap forbids keeps them apart.
-        if (candidate.opener() != earlier.opener() && may_overlap(candidate, earlier)) continue;
         if (!candidate.opened_beside(earlier.id())) return false;
         if (earlier.kind() == EpochKind::fence || candidate.kind() == EpochKind::fence)
             return false;
@@ -748,7 +751,12 @@ bool Window::progress() {
         for (auto it = epochs_.begin(); it != epochs_.end(); ++it, ++index) {
             Epoch &epoch = **it;
             if (epoch.state() == EngineState::deferred) {
-                if (!may_activate(index)) break;  // rule 4: no skipping
+                // Rule 4: no skipping, within one thread's epochs. Another thread's
+                // later epoch may still activate (may_activate decides).
+                if (!may_activate(index)) {
+                    if (several_openers_) continue;
+                    break;
+                }
                 activate(epoch);
                 again = true;
             }
@@ -756,11 +764,12 @@ bool Window::progress() {
         }
         // Completed epochs leave the queue (anywhere among the active ones: epochs
         // held open together may complete out of order), which may let deferred
-        // ones activate. Activation never skips, so the epochs that ran form a
-        // prefix of the queue: stop at the first deferred one (O(active), not
-        // O(pending) — thousands of epochs may be queued).
+        // ones activate. Activation never skips within a thread, so with one opener
+        // the epochs that ran form a prefix of the queue: stop at the first deferred
+        // one (O(active), not O(pending) — thousands of epochs may be queued).
         for (auto it = epochs_.begin();
-             it != epochs_.end() && (*it)->state() != EngineState::deferred;) {
+             it != epochs_.end() &&
+             (several_openers_ || (*it)->state() != EngineState::deferred);) {
             if ((*it)->state() == EngineState::completed) {
                 retire(std::move(*it));
                 if (it == epochs_.begin()) {  // the usual case: far cheaper than erase

@@ -186,6 +186,9 @@ class Window {
     std::uint64_t fences_ = 0;
     std::uint64_t next_epoch_id_ = 1;
     std::uint64_t next_age_ = 1;
+    // Epochs of more than one application thread were queued (MPI_THREAD_MULTIPLE):
+    // activation may then skip another thread's waiting epochs (may_activate).
+    bool several_openers_ = false;
     std::uint64_t runs_ = 0;               // operations that needed a flush (PeerFlush)
     std::vector<PeerFlush> peer_flushes_;  // by peer
     int transport_flushes_ = 0;            // in flight

@@ -18,6 +18,7 @@
 // has nbrma work pending.
 #include <mpi.h>
 
+#include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/progress.hpp"
 
@@ -103,6 +104,14 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
                  MPI_Status statuses[]) {
     if (progress_wanted()) progress_sweep();
     return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+// MPICH's MPI_Request_get_status does not run a generalized request's poll_fn: sweep,
+// and hand the completions the progress thread queued to MPICH, before asking it.
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+    if (progress_wanted()) progress_sweep();
+    nbrma::threads::drain();
+    return PMPI_Request_get_status(request, flag, status);
 }
 
 // ---- blocking point-to-point

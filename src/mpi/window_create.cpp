@@ -554,7 +554,7 @@ int MPI_Win_free(MPI_Win *win) {
     if (state->group != MPI_GROUP_NULL) PMPI_Group_free(&state->group);
     locked([&] { delete state; });  // its transports share the UCX worker
     // The last window takes the progress thread with it (MPI_Finalize stops it too).
-    if (engine::progress_window_count() == 0) engine::progress_thread_stop();
+    engine::progress_thread_stop_if_idle();
     return error;
 }
 
