@@ -40,8 +40,10 @@ void ProgressLock::lock_slow() {
 
 void drain_slow() {
     if (progress_thread) return;
-    // Swapped with the queue, so both keep their capacity: no allocation per call.
-    thread_local std::vector<Deferred> batch;
+    // A local batch, so a queued call that defers and drains again (re-entry) runs its
+    // own batch; its buffer goes back to an empty queue, so the queue keeps its
+    // capacity and a steady stream of completions allocates nothing.
+    std::vector<Deferred> batch;
     {
         std::lock_guard<SpinLock> hold(queue_lock());
         batch.swap(queue());
@@ -49,6 +51,8 @@ void drain_slow() {
     }
     for (const Deferred &d : batch) d.fn(d.arg);
     batch.clear();
+    std::lock_guard<SpinLock> hold(queue_lock());
+    if (queue().empty() && queue().capacity() < batch.capacity()) queue().swap(batch);
 }
 }  // namespace detail
 
