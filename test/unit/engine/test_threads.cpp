@@ -2,8 +2,9 @@
 // application threads issuing epochs and RMA on their own windows and on one shared
 // window, always under threads::Guard as nbrma's MPI entry points do, while other
 // threads sweep (engine::progress_sweep only try_locks); requests waited on another
-// thread than their creator; the deferred-call queue (threads::defer/drain) and the
-// progress thread (engine::progress_thread_start/stop). These run in `make check-tsan`
+// thread than their creator; request reference counts and the Spares free list; the
+// deferred-call queue (threads::defer/drain) and the progress thread
+// (engine::progress_thread_start/stop). These run in `make check-tsan`
 // under ThreadSanitizer. Every test checks data, counts or statuses, never times (the
 // only clock is a generous bound that turns a deadlock into a failure).
 //
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/log.hpp"
 #include "common/threads.hpp"
 #include "engine/progress.hpp"
 #include "engine/request.hpp"
@@ -191,7 +193,7 @@ void wait_and_release(Request *request) {
 // second is opened before the first completes, and the engine defers it when both go to
 // rank 0). Two more threads only sweep.
 TEST(ThreadsWindows, OneWindowPerThreadWithSweepers) {
-    constexpr int n = 4, rounds = 40;
+    constexpr int n = 4, rounds = 200;
     constexpr std::size_t counter = 2048;
     ThreadRanks ranks(n);
     std::vector<std::int64_t> last(n, -1);
@@ -235,7 +237,7 @@ TEST(ThreadsWindows, OneWindowPerThreadWithSweepers) {
 // per-thread slots, gets of a value rank 2 holds, accumulates to one counter, each round
 // flushed (the flush request waited outside the guard).
 TEST(ThreadsWindows, OneSharedWindowUnderTheGuard) {
-    constexpr int nthreads = 4, rounds = 40;
+    constexpr int nthreads = 4, rounds = 100;
     constexpr std::size_t counter = 4000, held = 4088;
     constexpr std::int64_t held_value = 0x5eed;
     ThreadRanks ranks(3);
@@ -291,7 +293,7 @@ TEST(ThreadsWindows, OneSharedWindowUnderTheGuard) {
 // Threads of one process lock different targets through one window at once (one lock
 // epoch per target is allowed), each with nonblocking unlocks waited outside the guard.
 TEST(ThreadsWindows, OneWindowLockEpochsTowardDifferentTargets) {
-    constexpr int n = 4, rounds = 40;
+    constexpr int n = 4, rounds = 200;
     ThreadRanks ranks(n);
     Window &window = ranks.w(0);
     {
@@ -360,7 +362,7 @@ TEST(ThreadsSweep, ReturnsFalseWhileAnotherThreadHoldsTheLock) {
 // Two threads open and close epochs and hand their requests to two other threads, which
 // wait for them (sweeping, without the lock) and release them.
 TEST(ThreadsRequests, WaitedOnAnotherThreadThanTheCreator) {
-    constexpr int rounds = 60;
+    constexpr int rounds = 200;
     ThreadRanks ranks(3);
     std::mutex mutex;
     std::condition_variable ready;
@@ -391,7 +393,7 @@ TEST(ThreadsRequests, WaitedOnAnotherThreadThanTheCreator) {
                     threads::Guard guard;
                     Window &window = ranks.w(origin);
                     ASSERT_EQ(window.lock(MPI_LOCK_SHARED, 0, 0), Status::ok);
-                    ASSERT_EQ(window.rma(put_call(0, 8 * (origin * rounds + round),
+                    ASSERT_EQ(window.rma(put_call(0, 8 * ((origin - 1) * rounds + round),
                                                   &values[round]),
                                          nullptr),
                               Status::ok);
@@ -424,7 +426,7 @@ TEST(ThreadsRequests, WaitedOnAnotherThreadThanTheCreator) {
     EXPECT_EQ(failed.load(), 0);
     for (int origin = 1; origin <= 2; ++origin)
         for (int round = 0; round < rounds; ++round)
-            EXPECT_EQ(ranks.at(0, 8 * (origin * rounds + round)), origin * 1000 + round);
+            EXPECT_EQ(ranks.at(0, 8 * ((origin - 1) * rounds + round)), origin * 1000 + round);
 }
 
 // Requests created on some threads (under the guard, as the engine does), finished on
@@ -498,6 +500,49 @@ TEST(ThreadsRequests, ReferenceCountsAndSparesFromSeveralThreads) {
     }
     EXPECT_EQ(never, 0);
     EXPECT_EQ(twice, 0);
+}
+
+// A Spares free list shared by four threads taking and giving objects back: no object is
+// ever held by two threads at once, and what is kept never exceeds its capacity.
+TEST(ThreadsRequests, SparesNeverHandOneObjectToTwoThreads) {
+    struct Thing {
+        std::atomic<int> holder{0};
+    };
+    constexpr int nthreads = 4, iterations = 5000;
+    threads::enable();
+    Spares<Thing, 8> spares;
+    std::atomic<int> collisions{0};
+    std::vector<std::thread> workers;
+    for (int t = 1; t <= nthreads; ++t)
+        workers.emplace_back([&, t] {
+            std::vector<Thing *> held;
+            for (int i = 0; i < iterations; ++i) {
+                Thing *thing = spares.take();
+                if (!thing) thing = new Thing();
+                if (thing->holder.exchange(t) != 0) collisions.fetch_add(1);
+                held.push_back(thing);
+                if (held.size() == 1 + static_cast<std::size_t>(i % 3)) {  // give back in bursts
+                    for (Thing *back : held) {
+                        back->holder.store(0);
+                        spares.give(back);
+                    }
+                    held.clear();
+                }
+            }
+            for (Thing *back : held) {
+                back->holder.store(0);
+                spares.give(back);
+            }
+        });
+    for (auto &thread : workers) thread.join();
+    EXPECT_EQ(collisions.load(), 0);
+    int kept = 0;
+    while (Thing *thing = spares.take()) {
+        ++kept;
+        delete thing;
+    }
+    EXPECT_GT(kept, 0);
+    EXPECT_LE(kept, 8);
 }
 
 // ---------------------------------------------------------------- the deferred queue
@@ -601,8 +646,10 @@ TEST(ThreadsProgressThread, StartsAndStopsRepeatedlyAndCompletesEpochs) {
         EXPECT_TRUE(progress_thread_running());
         const std::int64_t value = 500 + i;
         Request *closed = nullptr;
+        std::uint64_t sweeps_before;
         {
             threads::Guard guard;
+            sweeps_before = counters().progress_thread_sweeps;
             EXPECT_EQ(progress_window_count(), 2u);
             ASSERT_EQ(ranks.w(0).lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
             ASSERT_EQ(ranks.w(0).rma(put_call(1, 0, &value), nullptr), Status::ok);
@@ -617,6 +664,7 @@ TEST(ThreadsProgressThread, StartsAndStopsRepeatedlyAndCompletesEpochs) {
             threads::Guard guard;
             EXPECT_EQ(ranks.at(1, 0), value);
             EXPECT_TRUE(ranks.w(0).idle());
+            EXPECT_GT(counters().progress_thread_sweeps, sweeps_before);
         }
         progress_thread_stop();
         EXPECT_FALSE(progress_thread_running());
