@@ -2,7 +2,8 @@
 # test_totals.sh — add up what `make check` runs, from the logs it left (runs nothing).
 #
 # Usage: test_totals.sh LABEL=DIR[:STATUS] ...
-#   DIR     a build directory where `make check` (or `make check-asan`'s build-asan) ran
+#   DIR     a build directory where `make check` ran (or `make check-asan`'s build-asan,
+#           `make check-tsan`'s build-tsan, which runs the unit tests only)
 #   STATUS  the exit status of that make; nonzero with no failure in the logs (say the
 #           build broke before any test ran) counts as one failure
 #
@@ -26,7 +27,8 @@ for arg in "$@"; do
     status=0
     case $rest in *:*) status=${rest##*:} ;; esac
     found_failure=0
-    trs_files=$(find "$dir" -name '*.trs' -not -path "$dir/build-asan/*" 2>/dev/null | sort)
+    trs_files=$(find "$dir" -name '*.trs' -not -path "$dir/build-asan/*" -not -path "$dir/build-tsan/*" \
+        2>/dev/null | sort)
     if [ -z "$trs_files" ] || [ ! -f "$dir/test-suite.log" ]; then
         echo "$label: no test results in $dir (make check did not get to the tests)"
         total_failed=$((total_failed + 1))
