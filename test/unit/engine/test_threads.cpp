@@ -636,11 +636,9 @@ TEST(ThreadsDeferred, ConcurrentDefersAndDrainsRunEachCallOnce) {
 // A deferred call that defers another and drains (a datatype's attribute delete callback
 // run by a deferred MPI_Type_free, calling back into nbrma): every call still runs
 // exactly once, and nothing already run stays queued for the next drain.
-// DISABLED until threads.cpp is fixed (fails since 38f8af3): drain_slow's batch is a
-// thread_local swapped with the queue, so the inner drain swaps the outer drain's batch,
-// still being run, back into the queue; the next drain runs those calls a second time
-// (calls 0, 1 and 2 run twice here). With a local batch per drain_slow call it passes.
-TEST(ThreadsDeferred, DISABLED_ACallThatDefersAndDrainsRunsEveryCallOnce) {
+// (Failed with the thread_local batch of 38f8af3: the inner drain swapped the outer
+// drain's batch, still being run, back into the queue, and calls 0, 1 and 2 ran twice.)
+TEST(ThreadsDeferred, ACallThatDefersAndDrainsRunsEveryCallOnce) {
     threads::enable();
     threads::drain();
     static std::atomic<int> runs[4];
@@ -751,13 +749,10 @@ TEST(ThreadsProgressThread, StartStopWithoutWindowsThenBesideWaitingThreads) {
 // epochs: every stop returns (the thread it joins has seen its stop), and at the end the
 // thread is stopped. A join that never returns is a deadlock: reported, then abort(),
 // since the test cannot go on.
-// DISABLED until progress.cpp is fixed: it deadlocks within seconds. A stop sets the one
-// shared `stop` flag, moves the std::thread out and unlocks; a start that takes the mutex
-// before the old thread looked at the flag stores stop=false and starts a second thread;
-// the old one never sees its stop and the stop's join() waits forever (gdb: two threads
-// in progress_thread_main's wait_for, the stopper in std::thread::join). Run it with
-// --gtest_also_run_disabled_tests --gtest_filter='Threads*Concurrent*'.
-TEST(ThreadsProgressThread, DISABLED_ConcurrentStartsAndStopsFromTwoThreads) {
+// (Deadlocked within seconds with one shared `stop` flag: a start that took the mutex
+// before the old thread looked at the flag cleared it, and the stop's join() waited
+// forever. Each start now has its own generation.)
+TEST(ThreadsProgressThread, ConcurrentStartsAndStopsFromTwoThreads) {
     ProgressThreadStopper stopper;
     constexpr int cycles = 200, rounds = 100;
     ThreadRanks ranks(2);
