@@ -109,8 +109,7 @@ void *bench_malloc(const char *group, size_t bytes);
 int bench_selected(const struct bench_options *options, const char *benchmark);
 
 /* A group's prologue: this rank and the job size (bench_main.c has checked the ranks); an
- * --only with a name not among the `count` names: rank 0 says so, every rank exits 1
- * (usage). */
+ * --only naming none of the `count` names: rank 0 says so, every rank exits 1 (usage). */
 void bench_start_group(const char *group, const struct bench_options *options,
                        const char *const *names, int count, int *rank, int *size);
 
