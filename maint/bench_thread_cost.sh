@@ -18,6 +18,12 @@
 #   --only NAMES   passed to bench_nbrma --only (a comma-separated list of latency
 #                  benchmarks; default: the whole group, of which the 8-byte rows count)
 #   --full         the full-length latency group (2 s a row) instead of --quick (0.25 s)
+#   --callgrind    instead of timing: instructions per iteration of rank 0 (valgrind
+#                  --tool=callgrind --collect-atstart=no; latency.c counts its timed
+#                  loops only), which the machine's load hardly changes. Per row (--only,
+#                  default osu_put_lock,osu_put_flush,fence_put,pscw_put,pingpong,allreduce)
+#                  and configuration, one run with --iterations 20000: Ir / 20000. An RMA
+#                  row counts its blocking and nonblocking series together (their sum).
 #
 # Both libraries run the same benchmark: this tree's test/bench sources are copied over
 # every built copy before it is built (bench_nbrma of the old commit is the new benchmark
@@ -27,8 +33,9 @@
 # and every RESULT with parameter 8 (raw-shm excepted) is kept. The table gives, per row
 # and thread level, the median over the rounds of the old and the new library and
 # new/old, against the goal of issue 14: MPI_Init rows within 5% (new/old <= 1.05),
-# MPI_THREAD_MULTIPLE rows within 25% (<= 1.25); then per thread level the geometric mean
-# of new/old and how many rows meet the goal. The raw results stay in DIR/results.txt
+# MPI_THREAD_MULTIPLE rows within 25% (<= 1.25), and the spread (max/min − 1 over the
+# rounds, the larger of old's and new's: how far apart the rounds were on this machine);
+# then per thread level the geometric mean of new/old and how many rows meet the goal. The raw results stay in DIR/results.txt
 # ("<round> <old|new> <single|multiple> <series> <benchmark> <usec>").
 # Exit status: 0 (the goal is reported, not enforced), 2 on a build or run error.
 set -u
@@ -39,6 +46,7 @@ dir=/tmp/nbrma-thread-cost
 rounds=5
 only=""
 length=--quick
+callgrind=0
 
 die() { echo "bench_thread_cost: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -54,6 +62,7 @@ while [ $# -gt 0 ]; do
             esac
             shift ;;
         --full) length="" ;;
+        --callgrind) callgrind=1 ;;
         -h | --help) sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
         *) die "unknown argument '$1' (try --help)" ;;
     esac
@@ -110,6 +119,41 @@ old_label=$(git -C "$top" rev-parse --short=12 "$old_commit")
 echo "# old: $old_label, $old_bin" >&2
 echo "# new: $new_label, $new_bin" >&2
 
+# ---- --callgrind: instruction counts ----------------------------------------------------
+if [ $callgrind -eq 1 ]; then
+    command -v valgrind > /dev/null || die "valgrind not found"
+    rows=${only:-osu_put_lock,osu_put_flush,fence_put,pscw_put,pingpong,allreduce}
+    iterations=20000
+    # ir BIN MODE ROW: rank 0's instructions (Ir) in the row's timed loops.
+    ir() {
+        local bin=$1 mode=$2 row=$3 args=(--group latency --only "$3" --iterations "$iterations")
+        local log="$dir/cg-$$.log"
+        [ "$mode" = multiple ] && args+=(--thread-multiple)
+        timeout -k 10 600 "$MPIEXEC" -n 1 valgrind --tool=callgrind --collect-atstart=no \
+            --callgrind-out-file=/dev/null "$bin" "${args[@]}" : -n 1 "$bin" "${args[@]}" \
+            > /dev/null 2> "$log" < /dev/null || { tail -n 5 "$log" >&2; die "callgrind run of $row failed"; }
+        sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$log" | head -n 1
+        rm -f "$log"
+    }
+    printf "old = %s, new = %s; rank 0's instructions per iteration (callgrind)\n" "$old_label" "$new_label"
+    printf "%-8s %-18s %9s %9s %8s  %s\n" level benchmark old new new/old goal
+    for mode in single multiple; do
+        for row in ${rows//,/ }; do
+            per=()
+            for lib in old new; do
+                if [ "$lib" = old ]; then bin=$old_bin; else bin=$new_bin; fi
+                a=$(ir "$bin" "$mode" "$row") || exit 2
+                [ -n "$a" ] || die "no instruction count for $row"
+                per+=("$(awk -v a="$a" -v n="$iterations" 'BEGIN { printf "%.0f", a / n }')")
+            done
+            awk -v m="$mode" -v r="$row" -v o="${per[0]}" -v n="${per[1]}" 'BEGIN {
+                goal = m == "single" ? 1.05 : 1.25; q = o > 0 ? n / o : 0
+                printf "%-8s %-18s %9d %9d %8.3f  <= %.2f %s\n", m, r, o, n, q, goal, q <= goal ? "ok" : "OVER" }'
+        done
+    done
+    exit 0
+fi
+
 results="$dir/results.txt"
 : > "$results"
 # run ROUND LIB MODE
@@ -152,6 +196,12 @@ awk -v old_label="$old_label" -v new_label="$new_label" -v rounds="$rounds" '
         for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
         return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
     }
+    # max/min - 1 of a list of samples, in %: how much the rounds disagree.
+    function spread(list,   n, v, i, lo, hi) {
+        n = split(list, v, " "); lo = hi = v[1] + 0
+        for (i = 2; i <= n; i++) { if (v[i] + 0 < lo) lo = v[i] + 0; if (v[i] + 0 > hi) hi = v[i] + 0 }
+        return lo > 0 ? 100 * (hi / lo - 1) : 0
+    }
     {
         key = $3 SUBSEP $4 SUBSEP $5
         if (!(key in seen)) { seen[key] = 1; order[++nkeys] = key }
@@ -159,7 +209,7 @@ awk -v old_label="$old_label" -v new_label="$new_label" -v rounds="$rounds" '
     }
     END {
         printf "old = %s, new = %s; median of %d rounds (usec, the latency group'"'"'s own per-row figure)\n", old_label, new_label, rounds
-        printf "%-8s %-17s %-18s %9s %9s %8s  %s\n", "level", "series", "benchmark", "old", "new", "new/old", "goal"
+        printf "%-8s %-17s %-18s %9s %9s %8s %7s  %s\n", "level", "series", "benchmark", "old", "new", "new/old", "spread", "goal"
         for (i = 1; i <= nkeys; i++) {
             split(order[i], k, SUBSEP)
             if (!((order[i], "old") in samples) || !((order[i], "new") in samples)) continue
@@ -167,7 +217,8 @@ awk -v old_label="$old_label" -v new_label="$new_label" -v rounds="$rounds" '
             goal = k[1] == "single" ? 1.05 : 1.25
             r = o > 0 ? n / o : 0
             ok = r <= goal ? "ok" : "OVER"
-            printf "%-8s %-17s %-18s %9.4g %9.4g %8.3f  <= %.2f %s\n", k[1], k[2], k[3], o, n, r, goal, ok
+            so = spread(samples[order[i], "old"]); sn = spread(samples[order[i], "new"])
+            printf "%-8s %-17s %-18s %9.4g %9.4g %8.3f %6.0f%%  <= %.2f %s\n", k[1], k[2], k[3], o, n, r, (so > sn ? so : sn), goal, ok
             if (r > 0) { logsum[k[1]] += log(r); count[k[1]]++; if (ok == "ok") met[k[1]]++ }
         }
         for (m = 1; m <= 2; m++) {

@@ -81,6 +81,18 @@
 
 #include "bench.h"
 
+/* Under valgrind --tool=callgrind --collect-atstart=no (maint/bench_thread_cost.sh
+ * --callgrind), only the timed loops are counted; elsewhere a no-op. */
+#ifdef __has_include
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define COLLECT_TOGGLE() CALLGRIND_TOGGLE_COLLECT
+#endif
+#endif
+#ifndef COLLECT_TOGGLE
+#define COLLECT_TOGGLE() ((void)0)
+#endif
+
 enum { ORIGIN = 0, TARGET = 1 };
 
 static const int sizes[] = {8, 2 * 1024, 8 * 1024, 512 * 1024};
@@ -181,12 +193,14 @@ static struct timing origin_loop(origin_body body, void *context, int iterations
     struct block_clock clock;
     clock_start(&clock, iterations);
     start = clock.mark;
+    COLLECT_TOGGLE();
     while (t.timed < iterations) {
         body(context, t.total++);
         t.timed++;
         double now = clock_tick(&clock, t.timed);
         if (now > 0.0 && now - start > budget) break;
     }
+    COLLECT_TOGGLE();
     t.elapsed = MPI_Wtime() - start;
     t.usec = clock_usec(&clock, t.elapsed, t.timed);
     return t;
@@ -923,6 +937,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
     struct block_clock clock;
     clock_start(&clock, timed); /* the origin reads it */
     start = clock.mark;
+    COLLECT_TOGGLE();
     for (long i = 0; i < timed;) {
         paired_epoch(run, epoch++);
         if (rank == ORIGIN)
@@ -930,6 +945,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
         else
             i++;
     }
+    COLLECT_TOGGLE();
     double elapsed = MPI_Wtime() - start;
     double usec = clock_usec(&clock, elapsed, timed);
     if (run->fence) fence_close(run, epoch);
