@@ -20,10 +20,13 @@
 #   --full         the full-length latency group (2 s a row) instead of --quick (0.25 s)
 #   --callgrind    instead of timing: instructions per iteration of rank 0 (valgrind
 #                  --tool=callgrind --collect-atstart=no; latency.c counts its timed
-#                  loops only), which the machine's load hardly changes. Per row (--only,
-#                  default osu_put_lock,osu_put_flush,fence_put,pscw_put,pingpong,allreduce)
-#                  and configuration, one run with --iterations 20000: Ir / 20000. An RMA
-#                  row counts its blocking and nonblocking series together (their sum).
+#                  loops only), which the machine's load does not change. Per row (--only,
+#                  default the passive rows osu_{put,get,acc,fop}_lock, osu_{put,acc}_flush,
+#                  osu_put_lock_all) and configuration, one run with --iterations 20000:
+#                  Ir / 20000, the blocking and nonblocking series together (their sum).
+#                  Exact for rows whose origin never waits for its peer; rows that do
+#                  (fence, PSCW, ping-pong, allreduce) count the polling of the wait, which
+#                  varies from run to run by 2x: time them.
 #
 # Both libraries run the same benchmark: this tree's test/bench sources are copied over
 # every built copy before it is built (bench_nbrma of the old commit is the new benchmark
@@ -122,7 +125,7 @@ echo "# new: $new_label, $new_bin" >&2
 # ---- --callgrind: instruction counts ----------------------------------------------------
 if [ $callgrind -eq 1 ]; then
     command -v valgrind > /dev/null || die "valgrind not found"
-    rows=${only:-osu_put_lock,osu_put_flush,fence_put,pscw_put,pingpong,allreduce}
+    rows=${only:-osu_put_lock,osu_get_lock,osu_acc_lock,osu_fop_lock,osu_put_flush,osu_acc_flush,osu_put_lock_all}
     iterations=20000
     # ir BIN MODE ROW: rank 0's instructions (Ir) in the row's timed loops.
     ir() {
