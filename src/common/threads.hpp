@@ -26,8 +26,11 @@
 namespace nbrma::threads {
 
 namespace detail {
-inline std::atomic<bool> active{false};
-inline std::atomic<bool> deferred_waiting{false};
+// Hidden: read on every guard, so no GOT indirection inside libnbrma.so.
+#define NBRMA_HIDDEN __attribute__((visibility("hidden")))
+NBRMA_HIDDEN inline std::atomic<bool> active{false};
+NBRMA_HIDDEN inline std::atomic<bool> deferred_waiting{false};
+#undef NBRMA_HIDDEN
 std::recursive_mutex &lock();
 void drain_slow();
 }  // namespace detail
