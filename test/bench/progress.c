@@ -66,7 +66,8 @@
  *
  * Data checks: every put carries a byte pattern that changes every iteration, checked by
  * its target after the epoch; one CHECK line per benchmark, work size and series.
- * Length: --quick 60 iterations or 0.7 s per row; otherwise 300 or 5 s.
+ * Length: --quick 60 iterations or 0.6 s per row (2 warm-up iterations); otherwise 300 or
+ * 5 s (5 warm-up).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,8 +415,8 @@ int bench_progress(const struct bench_options *options) {
     r.nonblocking = 1;
 #endif
     r.iterations = options->iterations > 0 ? options->iterations : options->quick ? 60 : 300;
-    r.warmup = options->iterations > 0 ? 1 : 3;
-    r.budget = options->iterations > 0 ? 1e9 : options->quick ? 0.7 : 5.0;
+    r.warmup = options->iterations > 0 ? 1 : options->quick ? 2 : 5;
+    r.budget = options->iterations > 0 ? 1e9 : options->quick ? 0.6 : 5.0;
     r.scale = options->scale > 0 ? options->scale : 1.0;
     r.late = LATE_USEC * r.scale;
     r.samples = bench_malloc("progress", NUM_SLOTS * (size_t)r.iterations * sizeof(double));
