@@ -13,8 +13,9 @@
 #   --dir DIR      where the copies are built, one per commit: DIR/<commit> is a git
 #                  worktree (detached) built with ./autogen.sh && ./configure -q &&
 #                  make -j2, reused when already built (default /tmp/nbrma-thread-cost)
-#   --rounds N     rounds (default 5); each runs the four jobs (old and new library,
-#                  without and with MPI_THREAD_MULTIPLE), in alternating order
+#   --rounds N     rounds (default 6); each runs the four jobs: old and new library back
+#                  to back at one thread level, then at the other; which library and
+#                  which level go first alternates from round to round
 #   --only NAMES   passed to bench_nbrma --only (a comma-separated list of latency
 #                  benchmarks; default: the whole group, of which the 8-byte rows count)
 #   --full         the full-length latency group (2 s a row) instead of --quick (0.25 s)
@@ -46,7 +47,7 @@ set -u
 old_commit=da33c7c
 new_commit=""
 dir=/tmp/nbrma-thread-cost
-rounds=5
+rounds=6
 only=""
 length=--quick
 callgrind=0
@@ -183,8 +184,9 @@ started=$(date +%s)
 for ((round = 1; round <= rounds; round++)); do
     # Alternate which library and which thread level go first.
     if ((round % 2)); then libs="old new"; modes="single multiple"; else libs="new old"; modes="multiple single"; fi
-    for lib in $libs; do
-        for mode in $modes; do
+    # Old and new back to back for one thread level, then for the other.
+    for mode in $modes; do
+        for lib in $libs; do
             echo "# round $round/$rounds: $lib library, $mode" >&2
             run "$round" "$lib" "$mode"
         done
