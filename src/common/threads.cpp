@@ -1,7 +1,10 @@
 #include "common/threads.hpp"
 
+#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "common/yield.hpp"
 
 namespace nbrma::threads {
 
@@ -25,9 +28,9 @@ std::vector<Deferred> &queue() {
 }  // namespace
 
 namespace detail {
-std::recursive_mutex &lock() {
-    static auto *mutex = new std::recursive_mutex();  // never destroyed: used at exit
-    return *mutex;
+void ProgressLock::lock_slow() {
+    Backoff backoff;
+    while (!try_lock()) backoff.pause();
 }
 
 void drain_slow() {
@@ -43,8 +46,13 @@ void drain_slow() {
 }  // namespace detail
 
 void enable() {
-    (void)detail::lock();
     detail::active.store(true, std::memory_order_release);
+}
+
+unsigned thread_tag() {
+    static std::atomic<unsigned> next{1};
+    thread_local const unsigned tag = next.fetch_add(1, std::memory_order_relaxed);
+    return tag;
 }
 
 bool on_progress_thread() { return progress_thread; }

@@ -71,8 +71,10 @@ void progress_thread_main() {
         bool moved = false, pending = true;
         if (threads::try_lock()) {
             moved = sweep_locked();
-            if (moved) ++counters().progress_thread_sweeps;
-            else pending = serving.load(std::memory_order_relaxed) > 0 || pending_locked();
+            if (moved)
+                ++counters().progress_thread_sweeps;
+            else
+                pending = serving.load(std::memory_order_relaxed) > 0 || pending_locked();
             threads::unlock();
         }
         if (moved) {
@@ -132,9 +134,7 @@ bool progress_pending() {
     return pending;
 }
 
-bool progress_wanted() {
-    return serving.load(std::memory_order_relaxed) > 0 || progress_pending();
-}
+bool progress_wanted() { return serving.load(std::memory_order_relaxed) > 0 || progress_pending(); }
 
 void progress_set_external(void (*poke)()) { external_poke = poke; }
 
@@ -199,9 +199,7 @@ void progress_thread_stop() {
     log(1, "progress thread stopped");
 }
 
-bool progress_thread_running() {
-    return progress_thread().running.load(std::memory_order_acquire);
-}
+bool progress_thread_running() { return progress_thread().running.load(std::memory_order_acquire); }
 
 void progress_kick() {
     ProgressThread &self = progress_thread();
