@@ -30,8 +30,8 @@
  * "nbrma-thread", "mpich", "mpich-async", "ideal"; see progress.c).
  * --thread-multiple starts MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) (and fails, exit
  * status 2, if MPI provides less), for the cost of thread safety (maint/bench_thread_cost.sh)
- * and for MPICH's asynchronous progress (MPICH_ASYNC_PROGRESS=1 needs it). A CHECK without a benchmark
- * covers every RESULT of that series in the job; one with a benchmark covers that
+ * and for MPICH's asynchronous progress (MPICH_ASYNC_PROGRESS=1 needs it). A CHECK without a
+ * benchmark covers every RESULT of that series in the job; one with a benchmark covers that
  * benchmark's rows only. Exit status 3 if a data check failed; an MPI error aborts
  * the job (status 2) naming the call, the source line and the step.
  *

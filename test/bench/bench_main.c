@@ -150,8 +150,10 @@ int main(int argc, char **argv) {
     BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     if (options.thread_multiple && provided != MPI_THREAD_MULTIPLE) {
         if (rank == 0)
-            fprintf(stderr, "bench: --thread-multiple: MPI provides thread level %d, not "
-                            "MPI_THREAD_MULTIPLE\n", provided);
+            fprintf(stderr,
+                    "bench: --thread-multiple: MPI provides thread level %d, not "
+                    "MPI_THREAD_MULTIPLE\n",
+                    provided);
         MPI_Finalize();
         return 2;
     }

@@ -660,8 +660,8 @@ enum paired_kind {
     ALLREDUCE
 };
 
-static const char *paired_names[] = {"fence_empty", "fence_put",        "pscw_empty", "pscw_put", NULL,
-                                     "pingpong",    "pingpong_waitall", "allreduce"};
+static const char *paired_names[] = {"fence_empty", "fence_put", "pscw_empty",       "pscw_put",
+                                     NULL,          "pingpong",  "pingpong_waitall", "allreduce"};
 
 /* The put of fence_put and pscw_put, and the ping-pong message: one 64-bit value. */
 #define ACTIVE_PUT_BYTES WORD_BYTES
@@ -967,7 +967,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
     if (rank == ORIGIN) {
         int bytes = run->kind == FENCE_EMPTY || run->kind == PSCW_EMPTY ? 0 : ACTIVE_PUT_BYTES;
         printf("# %s %s %d: %ld %s in %.3f s (mean %.4g usec)\n", series, name, bytes, timed,
-               pingpong                    ? "round trips"
+               pingpong                 ? "round trips"
                : run->kind == ALLREDUCE ? "allreduces"
                                         : "epochs",
                elapsed, elapsed * 1e6 / (double)timed);

@@ -90,7 +90,14 @@ static const double work_sizes[] = {0, 500, 1000, 2000}; /* usec, × --scale */
 #define TARGET_POLL_USEC 20.0
 
 /* The rows whose median feeds the overlap rows. */
-enum row { ROW_LATE_POST, ROW_UNLOCK_FIRST, ROW_UNLOCK_SECOND, ROW_LOCK_OVERLAP, ROW_WORK, NUM_ROWS };
+enum row {
+    ROW_LATE_POST,
+    ROW_UNLOCK_FIRST,
+    ROW_UNLOCK_SECOND,
+    ROW_LOCK_OVERLAP,
+    ROW_WORK,
+    NUM_ROWS
+};
 static const char *const row_names[] = {"late_post", "late_unlock_first", "late_unlock_second",
                                         "lock_overlap", "work_alone"};
 
@@ -100,14 +107,14 @@ struct run {
     int rank;
     int iterations, warmup;
     double budget, late, scale;
-    MPI_Win win; /* 2 MiB a rank */
+    MPI_Win win; /* two slots of BYTES a rank */
     unsigned char *base;
-    unsigned char *buffer; /* 1 MiB origin buffer */
+    unsigned char *buffer; /* BYTES, the origin buffer */
     MPI_Group group_of[3];
-    long mismatches; /* of the row in progress */
-    long total_bad;  /* of every row so far */
-    double *samples;  /* [NUM_SLOTS][iterations], usec */
-    double *gathered; /* the same summed over the ranks, on rank 0 */
+    long mismatches;                   /* of the row in progress */
+    long total_bad;                    /* of every row so far */
+    double *samples;                   /* [NUM_SLOTS][iterations], usec */
+    double *gathered;                  /* the same summed over the ranks, on rank 0 */
     double median[NUM_ROWS][NUM_WORK]; /* rank 0 */
     double excess[NUM_ROWS][NUM_WORK]; /* rank 0: median of (slot 0 − work) */
 };
@@ -149,8 +156,8 @@ static void report(struct run *r, const char *benchmark, const enum row *rows, i
                    const struct bench_loop *l, int checked) {
     int timed = bench_loop_timed(l);
     if (timed > r->iterations) timed = r->iterations;
-    BENCH_MPI(MPI_Reduce(r->samples, r->gathered, NUM_SLOTS * r->iterations, MPI_DOUBLE, MPI_SUM,
-                         0, MPI_COMM_WORLD));
+    BENCH_MPI(MPI_Reduce(r->samples, r->gathered, NUM_SLOTS * r->iterations, MPI_DOUBLE, MPI_SUM, 0,
+                         MPI_COMM_WORLD));
     memset(r->samples, 0, (size_t)NUM_SLOTS * r->iterations * sizeof(double));
     long bad = 0;
     BENCH_MPI(MPI_Reduce(&r->mismatches, &bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
@@ -367,9 +374,10 @@ static const char *progress_series(void) {
     BENCH_MPI(MPI_Query_thread(&provided));
     if (async && atoi(async) != 0) {
         if (provided == MPI_THREAD_MULTIPLE) return "mpich-async";
-        printf("# MPICH_ASYNC_PROGRESS=%s without MPI_THREAD_MULTIPLE (--thread-multiple): "
-               "MPICH ignores it, series mpich\n",
-               async);
+        printf(
+            "# MPICH_ASYNC_PROGRESS=%s without MPI_THREAD_MULTIPLE (--thread-multiple): "
+            "MPICH ignores it, series mpich\n",
+            async);
     }
     return "mpich";
 #endif
@@ -433,9 +441,10 @@ int bench_progress(const struct bench_options *options) {
     for (int k = 0; k < 3; k++) BENCH_MPI(MPI_Group_incl(world_group, 1, &k, &r.group_of[k]));
     BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
-        printf("# progress: series %s, %s calls on the critical rank, late side %.0f us, "
-               "%d MiB puts\n",
-               r.series, r.nonblocking ? "nonblocking" : "blocking", r.late, BYTES / MIB);
+        printf(
+            "# progress: series %s, %s calls on the critical rank, late side %.0f us, "
+            "%d MiB puts\n",
+            r.series, r.nonblocking ? "nonblocking" : "blocking", r.late, BYTES / MIB);
         fflush(stdout);
     }
 
@@ -457,14 +466,16 @@ int bench_progress(const struct bench_options *options) {
     BENCH_MPI(MPI_Gather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
     if (rank == 0) {
         if (all[0] < 0)
-            printf("# progress_thread_sweeps: no such counter (this libnbrma has no progress "
-                   "thread)\n");
+            printf(
+                "# progress_thread_sweeps: no such counter (this libnbrma has no progress "
+                "thread)\n");
         else
             printf("# progress_thread_sweeps on ranks 0, 1, 2: %lld %lld %lld\n", all[0], all[1],
                    all[2]);
         if (strcmp(r.series, "nbrma-thread") == 0 && (all[0] <= 0 && all[1] <= 0))
-            printf("# WARNING: NBRMA_PROGRESS=thread but no progress-thread sweep moved anything "
-                   "on the computing ranks\n");
+            printf(
+                "# WARNING: NBRMA_PROGRESS=thread but no progress-thread sweep moved anything "
+                "on the computing ranks\n");
         fflush(stdout);
     }
 #endif
