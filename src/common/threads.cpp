@@ -17,15 +17,20 @@ struct Deferred {
 };
 
 // Leaf lock: held only to push or swap the queue, never around MPICH calls.
-std::mutex &queue_mutex() {
-    static auto *mutex = new std::mutex();
-    return *mutex;
+SpinLock &queue_lock() {
+    static auto *lock = new SpinLock();
+    return *lock;
 }
 std::vector<Deferred> &queue() {
     static auto *list = new std::vector<Deferred>();
     return *list;
 }
 }  // namespace
+
+void SpinLock::lock_slow() {
+    Backoff backoff;
+    while (!try_lock()) backoff.pause();
+}
 
 namespace detail {
 void ProgressLock::lock_slow() {
@@ -35,13 +40,15 @@ void ProgressLock::lock_slow() {
 
 void drain_slow() {
     if (progress_thread) return;
-    std::vector<Deferred> batch;
+    // Swapped with the queue, so both keep their capacity: no allocation per call.
+    thread_local std::vector<Deferred> batch;
     {
-        std::lock_guard<std::mutex> hold(queue_mutex());
+        std::lock_guard<SpinLock> hold(queue_lock());
         batch.swap(queue());
         deferred_waiting.store(false, std::memory_order_relaxed);
     }
     for (const Deferred &d : batch) d.fn(d.arg);
+    batch.clear();
 }
 }  // namespace detail
 
@@ -63,7 +70,7 @@ void defer(void (*fn)(void *), void *arg) {
         fn(arg);
         return;
     }
-    std::lock_guard<std::mutex> hold(queue_mutex());
+    std::lock_guard<SpinLock> hold(queue_lock());
     queue().push_back(Deferred{fn, arg});
     detail::deferred_waiting.store(true, std::memory_order_release);
 }

@@ -61,6 +61,27 @@ class ProgressLock {
     unsigned depth_ = 0;  // touched by the owner only
 };
 
+}  // namespace detail
+
+// A leaf lock for small shared lists touched from any thread, MPICH callbacks included
+// (never held around anything that could block): one compare-and-swap in, one store out.
+class SpinLock {
+  public:
+    void lock() {
+        if (!try_lock()) lock_slow();
+    }
+    bool try_lock() {
+        return !taken_.load(std::memory_order_relaxed) &&
+               !taken_.exchange(true, std::memory_order_acquire);
+    }
+    void unlock() { taken_.store(false, std::memory_order_release); }
+
+  private:
+    void lock_slow();
+    std::atomic<bool> taken_{false};
+};
+
+namespace detail {
 // Hidden: used on every guard, so no GOT indirection inside libnbrma.so.
 #define NBRMA_HIDDEN __attribute__((visibility("hidden")))
 NBRMA_HIDDEN inline std::atomic<bool> active{false};

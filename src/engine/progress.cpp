@@ -52,7 +52,6 @@ struct ProgressThread {
     std::thread thread;
     std::atomic<bool> running{false};
     std::atomic<bool> stop{false};
-    std::atomic<bool> sleeping{false};
 };
 
 ProgressThread &progress_thread() {
@@ -90,9 +89,9 @@ void progress_thread_main() {
             const unsigned shift = std::min(idle - 64, 7u);
             auto timeout = std::chrono::microseconds(pending ? std::min(1u << shift, 100u) : 1000u);
             std::unique_lock<std::mutex> hold(self.mutex);
-            self.sleeping.store(true, std::memory_order_seq_cst);
+            detail::progress_thread_sleeping.store(true, std::memory_order_seq_cst);
             if (!self.stop.load(std::memory_order_acquire)) self.wake.wait_for(hold, timeout);
-            self.sleeping.store(false, std::memory_order_relaxed);
+            detail::progress_thread_sleeping.store(false, std::memory_order_relaxed);
             if (!pending) idle = 64;  // keep the long sleep only while nothing is pending
         }
     }
@@ -201,10 +200,6 @@ void progress_thread_stop() {
 
 bool progress_thread_running() { return progress_thread().running.load(std::memory_order_acquire); }
 
-void progress_kick() {
-    ProgressThread &self = progress_thread();
-    if (!self.sleeping.load(std::memory_order_relaxed)) return;
-    self.wake.notify_one();
-}
+void detail::progress_kick_slow() { progress_thread().wake.notify_one(); }
 
 }  // namespace nbrma::engine
