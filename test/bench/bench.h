@@ -7,11 +7,13 @@
  * "mpich" series: MPICH 4.0.2's own RMA, blocking calls only). bench_main.c parses the
  * options and runs one group per job:
  *
- *   bench_{nbrma,mpich} --group latency|patterns|transactions|lu|reorder [--quick] [...]
+ *   bench_{nbrma,mpich} --group latency|patterns|transactions|lu|reorder|progress [--quick]
+ *                       [--thread-multiple] [...]
  *   bench_{nbrma,mpich} --list --group G     the rows G reports, without MPI
  *
  * The driver (nbrma-bench) starts every group of both binaries under mpiexec.mpich,
- * with the ranks a group needs (latency 2, patterns 3, reorder 3, transactions 4, lu 4;
+ * with the ranks a group needs (latency 2, patterns 3, reorder 3, transactions 4, lu 4,
+ * progress 3;
  * a group run with fewer ranks than it needs says so on stderr and exits 2), and
  * merges their lines:
  *
@@ -24,8 +26,12 @@
  * (message bytes, a pattern's quantity such as "subsequent", a rank count, a matrix
  * size); <unit> is usec, sec, tps (transactions per second) or the like.
  * Series: "mpich", "nbrma-blocking", "nbrma-nonblocking", "nbrma-nonblocking+aaar"
- * (access_after_access_reorder on), and later ones. A CHECK without a benchmark
- * covers every RESULT of that series in the job; one with a benchmark covers that
+ * (access_after_access_reorder on), and later ones (the progress group: "nbrma-inline",
+ * "nbrma-thread", "mpich", "mpich-async", "ideal"; see progress.c).
+ * --thread-multiple starts MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) (and fails, exit
+ * status 2, if MPI provides less), for the cost of thread safety (maint/bench_thread_cost.sh)
+ * and for MPICH's asynchronous progress (MPICH_ASYNC_PROGRESS=1 needs it). A CHECK without a
+ * benchmark covers every RESULT of that series in the job; one with a benchmark covers that
  * benchmark's rows only. Exit status 3 if a data check failed; an MPI error aborts
  * the job (status 2) naming the call, the source line and the step.
  *
@@ -51,7 +57,8 @@ struct bench_options {
     int iterations;   /* --iterations N (> 0 overrides a group's own count) */
     double scale;     /* --scale X: multiplies the patterns' delays/work (default 1.0,
                          i.e. the paper's 1000 us) */
-    const char *only; /* --only NAME: run just that benchmark of the group, or NULL */
+    const char *only; /* --only NAME[,NAME...]: run just these benchmarks of the group, or NULL */
+    int thread_multiple; /* --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) */
 };
 
 /* One group: collective over MPI_COMM_WORLD; returns 0, or 3 if a data check failed. */
@@ -61,6 +68,7 @@ int bench_patterns(const struct bench_options *options);
 int bench_transactions(const struct bench_options *options);
 int bench_lu(const struct bench_options *options);
 int bench_reorder(const struct bench_options *options);
+int bench_progress(const struct bench_options *options);
 
 /* The rows a group reports (ROW lines, no MPI), for --list. */
 void bench_list_latency(void);
@@ -68,6 +76,7 @@ void bench_list_patterns(void);
 void bench_list_transactions(void);
 void bench_list_lu(void);
 void bench_list_reorder(void);
+void bench_list_progress(void);
 
 /* Output (any rank may call; lines are flushed at once). */
 void bench_result(const char *series, const char *benchmark, const char *parameter, double value,
@@ -87,12 +96,16 @@ void bench_check_mpi(int rc, const char *call, const char *file, int line);
 void bench_compute(double usec);
 void bench_sleep(double usec);
 
+/* Busy computation (the same loop, no MPI calls) until `usec` microseconds of wall time have
+ * passed: work of a known duration however loaded the machine is (the progress group). */
+void bench_spin(double usec);
+
 /* ---- Helpers the groups share (bench_common.c) ---- */
 
 /* malloc, or "<group>: out of memory" on stderr and MPI_Abort(2). */
 void *bench_malloc(const char *group, size_t bytes);
 
-/* 1 when --only is unset or names `benchmark`. */
+/* 1 when --only is unset or names `benchmark` (one of its comma-separated names). */
 int bench_selected(const struct bench_options *options, const char *benchmark);
 
 /* A group's prologue: this rank and the job size (bench_main.c has checked the ranks); an

@@ -129,6 +129,15 @@ void bench_compute(double usec) {
     compute_steps((long)(usec * steps_per_usec + 0.5));
 }
 
+void bench_spin(double usec) {
+    if (usec <= 0.0) return;
+    if (steps_per_usec == 0.0) calibrate();
+    long chunk = (long)(steps_per_usec + 1.0); /* about 1 us of steps between clock reads */
+    double end = now_usec() + usec;
+    do compute_steps(chunk);
+    while (now_usec() < end);
+}
+
 void bench_sleep(double usec) {
     if (usec <= 0.0) return;
     struct timespec wait = {.tv_sec = (time_t)(usec / 1e6),
@@ -148,8 +157,20 @@ void *bench_malloc(const char *group, size_t bytes) {
     return p;
 }
 
+/* 1 when `name` is one of the comma-separated names of `list`. */
+static int in_list(const char *list, const char *name) {
+    size_t length = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == length && strncmp(p, name, n) == 0) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
 int bench_selected(const struct bench_options *options, const char *benchmark) {
-    return options->only == NULL || strcmp(options->only, benchmark) == 0;
+    return options->only == NULL || in_list(options->only, benchmark);
 }
 
 void bench_start_group(const char *group, const struct bench_options *options,
@@ -157,9 +178,11 @@ void bench_start_group(const char *group, const struct bench_options *options,
     BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, rank));
     BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, size));
     if (!options->only) return;
+    /* At least one name of the list must be one of the group's (the others may name
+     * benchmarks of other groups: nbrma-bench passes one list to every group). */
     for (int b = 0; b < count; b++)
-        if (strcmp(options->only, names[b]) == 0) return;
-    if (*rank == 0) fprintf(stderr, "%s: no benchmark '%s'\n", group, options->only);
+        if (bench_selected(options, names[b])) return;
+    if (*rank == 0) fprintf(stderr, "%s: no benchmark among '%s'\n", group, options->only);
     MPI_Finalize();
     exit(1); /* bad usage */
 }

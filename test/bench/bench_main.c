@@ -32,21 +32,24 @@ static const struct group groups[] = {
     {"reorder", bench_reorder, bench_list_reorder, 3},
     {"transactions", bench_transactions, bench_list_transactions, 4},
     {"lu", bench_lu, bench_list_lu, 4},
+    {"progress", bench_progress, bench_list_progress, 3},
 };
 #define NUM_GROUPS ((int)(sizeof groups / sizeof groups[0]))
 
 static void usage(FILE *to) {
     fprintf(to,
             "usage: mpiexec -n RANKS bench_{nbrma,mpich} --group G [--quick] [--iterations N]\n"
-            "                                          [--scale X] [--only NAME]\n"
+            "                          [--scale X] [--only NAME[,NAME...]] [--thread-multiple]\n"
             "       bench_{nbrma,mpich} --list --group G\n"
             "  --group G        latency (2 ranks), patterns (3), reorder (3),\n"
-            "                   transactions (4) or lu (4)\n"
+            "                   transactions (4), lu (4) or progress (3)\n"
             "  --quick          the short run (a fraction of the iterations and time budget)\n"
             "  --iterations N   N timed iterations wherever a benchmark counts them (no time\n"
             "                   budget)\n"
             "  --scale X        multiply the patterns' delays and work (default 1: 1000 us)\n"
-            "  --only NAME      run only the benchmark NAME of the group\n"
+            "  --only NAMES     run only these benchmarks of the group (comma separated)\n"
+            "  --thread-multiple  start MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) (exit\n"
+            "                   status 2 if MPI provides less)\n"
             "  --list           print the rows \"ROW <benchmark> <parameter> <unit>\" the group\n"
             "                   reports, in order, and exit (no MPI, no mpiexec needed)\n"
             "Output: RESULT <series> <benchmark> <parameter> <value> <unit>,\n"
@@ -59,6 +62,16 @@ static const struct group *find_group(const char *name) {
     return NULL;
 }
 
+/* The thread level MPI runs at (MPI_Query_thread), without its MPI_THREAD_ prefix. */
+static const char *thread_level_name(void) {
+    int level = MPI_THREAD_SINGLE;
+    BENCH_MPI(MPI_Query_thread(&level));
+    return level == MPI_THREAD_MULTIPLE     ? "MULTIPLE"
+           : level == MPI_THREAD_SERIALIZED ? "SERIALIZED"
+           : level == MPI_THREAD_FUNNELED   ? "FUNNELED"
+                                            : "SINGLE";
+}
+
 /* A positive number, all of the argument. */
 static int parse_number(const char *text, double *value) {
     char *end = NULL;
@@ -67,7 +80,8 @@ static int parse_number(const char *text, double *value) {
 }
 
 int main(int argc, char **argv) {
-    struct bench_options options = {.quick = 0, .iterations = 0, .scale = 1.0, .only = NULL};
+    struct bench_options options = {
+        .quick = 0, .iterations = 0, .scale = 1.0, .only = NULL, .thread_multiple = 0};
     const char *group_name = NULL;
     int list = 0;
     for (int i = 1; i < argc; i++) {
@@ -76,6 +90,8 @@ int main(int argc, char **argv) {
         double number = 0.0;
         if (strcmp(arg, "--quick") == 0) {
             options.quick = 1;
+        } else if (strcmp(arg, "--thread-multiple") == 0) {
+            options.thread_multiple = 1;
         } else if (strcmp(arg, "--list") == 0) {
             list = 1;
         } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -124,10 +140,23 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    BENCH_MPI(MPI_Init(&argc, &argv));
+    int provided = MPI_THREAD_SINGLE;
+    if (options.thread_multiple)
+        BENCH_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    else
+        BENCH_MPI(MPI_Init(&argc, &argv));
     int rank, size;
     BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (options.thread_multiple && provided != MPI_THREAD_MULTIPLE) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "bench: --thread-multiple: MPI provides thread level %d, not "
+                    "MPI_THREAD_MULTIPLE\n",
+                    provided);
+        MPI_Finalize();
+        return 2;
+    }
     if (size < group->ranks) {
         if (rank == 0)
             fprintf(stderr, "bench: group %s needs %d ranks (mpiexec -n %d), not %d\n", group->name,
@@ -138,10 +167,11 @@ int main(int argc, char **argv) {
     bench_compute(1.0); /* calibrate the busy loop now, outside any timed region */
 
     if (rank == 0) {
-        printf("# %s: %d ranks, %s run%s%s%s, scale %g, blocking series %s\n", group->name, size,
-               options.quick ? "quick" : "full", options.iterations > 0 ? ", iterations fixed" : "",
-               options.only ? ", only " : "", options.only ? options.only : "", options.scale,
-               BENCH_BLOCKING_SERIES);
+        printf("# %s: %d ranks, %s run%s%s%s, scale %g, blocking series %s, MPI_THREAD_%s\n",
+               group->name, size, options.quick ? "quick" : "full",
+               options.iterations > 0 ? ", iterations fixed" : "", options.only ? ", only " : "",
+               options.only ? options.only : "", options.scale, BENCH_BLOCKING_SERIES,
+               thread_level_name());
 #ifdef NBRMA_NONBLOCKING_SERIES
         printf("# nbrma active: %s\n", nbrma_is_active() ? "yes" : "NO");
 #endif

@@ -57,6 +57,12 @@
  *   (and of its interposition of the two-sided calls, where it has any). Every message
  *   carries its round's number, checked on receipt.
  *
+ * allreduce (8 B, blocking series only): MPI_Allreduce (MPI_SUM) of one 64-bit value over
+ *   every rank, the window alive and idle; the time of one allreduce. Each rank adds its
+ *   stamp of the round; every rank checks the sum. With pingpong, the cost of nbrma in
+ *   the process for two-sided and collective calls (maint/bench_thread_cost.sh compares
+ *   them across library versions and thread levels).
+ *
  * Series: the blocking one (mpich or nbrma-blocking), raw-shm and, built with
  * -DNBRMA_NONBLOCKING_SERIES, nbrma-nonblocking: every RMA row again on the nonblocking
  * twins completed by MPI_Wait (MPIX_Win_ilock/iunlock, ilock_all/iunlock_all, iflush,
@@ -74,6 +80,18 @@
 #include <unistd.h>
 
 #include "bench.h"
+
+/* Under valgrind --tool=callgrind --collect-atstart=no (maint/bench_thread_cost.sh
+ * --callgrind), only the timed loops are counted; elsewhere a no-op. */
+#ifdef __has_include
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define COLLECT_TOGGLE() CALLGRIND_TOGGLE_COLLECT
+#endif
+#endif
+#ifndef COLLECT_TOGGLE
+#define COLLECT_TOGGLE() ((void)0)
+#endif
 
 enum { ORIGIN = 0, TARGET = 1 };
 
@@ -175,12 +193,14 @@ static struct timing origin_loop(origin_body body, void *context, int iterations
     struct block_clock clock;
     clock_start(&clock, iterations);
     start = clock.mark;
+    COLLECT_TOGGLE();
     while (t.timed < iterations) {
         body(context, t.total++);
         t.timed++;
         double now = clock_tick(&clock, t.timed);
         if (now > 0.0 && now - start > budget) break;
     }
+    COLLECT_TOGGLE();
     t.elapsed = MPI_Wtime() - start;
     t.usec = clock_usec(&clock, t.elapsed, t.timed);
     return t;
@@ -636,11 +656,12 @@ enum paired_kind {
     PSCW_PUT,
     OSU_ACTIVE,
     PINGPONG,
-    PINGPONG_WAITALL
+    PINGPONG_WAITALL,
+    ALLREDUCE
 };
 
-static const char *paired_names[] = {"fence_empty", "fence_put", "pscw_empty",      "pscw_put",
-                                     NULL,          "pingpong",  "pingpong_waitall"};
+static const char *paired_names[] = {"fence_empty", "fence_put", "pscw_empty",       "pscw_put",
+                                     NULL,          "pingpong",  "pingpong_waitall", "allreduce"};
 
 /* The put of fence_put and pscw_put, and the ping-pong message: one 64-bit value. */
 #define ACTIVE_PUT_BYTES WORD_BYTES
@@ -807,8 +828,21 @@ static void pingpong_round(struct active_run *run, long round) {
     if (in != expected) mismatch(run, "message of round", round, in, expected);
 }
 
+/* One MPI_Allreduce (MPI_SUM) of one 64-bit value over every rank: each contributes its
+ * stamp of the round; the sum of all of them is checked. */
+static void allreduce_round(struct active_run *run, long round) {
+    int size = 1;
+    BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    uint64_t out = epoch_stamp(run, run->rank, round), in = 0, expected = 0;
+    for (int r = 0; r < size; r++) expected += epoch_stamp(run, r, round);
+    BENCH_MPI(MPI_Allreduce(&out, &in, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    if (in != expected) mismatch(run, "allreduce of round", round, in, expected);
+}
+
 static void paired_epoch(struct active_run *run, long epoch) {
-    if (run->kind == PINGPONG || run->kind == PINGPONG_WAITALL)
+    if (run->kind == ALLREDUCE)
+        allreduce_round(run, epoch);
+    else if (run->kind == PINGPONG || run->kind == PINGPONG_WAITALL)
         pingpong_round(run, epoch);
     else if (run->fence)
         fence_epoch(run, epoch);
@@ -866,7 +900,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
                       const struct bench_options *options) {
     int rank = run->rank;
     int pingpong = run->kind == PINGPONG || run->kind == PINGPONG_WAITALL;
-    int checked = has_put(run) || run->osu || pingpong;
+    int checked = has_put(run) || run->osu || pingpong || run->kind == ALLREDUCE;
     bench_set_step(series, name);
     if (run->osu && rank == TARGET) {
         osu_target_word(run->osu, (int64_t *)run->window_memory, 1, 0);
@@ -903,6 +937,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
     struct block_clock clock;
     clock_start(&clock, timed); /* the origin reads it */
     start = clock.mark;
+    COLLECT_TOGGLE();
     for (long i = 0; i < timed;) {
         paired_epoch(run, epoch++);
         if (rank == ORIGIN)
@@ -910,6 +945,7 @@ static int run_paired(const char *series, struct active_run *run, const char *na
         else
             i++;
     }
+    COLLECT_TOGGLE();
     double elapsed = MPI_Wtime() - start;
     double usec = clock_usec(&clock, elapsed, timed);
     if (run->fence) fence_close(run, epoch);
@@ -931,7 +967,10 @@ static int run_paired(const char *series, struct active_run *run, const char *na
     if (rank == ORIGIN) {
         int bytes = run->kind == FENCE_EMPTY || run->kind == PSCW_EMPTY ? 0 : ACTIVE_PUT_BYTES;
         printf("# %s %s %d: %ld %s in %.3f s (mean %.4g usec)\n", series, name, bytes, timed,
-               pingpong ? "round trips" : "epochs", elapsed, elapsed * 1e6 / (double)timed);
+               pingpong                 ? "round trips"
+               : run->kind == ALLREDUCE ? "allreduces"
+                                        : "epochs",
+               elapsed, elapsed * 1e6 / (double)timed);
         report(series, name, bytes, pingpong ? usec / 2 : usec);
     }
     return all_ok;
@@ -1016,6 +1055,7 @@ void bench_list_latency(void) {
         bench_row(paired_names[k], k == FENCE_EMPTY || k == PSCW_EMPTY ? "0" : bytes, "usec");
     bench_row(paired_names[PINGPONG], bytes, "usec");
     bench_row(paired_names[PINGPONG_WAITALL], bytes, "usec");
+    bench_row(paired_names[ALLREDUCE], bytes, "usec");
 }
 
 /* Collective: every passive row (lock series and OSU passive set) of one series. */
@@ -1085,6 +1125,9 @@ int bench_latency(const struct bench_options *options) {
                              paired_names[PINGPONG], &setup, 120, options);
     all_ok &= run_active_row(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, PINGPONG_WAITALL, NULL, 0,
                              paired_names[PINGPONG_WAITALL], &setup, 121, options);
+    /* A collective, the same way. */
+    all_ok &= run_active_row(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, ALLREDUCE, NULL, 0,
+                             paired_names[ALLREDUCE], &setup, 122, options);
 
     if (peer_group != MPI_GROUP_NULL) BENCH_MPI(MPI_Group_free(&peer_group));
     BENCH_MPI(MPI_Group_free(&world_group));
