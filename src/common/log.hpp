@@ -13,7 +13,9 @@ struct Counters {
     std::uint64_t epochs_completed = 0;
     std::uint64_t rma_ops = 0;
     std::uint64_t lock_grants = 0;
+    std::uint64_t progress_thread_sweeps = 0;  // sweeps by the progress thread that moved
 };
+// Updated with the progress lock held (threads.hpp); read them under it too.
 
 Counters &counters();
 

@@ -3,10 +3,12 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
+
 namespace nbrma {
 
 namespace {
-int local_ranks = 1;
+std::atomic<int> local_ranks{1};  // windows may be created from several threads
 long cores() {
     static const long count = sysconf(_SC_NPROCESSORS_ONLN);
     return count > 0 ? count : 1;
@@ -14,10 +16,12 @@ long cores() {
 }  // namespace
 
 void set_local_ranks(int ranks) {
-    if (ranks > local_ranks) local_ranks = ranks;
+    int known = local_ranks.load(std::memory_order_relaxed);
+    while (ranks > known && !local_ranks.compare_exchange_weak(known, ranks)) {
+    }
 }
 
-bool oversubscribed() { return local_ranks > cores(); }
+bool oversubscribed() { return local_ranks.load(std::memory_order_relaxed) > cores(); }
 
 void Backoff::pause() {
     ++spins_;

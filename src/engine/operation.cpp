@@ -1,8 +1,11 @@
 #include "engine/operation.hpp"
 
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "common/log.hpp"
+#include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/reduce.hpp"
 #include "sync/control_region.hpp"
@@ -87,8 +90,20 @@ const char *rma_kind_name(RmaKind kind) {
     return "?";
 }
 
+namespace {
+static_assert(sizeof(MPI_Datatype) <= sizeof(void *), "a datatype handle fits a pointer");
+
+void free_type(void *handle) {
+    auto type = static_cast<MPI_Datatype>(reinterpret_cast<std::intptr_t>(handle));
+    (void)PMPI_Type_free(&type);
+}
+}  // namespace
+
+// A replayed operation may end on the progress thread, or under the progress lock: the
+// MPICH call goes through the deferred queue (threads.hpp).
 Operation::~Operation() {
-    for (MPI_Datatype &type : retained_) PMPI_Type_free(&type);
+    for (MPI_Datatype type : retained_)
+        threads::defer(free_type, reinterpret_cast<void *>(static_cast<std::intptr_t>(type)));
 }
 
 void Operation::retain_types() {
@@ -99,6 +114,12 @@ void Operation::retain_types() {
         retained_.push_back(copy);
         *type = copy;
     }
+    const std::pair<MPI_Datatype, const TypeLayout **> sides[] = {
+        {call_.origin_type, &origin_layout_},
+        {call_.result_type, &result_layout_},
+        {call_.target_type, &target_layout_}};
+    for (const auto &[type, cached] : sides)
+        if (type != MPI_DATATYPE_NULL && is_error(type_layout_get(type, cached))) *cached = nullptr;
 }
 
 namespace {
@@ -202,8 +223,8 @@ Status Operation::execute(const TargetView &view) {
 
 Status Operation::execute_put(const TargetView &view) {
     const TypeLayout *origin, *target;
-    if (is_error(type_layout_get(call_.origin_type, &origin)) ||
-        is_error(type_layout_get(call_.target_type, &target)))
+    if (is_error(layout(call_.origin_type, origin_layout_, &origin)) ||
+        is_error(layout(call_.target_type, target_layout_, &target)))
         return Status::err_type;
     const std::size_t bytes = origin->size * static_cast<std::size_t>(call_.origin_count);
     if (bytes == 0) return Status::ok;
@@ -224,8 +245,8 @@ Status Operation::execute_put(const TargetView &view) {
 
 Status Operation::execute_get(const TargetView &view) {
     const TypeLayout *origin, *target;
-    if (is_error(type_layout_get(call_.result_type, &origin)) ||
-        is_error(type_layout_get(call_.target_type, &target)))
+    if (is_error(layout(call_.result_type, result_layout_, &origin)) ||
+        is_error(layout(call_.target_type, target_layout_, &target)))
         return Status::err_type;
     const std::size_t bytes = origin->size * static_cast<std::size_t>(call_.result_count);
     if (bytes == 0) return Status::ok;
@@ -247,7 +268,7 @@ Status Operation::execute_get(const TargetView &view) {
 
 Status Operation::execute_accumulate(const TargetView &view) {
     const TypeLayout *target;
-    if (is_error(type_layout_get(call_.target_type, &target))) return Status::err_type;
+    if (is_error(layout(call_.target_type, target_layout_, &target))) return Status::err_type;
     const std::size_t bytes = target->size * static_cast<std::size_t>(call_.target_count);
     if (bytes == 0) return Status::ok;
 
@@ -256,7 +277,7 @@ Status Operation::execute_accumulate(const TargetView &view) {
     const bool uses_origin = call_.kind == RmaKind::compare_and_swap || call_.op != MPI_NO_OP;
     if (uses_origin) {
         const TypeLayout *origin;
-        if (is_error(type_layout_get(call_.origin_type, &origin))) return Status::err_type;
+        if (is_error(layout(call_.origin_type, origin_layout_, &origin))) return Status::err_type;
         origin_packed.resize(bytes);
         type_pack(*origin, call_.origin,
                   call_.kind == RmaKind::accumulate || call_.kind == RmaKind::get_accumulate
@@ -285,7 +306,7 @@ Status Operation::execute_accumulate(const TargetView &view) {
     if (is_error(status) || fetched.empty()) return status;
 
     const TypeLayout *result;
-    if (is_error(type_layout_get(call_.result_type, &result))) return Status::err_type;
+    if (is_error(layout(call_.result_type, result_layout_, &result))) return Status::err_type;
     std::size_t result_count =
         call_.kind == RmaKind::get_accumulate ? static_cast<std::size_t>(call_.result_count) : 1;
     type_unpack(*result, fetched.data(), call_.result, result_count);

@@ -64,7 +64,9 @@ class Operation {
     // caller skips it. On an error, *cause (if given) names what was wrong.
     static Status check(const RmaCall &call, bool *empty, const char **cause = nullptr);
 
-    // A deferred operation outlives the call: keep its derived datatypes alive.
+    // A deferred operation outlives the call: keep its derived datatypes alive, and
+    // look their layouts up now, on the calling thread. A replay (possibly by the
+    // progress thread, which never calls MPICH) then needs no datatype lookup.
     void retain_types();
 
     // Moves the data. Completes inline over shm; waits for the transport otherwise.
@@ -88,11 +90,23 @@ class Operation {
     Status accumulate_under_lock(const TargetView &view, const TypeLayout &target,
                                  const std::uint8_t *origin_packed, std::uint8_t *fetched);
 
+    // The layout of one of call_'s types: the one retain_types looked up, else a lookup.
+    static Status layout(MPI_Datatype type, const TypeLayout *cached, const TypeLayout **out) {
+        if (cached) {
+            *out = cached;
+            return Status::ok;
+        }
+        return type_layout_get(type, out);
+    }
+
     RmaCall call_;
     std::uint64_t age_;
     Request *request_;
     bool needs_flush_ = false;
     std::vector<MPI_Datatype> retained_;
+    const TypeLayout *origin_layout_ = nullptr;
+    const TypeLayout *target_layout_ = nullptr;
+    const TypeLayout *result_layout_ = nullptr;
 };
 
 }  // namespace nbrma::engine

@@ -11,23 +11,38 @@ Spares<Request> &spares() {
 }
 }  // namespace
 
+void Request::reset() {
+    complete_.store(false, std::memory_order_relaxed);
+    status_ = Status::ok;
+    references_.store(2, std::memory_order_relaxed);
+    hook_ = nullptr;
+    user_ = nullptr;
+}
+
 Request *Request::create() {
     Request *request = spares().take();
     if (!request) return new Request();
-    *request = Request();
+    request->reset();
     return request;
 }
 
 void Request::finish(Status status) {
-    if (complete_) return;
-    complete_ = true;
+    if (complete()) return;
     status_ = status;
     if (hook_) hook_(this);
+    complete_.store(true, std::memory_order_release);
     release();
 }
 
 void Request::release() {
-    if (--references_ == 0) spares().give(this);
+    int left;
+    if (threads::active()) {
+        left = references_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    } else {  // one thread: no locked instruction on the single-thread path
+        left = references_.load(std::memory_order_relaxed) - 1;
+        references_.store(left, std::memory_order_relaxed);
+    }
+    if (left == 0) spares().give(this);
 }
 
 }  // namespace nbrma::engine

@@ -5,10 +5,13 @@
 #ifndef NBRMA_ENGINE_REQUEST_HPP
 #define NBRMA_ENGINE_REQUEST_HPP
 
+#include <atomic>
 #include <cstddef>
+#include <mutex>
 #include <vector>
 
 #include "common/status.hpp"
+#include "common/threads.hpp"
 
 namespace nbrma::engine {
 
@@ -18,12 +21,15 @@ class Request {
 
     static Request *create();  // two references: the engine's and the MPI layer's
 
-    bool complete() const { return complete_; }
+    // Safe from any thread: status() is final once complete() is true.
+    bool complete() const { return complete_.load(std::memory_order_acquire); }
     Status status() const { return status_; }
 
-    // Engine side: mark complete (once) and drop the engine's reference.
+    // Engine side (progress lock held): set the status, call the hook, then mark
+    // complete (so whoever sees complete() also finds what the hook queued) and drop
+    // the engine's reference. Once only.
     void finish(Status status);
-    // Either side: drop a reference; the last one deletes.
+    // Either side, any thread: drop a reference; the last one recycles the request.
     void release();
 
     // Called by finish(); the MPI layer completes the generalized request there.
@@ -35,29 +41,48 @@ class Request {
 
   private:
     Request() = default;
-    bool complete_ = false;
+    void reset();
+    std::atomic<bool> complete_{false};
     Status status_ = Status::ok;
-    int references_ = 2;
+    std::atomic<int> references_{2};
     Hook hook_ = nullptr;
     void *user_ = nullptr;
 };
 
 // A bounded free list of heap objects, for what a short epoch would otherwise
-// allocate and free every time (requests, the MPI layer's wrappers of them). Not
-// thread-safe, like the rest of the engine.
+// allocate and free every time (requests, the MPI layer's wrappers of them). Safe from
+// any thread: its own leaf lock once threads::active() (objects are given back from
+// MPICH callbacks, which never take the progress lock).
 template <typename T, std::size_t Capacity = 64>
 class Spares {
   public:
     // A spare object, or null when there is none (the caller allocates).
     T *take() {
+        if (threads::active()) {
+            std::lock_guard<std::mutex> hold(mutex_);
+            return take_unlocked();
+        }
+        return take_unlocked();
+    }
+    // Keeps `object` for reuse, or deletes it once Capacity are kept (a burst of
+    // thousands does not stay allocated).
+    void give(T *object) {
+        if (threads::active()) {
+            std::lock_guard<std::mutex> hold(mutex_);
+            give_unlocked(object);
+            return;
+        }
+        give_unlocked(object);
+    }
+
+  private:
+    T *take_unlocked() {
         if (list_.empty()) return nullptr;
         T *object = list_.back();
         list_.pop_back();
         return object;
     }
-    // Keeps `object` for reuse, or deletes it once Capacity are kept (a burst of
-    // thousands does not stay allocated).
-    void give(T *object) {
+    void give_unlocked(T *object) {
         if (list_.size() >= Capacity) {
             delete object;
             return;
@@ -66,7 +91,7 @@ class Spares {
         list_.push_back(object);
     }
 
-  private:
+    std::mutex mutex_;
     std::vector<T *> list_;
 };
 

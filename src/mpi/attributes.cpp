@@ -1,10 +1,10 @@
 // MPI_Win_get_attr for the predefined attributes MPICH would answer wrongly (its
 // MPI_WIN_BASE is the rounded-down registration address, DESIGN §1); everything else
-// goes to the real MPICH window. Also the nbrma_ introspection calls and the
-// NBRMA_VERBOSE report at MPI_Finalize.
+// goes to the real MPICH window. Also the nbrma_ introspection calls.
 #include <cstring>
 
 #include "common/log.hpp"
+#include "common/threads.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
@@ -37,6 +37,7 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
 
 int nbrma_get_counter(const char *name, unsigned long long *value) {
     if (!name || !value) return MPI_ERR_ARG;
+    threads::Guard guard;
     const Counters &c = counters();
     struct Entry {
         const char *name;
@@ -45,7 +46,8 @@ int nbrma_get_counter(const char *name, unsigned long long *value) {
                    {"epochs_opened", c.epochs_opened},
                    {"epochs_completed", c.epochs_completed},
                    {"rma_ops", c.rma_ops},
-                   {"lock_grants", c.lock_grants}};
+                   {"lock_grants", c.lock_grants},
+                   {"progress_thread_sweeps", c.progress_thread_sweeps}};
     for (const Entry &entry : entries) {
         if (std::strcmp(entry.name, name) == 0) {
             *value = entry.value;
@@ -56,19 +58,5 @@ int nbrma_get_counter(const char *name, unsigned long long *value) {
 }
 
 int nbrma_is_active(void) { return 1; }
-
-int MPI_Finalize(void) {
-    if (verbose_level() >= 1) {
-        const Counters &c = counters();
-        log(1, "windows_created=%llu epochs_opened=%llu epochs_completed=%llu rma_ops=%llu "
-               "lock_grants=%llu",
-            static_cast<unsigned long long>(c.windows_created),
-            static_cast<unsigned long long>(c.epochs_opened),
-            static_cast<unsigned long long>(c.epochs_completed),
-            static_cast<unsigned long long>(c.rma_ops),
-            static_cast<unsigned long long>(c.lock_grants));
-    }
-    return PMPI_Finalize();
-}
 
 }  // extern "C"

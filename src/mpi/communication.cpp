@@ -27,7 +27,8 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
     }
     engine::Request *pending = nullptr;
     const char *cause = nullptr;  // the argument check's exact cause, if it refused the call
-    Status status = state->engine->rma(call, wants_request ? &pending : nullptr, &cause);
+    Status status =
+        locked([&] { return state->engine->rma(call, wants_request ? &pending : nullptr, &cause); });
     if (is_error(status)) {
         const char *detail = cause;
         if (!detail) switch (status) {

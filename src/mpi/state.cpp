@@ -2,12 +2,17 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
+#include "common/threads.hpp"
 #include "common/yield.hpp"
+#include "engine/datatype.hpp"
 #include "engine/progress.hpp"
+#include "engine/reduce.hpp"
 
 namespace nbrma::mpi {
 
@@ -23,10 +28,15 @@ void poke_mpich() {
 }
 
 // ---- generalized request callbacks
+//
+// A Grequest has two owners: the completion side, until MPI_Grequest_complete has
+// returned, and MPICH, until it calls free_fn. The last of the two recycles it. The
+// completion runs through threads::defer: at once on the single-thread path, otherwise
+// on the next application thread in nbrma (never on the progress thread).
 struct Grequest {
-    engine::Request *request;
+    engine::Request *request = nullptr;
     MPI_Request handle = MPI_REQUEST_NULL;
-    bool freed = false;
+    std::atomic<int> owners{2};
 };
 
 // A nonblocking closing call wraps one request per epoch: reuse the wrappers (the
@@ -39,18 +49,25 @@ engine::Spares<Grequest> &grequest_spares() {
 
 Grequest *grequest_new(engine::Request *request) {
     Grequest *grequest = grequest_spares().take();
-    if (!grequest) return new Grequest{request};
-    *grequest = Grequest{request};
+    if (!grequest) grequest = new Grequest();
+    grequest->request = request;
+    grequest->handle = MPI_REQUEST_NULL;
+    grequest->owners.store(2, std::memory_order_relaxed);
     return grequest;
 }
 
-void grequest_delete(Grequest *grequest) { grequest_spares().give(grequest); }
-
-void complete_hook(engine::Request *request) {
-    auto *grequest = static_cast<Grequest *>(request->user());
-    PMPI_Grequest_complete(grequest->handle);
-    if (grequest->freed) grequest_delete(grequest);
+void grequest_drop(Grequest *grequest) {
+    if (grequest->owners.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        grequest_spares().give(grequest);
 }
+
+void mpi_complete(void *extra_state) {
+    auto *grequest = static_cast<Grequest *>(extra_state);
+    PMPI_Grequest_complete(grequest->handle);
+    grequest_drop(grequest);
+}
+
+void complete_hook(engine::Request *request) { threads::defer(mpi_complete, request->user()); }
 
 int query_fn(void *extra_state, MPI_Status *status) {
     auto *grequest = static_cast<Grequest *>(extra_state);
@@ -58,30 +75,31 @@ int query_fn(void *extra_state, MPI_Status *status) {
     PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    Status result = grequest->request->complete() ? grequest->request->status() : Status::ok;
-    status->MPI_ERROR = is_error(result) ? MPI_ERR_OTHER : MPI_SUCCESS;
+    // Called once MPI_Grequest_complete ran, which is after the engine set the status.
+    status->MPI_ERROR = is_error(grequest->request->status()) ? MPI_ERR_OTHER : MPI_SUCCESS;
     return status->MPI_ERROR;
 }
 
 int free_fn(void *extra_state) {
     auto *grequest = static_cast<Grequest *>(extra_state);
-    const bool complete = grequest->request->complete();
-    grequest->freed = true;
     grequest->request->release();
-    if (complete) grequest_delete(grequest);  // otherwise the completion hook deletes it
+    grequest_drop(grequest);
     return MPI_SUCCESS;
 }
 
 int cancel_fn(void *, int) { return MPI_SUCCESS; }  // epochs cannot be cancelled
 
+// MPICH calls poll_fn and wait_fn outside its own lock: they may run the deferred
+// MPI_Grequest_complete calls (threads::drain), this request's included.
 int poll_fn(void *extra_state, MPI_Status *) {
     auto *grequest = static_cast<Grequest *>(extra_state);
-    static unsigned calls = 0;
+    static std::atomic<unsigned> calls{0};
     if (!engine::progress_sweep() && !grequest->request->complete()) {
         // MPI_Wait spins on poll_fn alone: keep MPICH moving and share the CPU.
-        if (++calls % 16 == 0) poke_mpich();
+        if (calls.fetch_add(1, std::memory_order_relaxed) % 16 == 15) poke_mpich();
         if (oversubscribed()) sched_yield();
     }
+    threads::drain();
     return MPI_SUCCESS;
 }
 
@@ -90,6 +108,7 @@ int wait_fn(int count, void **states, double, MPI_Status *) {
         auto *grequest = static_cast<Grequest *>(states[i]);
         (void)engine::wait_request(grequest->request);
     }
+    threads::drain();
     return MPI_SUCCESS;
 }
 }  // namespace
@@ -100,6 +119,7 @@ WindowState *last_found = nullptr;
 }  // namespace
 
 WindowState *window_find(MPI_Win win) {
+    threads::Guard guard;
     if (last_found && last_found->handle == win) return last_found;
     auto found = table().find(win);
     if (found == table().end()) return nullptr;
@@ -107,17 +127,31 @@ WindowState *window_find(MPI_Win win) {
     return last_found;
 }
 
-void window_insert(WindowState *state) { table()[state->handle] = state; }
+void window_insert(WindowState *state) {
+    threads::Guard guard;
+    table()[state->handle] = state;
+}
 void window_erase(MPI_Win win) {
+    threads::Guard guard;
     if (last_found && last_found->handle == win) last_found = nullptr;
     table().erase(win);
 }
 
 void ensure_initialized() {
-    static bool done = false;
-    if (done) return;
-    done = true;
-    engine::progress_set_external(poke_mpich);
+    static std::once_flag once;
+    std::call_once(once, [] {
+        engine::progress_set_external(poke_mpich);
+        // The tables behind datatype layouts and reductions ask MPICH for type sizes
+        // once: build them here, on an application thread, not in a sweep.
+        const engine::TypeLayout *layout = nullptr;
+        (void)engine::type_layout_get(MPI_INT, &layout);
+        (void)engine::reduce_check(MPI_SUM, MPI_INT);
+        // MPI_Init_thread switches locking on already; this covers an MPI initialized
+        // by a path nbrma does not interpose (the Fortran bindings, say).
+        int level = MPI_THREAD_SINGLE;
+        if (PMPI_Query_thread(&level) == MPI_SUCCESS && level == MPI_THREAD_MULTIPLE)
+            threads::enable();
+    });
 }
 
 int request_wrap(engine::Request *request, MPI_Request *handle) {
@@ -126,12 +160,17 @@ int request_wrap(engine::Request *request, MPI_Request *handle) {
                                     &grequest->handle);
     if (error != MPI_SUCCESS) {
         request->release();
-        grequest_delete(grequest);
+        grequest_spares().give(grequest);
         return error;
     }
     *handle = grequest->handle;
-    request->set_hook(complete_hook, grequest);
-    if (request->complete()) PMPI_Grequest_complete(grequest->handle);
+    bool complete;
+    {  // the progress thread may finish the request meanwhile: hook or here, not both
+        threads::Guard guard;
+        request->set_hook(complete_hook, grequest);
+        complete = request->complete();
+    }
+    if (complete) mpi_complete(grequest);
     return MPI_SUCCESS;
 }
 

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "common/threads.hpp"
+#include "engine/progress.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
 #include "sync/control_region.hpp"
@@ -77,6 +79,23 @@ void parse_info(MPI_Info info, WindowInfo *out);
 
 // Installs the hook that keeps MPICH's progress moving while nbrma waits.
 void ensure_initialized();
+
+// Runs an engine call with the progress lock held, then (lock released) wakes the
+// progress thread for the work it may have left and runs the deferred MPICH calls.
+// Errors are raised by the caller after this returns: never under the lock.
+template <typename Call>
+inline auto locked(Call call) {
+    struct After {
+        ~After() {
+            if (threads::active()) {
+                engine::progress_kick();
+                threads::drain();
+            }
+        }
+    } after;
+    threads::Guard guard;
+    return call();
+}
 
 }  // namespace nbrma::mpi
 

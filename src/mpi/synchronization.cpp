@@ -70,7 +70,7 @@ const char *sync_detail(Status status, const char *sync, const char *conflict) {
 int fence(const char *call, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->fence(assert, &pending);
+    Status status = locked([&] { return state->engine->fence(assert, &pending); });
     if (status == Status::err_sync) return raise(call, win, status, "a lock or PSCW epoch is open");
     return finish(call, win, status, pending, request);
 }
@@ -79,7 +79,7 @@ int start(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Reques
     NBRMA_WINDOW(call, win, state);
     std::vector<int> ranks;
     Status status = window_ranks(state, group, &ranks);
-    if (!is_error(status)) status = state->engine->start(ranks, assert);
+    if (!is_error(status)) status = locked([&] { return state->engine->start(ranks, assert); });
     if (is_error(status))
         return raise(call, win, status,
                      sync_detail(status,
@@ -92,7 +92,7 @@ int start(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Reques
 int complete(const char *call, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->complete(&pending);
+    Status status = locked([&] { return state->engine->complete(&pending); });
     if (status == Status::err_sync) return raise(call, win, status, "no access epoch was started");
     return finish(call, win, status, pending, request);
 }
@@ -101,7 +101,7 @@ int post(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Request
     NBRMA_WINDOW(call, win, state);
     std::vector<int> ranks;
     Status status = window_ranks(state, group, &ranks);
-    if (!is_error(status)) status = state->engine->post(ranks, assert);
+    if (!is_error(status)) status = locked([&] { return state->engine->post(ranks, assert); });
     if (is_error(status))
         return raise(call, win, status,
                      sync_detail(status, "an exposure epoch is already open",
@@ -113,7 +113,7 @@ int post(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Request
 int wait(const char *call, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->wait(&pending);
+    Status status = locked([&] { return state->engine->wait(&pending); });
     if (status == Status::err_sync) return raise(call, win, status, "no exposure epoch was posted");
     return finish(call, win, status, pending, request);
 }
@@ -129,7 +129,7 @@ int proc_null(const char *call, MPI_Win win, MPI_Request *request) {
 int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI_Request *request) {
     if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     NBRMA_WINDOW(call, win, state);
-    Status status = state->engine->lock(lock_type, rank, assert);
+    Status status = locked([&] { return state->engine->lock(lock_type, rank, assert); });
     if (is_error(status))
         return raise(
             call, win, status,
@@ -141,7 +141,7 @@ int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
     if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->unlock(rank, &pending);
+    Status status = locked([&] { return state->engine->unlock(rank, &pending); });
     if (status == Status::err_sync)
         return raise(call, win, status, "no lock epoch is open toward that rank");
     return finish(call, win, status, pending, request);
@@ -149,7 +149,7 @@ int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
 
 int lock_all(const char *call, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
-    Status status = state->engine->lock_all(assert);
+    Status status = locked([&] { return state->engine->lock_all(assert); });
     if (is_error(status))
         return raise(call, win, status,
                      status == Status::err_sync ? "another passive epoch is open" : nullptr);
@@ -159,7 +159,7 @@ int lock_all(const char *call, int assert, MPI_Win win, MPI_Request *request) {
 int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->unlock_all(&pending);
+    Status status = locked([&] { return state->engine->unlock_all(&pending); });
     if (status == Status::err_sync) return raise(call, win, status, "no lock_all epoch is open");
     return finish(call, win, status, pending, request);
 }
@@ -170,7 +170,7 @@ int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
 int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool local = false) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
-    Status status = state->engine->flush(rank, &pending, local);
+    Status status = locked([&] { return state->engine->flush(rank, &pending, local); });
     if (status == Status::err_sync) return raise(call, win, status, "no passive epoch is open");
     return finish(call, win, status, pending, request);
 }
@@ -277,7 +277,7 @@ int MPI_Win_test(MPI_Win win, int *flag) {
     NBRMA_WINDOW("MPI_Win_test", win, state);
     if (!flag) return raise("MPI_Win_test", win, Status::err_arg, "null flag pointer");
     bool done = false;
-    Status status = state->engine->test(&done);
+    Status status = locked([&] { return state->engine->test(&done); });
     if (status == Status::err_sync)
         return raise("MPI_Win_test", win, status, "no exposure epoch was posted");
     if (is_error(status)) return raise("MPI_Win_test", win, status);

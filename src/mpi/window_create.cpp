@@ -91,7 +91,7 @@ void barrier_serving(MPI_Comm comm, transport::Transport &transport) {
     for (int done = 0;;) {
         PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
         if (done) return;
-        if (transport.poll() == 0) backoff.pause();
+        if (locked([&] { return transport.poll(); }) == 0) backoff.pause();
     }
 }
 
@@ -105,22 +105,25 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
     int rank, nranks;
     PMPI_Comm_rank(state.comm, &rank);
     PMPI_Comm_size(state.comm, &nranks);
+    // The process's UCX worker is shared with the windows the progress thread may be
+    // sweeping: every step that touches it holds the progress lock (not the collectives).
     transport::ucx::UcxWorker *worker = nullptr;
-    Status status = process_worker(&worker);
     std::unique_ptr<transport::ucx::UcxTransport> ucx;
-    if (!is_error(status)) {
+    Status status = locked([&] {
+        Status made = process_worker(&worker);
+        if (is_error(made)) return made;
         ucx = std::make_unique<transport::ucx::UcxTransport>(*worker, rank, nranks, control,
                                                              control_bytes);
-        status = state.flavor == Flavor::dynamic ? ucx->expose_dynamic()
-                                                 : ucx->expose_window(base, size);
-    }
+        return state.flavor == Flavor::dynamic ? ucx->expose_dynamic()
+                                               : ucx->expose_window(base, size);
+    });
     if (!everyone(!is_error(status), state.comm)) {
         *why = worker ? "cannot register the window memory with UCX"
                       : "cannot initialize UCX (see NBRMA_UCX_*/UCX_* settings)";
         return is_error(status) ? status : Status::err_transport;
     }
 
-    std::vector<std::uint8_t> mine = ucx->exposure();
+    std::vector<std::uint8_t> mine = locked([&] { return ucx->exposure(); });
     int length = static_cast<int>(mine.size());
     std::vector<int> lengths(nranks), displacements(nranks, 0);
     PMPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, state.comm);
@@ -129,19 +132,21 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
                                       lengths[nranks - 1]);
     PMPI_Allgatherv(mine.data(), length, MPI_BYTE, records.data(), lengths.data(),
                     displacements.data(), MPI_BYTE, state.comm);
-    for (int r = 0; r < nranks && !is_error(status); ++r) {
-        status = ucx->connect(r, records.data() + displacements[r], lengths[r]);
-        if (is_error(status)) log(0, "cannot create a UCX endpoint to rank %d", r);
-    }
+    locked([&] {
+        for (int r = 0; r < nranks && !is_error(status); ++r) {
+            status = ucx->connect(r, records.data() + displacements[r], lengths[r]);
+            if (is_error(status)) log(0, "cannot create a UCX endpoint to rank %d", r);
+        }
+    });
     // Unreachable peers fail ucp_ep_create at once: agree before any wireup waits.
     if (!everyone(!is_error(status), state.comm)) {
         *why = "a peer is unreachable through UCX (endpoint creation failed)";
         return is_error(status) ? status : Status::err_transport;
     }
-    status = ucx->finish_connect_start();
+    status = locked([&] { return ucx->finish_connect_start(); });
     Backoff backoff;
     for (bool done = is_error(status); !done;) {
-        status = ucx->finish_connect_test(&done);
+        status = locked([&] { return ucx->finish_connect_test(&done); });
         if (is_error(status)) break;
         if (!done) backoff.pause();
     }
@@ -149,7 +154,7 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
     PMPI_Ibarrier(state.comm, &barrier);
     for (int done = 0; !done;) {
         PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        if (!done && worker->progress() == 0) backoff.pause();
+        if (!done && locked([&] { return worker->progress(); }) == 0) backoff.pause();
     }
     if (!everyone(!is_error(status), state.comm)) {
         *why = "the UCX wireup with a peer failed";
@@ -256,6 +261,18 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         return creation_failed(call, *state, Status::err_info,
                                "nbrma_transport / NBRMA_TRANSPORT must be \"shm\" or \"ucx\"");
     state->all_ucx = !everyone(choice != "ucx", state->comm);
+    // NBRMA_PROGRESS (DESIGN §6), checked at every creation, agreed by every rank.
+    engine::ProgressMode mode = engine::ProgressMode::inline_mode;
+    const char *mode_text = "";
+    const bool mode_ok = engine::progress_mode_from_environment(&mode, &mode_text);
+    if (!everyone(mode_ok, state->comm)) {
+        const std::string why =
+            mode_ok ? std::string("NBRMA_PROGRESS differs between ranks (another rank has a "
+                                  "value other than \"inline\" or \"thread\")")
+                    : "NBRMA_PROGRESS=\"" + std::string(mode_text) +
+                          "\" is not a progress mode (\"inline\" or \"thread\")";
+        return creation_failed(call, *state, Status::err_other, why.c_str());
+    }
     const int vnode = virtual_node();
     if (!everyone(vnode >= 0, state->comm))
         return creation_failed(call, *state, Status::err_info,
@@ -424,7 +441,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     }
     *win = state->handle;
     engine::progress_register(state->engine.get());
-    ++counters().windows_created;
+    locked([] { ++counters().windows_created; });
+    if (mode == engine::ProgressMode::thread_mode && !is_error(engine::progress_thread_start()))
+        log(2, "%s: progress thread running", call);
     log(1, "%s: window %d (%d ranks, %lld bytes here) on nbrma over %s", call,
         static_cast<int>(*win), nranks, static_cast<long long>(size),
         state->all_ucx                 ? "ucx"
@@ -492,7 +511,8 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     if (state->flavor != Flavor::dynamic)
         return raise("MPI_Win_attach", win, Status::err_arg, "not a dynamic window");
     if (size < 0) return raise("MPI_Win_attach", win, Status::err_arg, "negative size");
-    Status status = state->engine->attach(base, static_cast<std::uint64_t>(size));
+    Status status =
+        locked([&] { return state->engine->attach(base, static_cast<std::uint64_t>(size)); });
     if (status == Status::err_range)
         return raise("MPI_Win_attach", win, Status::err_arg, "overlaps an attached region");
     if (status == Status::err_arg)
@@ -507,7 +527,7 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
 int MPI_Win_detach(MPI_Win win, const void *base) {
     WindowState *state = window_find(win);
     if (!state) return raise("MPI_Win_detach", MPI_WIN_NULL, Status::err_win);
-    Status status = state->engine->detach(base);
+    Status status = locked([&] { return state->engine->detach(base); });
     if (is_error(status)) return raise("MPI_Win_detach", win, status, "address was not attached");
     return PMPI_Win_detach(win, base);
 }
@@ -517,12 +537,13 @@ int MPI_Win_free(MPI_Win *win) {
     WindowState *state = window_find(*win);
     // Every window is an nbrma window: this one is MPI_WIN_NULL or already freed.
     if (!state) return raise("MPI_Win_free", MPI_WIN_NULL, Status::err_win);
-    if (state->engine->has_open_epoch())
+    if (locked([&] { return state->engine->has_open_epoch(); }))
         return raise("MPI_Win_free", *win, Status::err_sync, "an epoch is still open");
-    state->engine->close_fence();  // the epoch the last fence opened ends here
+    locked([&] { state->engine->close_fence(); });  // the epoch the last fence opened ends here
     Backoff backoff;
-    while (!state->engine->idle()) {  // closed epochs whose requests were not waited for
-        if (!state->engine->progress()) backoff.pause();
+    // closed epochs whose requests were not waited for
+    while (!locked([&] { return state->engine->idle(); })) {
+        if (!engine::progress_sweep()) backoff.pause();
     }
     barrier_serving(state->comm, *state->transport);  // no peer touches our memory any more
     engine::progress_unregister(state->engine.get());
@@ -530,7 +551,9 @@ int MPI_Win_free(MPI_Win *win) {
     int error = PMPI_Win_free(win);
     PMPI_Comm_free(&state->comm);
     if (state->group != MPI_GROUP_NULL) PMPI_Group_free(&state->group);
-    delete state;
+    locked([&] { delete state; });  // its transports share the UCX worker
+    // The last window takes the progress thread with it (MPI_Finalize stops it too).
+    if (engine::progress_window_count() == 0) engine::progress_thread_stop();
     return error;
 }
 
@@ -600,8 +623,11 @@ int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
     WindowState *state = window_find(win);
     if (!state) return raise("MPI_Win_set_info", MPI_WIN_NULL, Status::err_win);
     parse_info(info, &state->info);
-    for (int key = 0; key < 4; ++key)
-        state->engine->set_reorder(static_cast<engine::Reorder>(key), state->info.reorder[key]);
+    locked([&] {
+        for (int key = 0; key < 4; ++key)
+            state->engine->set_reorder(static_cast<engine::Reorder>(key),
+                                       state->info.reorder[key]);
+    });
     return PMPI_Win_set_info(win, info);
 }
 
