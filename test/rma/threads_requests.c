@@ -16,13 +16,19 @@
  *   blocked    rank 1 holds the exclusive lock on its own memory. On rank 0, thread A
  *              locks rank 1 exclusively, puts, gets and stays blocked in MPI_Win_unlock
  *              (round 0) or in MPI_Wait on an MPIX_Win_iunlock request (round 1) while
- *              thread B runs a whole lock epoch toward another target (rank 2, or rank 0
- *              itself with 2 processes) and then tells rank 1 to release. Checked with
- *              flags: B's epoch completed while A was blocked (A finds B's done flag set
- *              when its unlock returns, and rank 1 got B's message instead of giving up
- *              after a generous 30 s); A's get read what rank 1 wrote under its lock.
+ *              thread B runs a whole lock epoch (lock, put, accumulate, flush, get,
+ *              unlock) and then tells rank 1 to release. B's epoch is on another window
+ *              toward rank 1 as well (default), or, with the argument "same_window", on
+ *              A's window toward another target (rank 2, or rank 0 itself with 2
+ *              processes; MPI allows one process's lock epochs toward different targets of
+ *              one window at once). Checked with flags: B's epoch completed while A was
+ *              blocked (A finds B's done flag set when its unlock returns, and rank 1 got
+ *              B's message instead of giving up after a generous 15 s: a failure, not a
+ *              hang); A's get read what rank 1 wrote under its lock; rank 1's memory did
+ *              not change while it held its lock.
  *
  * At every target after a barrier: every slot as put, accumulate cells exact.
+ * No argument: handover, waitall, blocked (other window); "same_window": blocked only.
  * 2 or more processes.
  */
 #include "rmatest.h"
@@ -321,11 +327,14 @@ static void run_waitall(void)
 #define TAG_HELD 301
 #define TAG_RELEASE 302
 #define MARKER 4242
-#define GIVE_UP_SECONDS 30.0
+#define GIVE_UP_SECONDS 15.0
 
-static rt_win_t bw;             /* [0]: rank 1's marker, [1]: thread A's put, [2..]: B's */
+static rt_win_t bw;             /* [0]: rank 1's marker, [1]: thread A's put */
+static rt_win_t bw2;            /* B's window (variant "other window") */
+static rt_win_t *bwin;          /* the window B uses: &bw2, or &bw (variant "same window") */
 static volatile int a_in_epoch, b_done;
 static int other_target;
+static const char *variant;
 
 static void *blocked_a(void *arg)
 {
@@ -341,10 +350,11 @@ static void *blocked_a(void *arg)
         MPI_CHK(MPIX_Win_iunlock(1, bw.win, &r));
         MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
     }
-    TCHECK(rt_flag_get(&b_done) == 1, "blocked round %d: thread A's epoch toward rank 1 ended "
-           "before thread B's epoch toward rank %d completed", round, other_target);
-    TCHECK(got == MARKER + round, "blocked round %d: A's get read %d, expected %d (written by "
-           "rank 1 under its lock)", round, got, MARKER + round);
+    TCHECK(rt_flag_get(&b_done) == 1, "blocked (%s) round %d: thread A's epoch toward rank 1 "
+           "ended before thread B's epoch toward rank %d completed", variant, round,
+           other_target);
+    TCHECK(got == MARKER + round, "blocked (%s) round %d: A's get read %d, expected %d "
+           "(written by rank 1 under its lock)", variant, round, got, MARKER + round);
     return NULL;
 }
 
@@ -352,29 +362,29 @@ static void *blocked_b(void *arg)
 {
     int round = *(int *) arg, t = other_target, one = 1;
     int val = 6000 + round, got = -1, ack = 1;
+    MPI_Win win = bwin->win;
     MPI_Request r;
     while (!rt_flag_get(&a_in_epoch))
         sched_yield();
     usleep(100 * 1000); /* let A get into its unlock */
     if (round == 0) {
-        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, bw.win));
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, win));
     } else {
-        MPI_CHK(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, t, 0, bw.win, &r));
+        MPI_CHK(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, t, 0, win, &r));
         MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
     }
-    MPI_CHK(MPI_Put(&val, 1, MPI_INT, t, rt_disp(&bw, t, 2), 1, MPI_INT, bw.win));
-    MPI_CHK(MPI_Accumulate(&one, 1, MPI_INT, t, rt_disp(&bw, t, 3), 1, MPI_INT, MPI_SUM,
-                           bw.win));
-    MPI_CHK(MPI_Win_flush(t, bw.win));
-    MPI_CHK(MPI_Get(&got, 1, MPI_INT, t, rt_disp(&bw, t, 2), 1, MPI_INT, bw.win));
+    MPI_CHK(MPI_Put(&val, 1, MPI_INT, t, rt_disp(bwin, t, 2), 1, MPI_INT, win));
+    MPI_CHK(MPI_Accumulate(&one, 1, MPI_INT, t, rt_disp(bwin, t, 3), 1, MPI_INT, MPI_SUM, win));
+    MPI_CHK(MPI_Win_flush(t, win));
+    MPI_CHK(MPI_Get(&got, 1, MPI_INT, t, rt_disp(bwin, t, 2), 1, MPI_INT, win));
     if (round == 0) {
-        MPI_CHK(MPI_Win_unlock(t, bw.win));
+        MPI_CHK(MPI_Win_unlock(t, win));
     } else {
-        MPI_CHK(MPIX_Win_iunlock(t, bw.win, &r));
+        MPI_CHK(MPIX_Win_iunlock(t, win, &r));
         MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
     }
-    TCHECK(got == val, "blocked round %d: B's get from %d read %d, expected %d", round, t, got,
-           val);
+    TCHECK(got == val, "blocked (%s) round %d: B's get from %d read %d, expected %d", variant,
+           round, t, got, val);
     rt_flag_set(&b_done, 1);
     MPI_CHK(MPI_Send(&ack, 1, MPI_INT, 1, TAG_RELEASE, MPI_COMM_WORLD));
     return NULL;
@@ -386,19 +396,30 @@ static void *blocked_thread(void *arg)
     return a[0] == 0 ? blocked_a(&a[1]) : blocked_b(&a[1]);
 }
 
-static void run_blocked(void)
+static void zero_window(rt_win_t *x)
 {
-    other_target = np >= 3 ? 2 : 0;
-    rt_win_create(ALLOCATE, 8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
-                  &bw);
+    int *mem = (int *) x->base;
+    rt_lock_self(x);
+    for (int i = 0; i < 8; i++)
+        mem[i] = 0;
+    rt_unlock_self(x);
+}
+
+/* same_window: B's epoch is on A's window (toward rank 2, or rank 0 with 2 processes);
+ * otherwise on a window of its own, toward rank 1 too. */
+static void run_blocked(int same_window)
+{
+    variant = same_window ? "same window" : "other window";
+    other_target = same_window ? (np >= 3 ? 2 : 0) : 1;
+    rt_win_create(ALLOCATE, 8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &bw);
+    rt_win_create(RT_CREATE, 8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &bw2);
+    bwin = same_window ? &bw : &bw2;
     for (int round = 0; round < 2; round++) {
-        int *mem = (int *) bw.base, token = 0;
+        int *mem = (int *) bw.base, *bmem = (int *) bwin->base, token = 0;
         a_in_epoch = 0;
         b_done = 0;
-        rt_lock_self(&bw);
-        for (int i = 0; i < 8; i++)
-            mem[i] = 0;
-        rt_unlock_self(&bw);
+        zero_window(&bw);
+        zero_window(&bw2);
         MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
         if (me == 1) {
             int released_by_message = 0, flag = 0;
@@ -415,12 +436,12 @@ static void run_blocked(void)
                 }
                 usleep(1000);
             }
-            CHECK(released_by_message, "blocked round %d: no word from rank 0's thread B after "
-                  "%.0f s while rank 0's thread A waited for this rank's lock: B's epoch "
-                  "toward rank %d did not complete (releasing anyway)", round, GIVE_UP_SECONDS,
-                  other_target);
-            CHECK(mem[1] == 0, "blocked round %d: rank 0's put landed (%d) while this rank "
-                  "held its exclusive lock", round, mem[1]);
+            CHECK(released_by_message, "blocked (%s) round %d: no word from rank 0's thread B "
+                  "after %.0f s while rank 0's thread A waited for this rank's lock: B's epoch "
+                  "toward rank %d did not complete (releasing anyway)", variant, round,
+                  GIVE_UP_SECONDS, other_target);
+            CHECK(mem[1] == 0, "blocked (%s) round %d: rank 0's put landed (%d) while this rank "
+                  "held its exclusive lock", variant, round, mem[1]);
             MPI_CHK(MPI_Win_unlock(1, bw.win));
             MPI_CHK(MPI_Recv(&token, 1, MPI_INT, 0, TAG_RELEASE, MPI_COMM_WORLD,
                              MPI_STATUS_IGNORE));
@@ -433,16 +454,19 @@ static void run_blocked(void)
         MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
         rt_lock_self(&bw);
         if (me == 1)
-            CHECK(mem[1] == 5000 + round, "blocked round %d: A's put = %d, expected %d", round,
-                  mem[1], 5000 + round);
-        if (me == other_target) {
-            CHECK(mem[2] == 6000 + round, "blocked round %d: B's put = %d, expected %d", round,
-                  mem[2], 6000 + round);
-            CHECK(mem[3] == 1, "blocked round %d: B's accumulate = %d, expected 1", round,
-                  mem[3]);
-        }
+            CHECK(mem[1] == 5000 + round, "blocked (%s) round %d: A's put = %d, expected %d",
+                  variant, round, mem[1], 5000 + round);
         rt_unlock_self(&bw);
+        rt_lock_self(bwin);
+        if (me == other_target) {
+            CHECK(bmem[2] == 6000 + round, "blocked (%s) round %d: B's put = %d, expected %d",
+                  variant, round, bmem[2], 6000 + round);
+            CHECK(bmem[3] == 1, "blocked (%s) round %d: B's accumulate = %d, expected 1",
+                  variant, round, bmem[3]);
+        }
+        rt_unlock_self(bwin);
     }
+    rt_win_free(&bw2);
     rt_win_free(&bw);
 }
 
@@ -455,8 +479,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "threads_requests needs 2 processes\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    run_handover();
-    run_waitall();
-    run_blocked();
+    if (argc > 1 && strcmp(argv[1], "same_window") == 0) {
+        run_blocked(1);
+    } else {
+        run_handover();
+        run_waitall();
+        run_blocked(0);
+    }
     return rt_finalize();
 }
