@@ -422,14 +422,18 @@ static void run_blocked(int same_window)
         zero_window(&bw2);
         MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
         if (me == 1) {
-            int released_by_message = 0, flag = 0;
+            int released_by_message = 0, flag = 0, release = 0;
+            MPI_Request rr;
             double t0;
             MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, bw.win));
             mem[0] = MARKER + round;
+            MPI_CHK(MPI_Irecv(&release, 1, MPI_INT, 0, TAG_RELEASE, MPI_COMM_WORLD, &rr));
             MPI_CHK(MPI_Send(&token, 1, MPI_INT, 0, TAG_HELD, MPI_COMM_WORLD));
+            /* MPI_Test, not MPI_Iprobe: nbrma's MPI_Test also progresses nbrma, which a
+             * UCX-over-tcp peer's requests to this rank need in inline mode */
             t0 = rt_now();
             while (rt_now() - t0 < GIVE_UP_SECONDS) {
-                MPI_CHK(MPI_Iprobe(0, TAG_RELEASE, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+                MPI_CHK(MPI_Test(&rr, &flag, MPI_STATUS_IGNORE));
                 if (flag) {
                     released_by_message = 1;
                     break;
@@ -443,8 +447,8 @@ static void run_blocked(int same_window)
             CHECK(mem[1] == 0, "blocked (%s) round %d: rank 0's put landed (%d) while this rank "
                   "held its exclusive lock", variant, round, mem[1]);
             MPI_CHK(MPI_Win_unlock(1, bw.win));
-            MPI_CHK(MPI_Recv(&token, 1, MPI_INT, 0, TAG_RELEASE, MPI_COMM_WORLD,
-                             MPI_STATUS_IGNORE));
+            if (!released_by_message)
+                MPI_CHK(MPI_Wait(&rr, MPI_STATUS_IGNORE));
         } else if (me == 0) {
             int args[2][2] = { { 0, round }, { 1, round } };
             MPI_CHK(MPI_Recv(&token, 1, MPI_INT, 1, TAG_HELD, MPI_COMM_WORLD,
