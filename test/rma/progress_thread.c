@@ -39,10 +39,15 @@
  *                  through UCX over tcp (runtests-ucx, runtests-mixed) T's progress thread
  *                  serves them. T checks the data afterwards.
  *
- * Finally nbrma_get_counter("progress_thread_sweeps") > 0 on O (thread modes; T's count
+ * Then nbrma_get_counter("progress_thread_sweeps") > 0 on O (thread modes; T's count
  * is only printed: serving a UCX peer need not count as a sweep that moved something),
- * or 0 on every rank (inline). 2 or more processes.
+ * or 0 on every rank (inline). In thread modes the window's creation added a thread to
+ * the process and freeing it (the last window) removed one (/proc/self/task). Finally a
+ * new window runs the late post and the hand-over again: the thread restarts.
+ * 2 or more processes.
  */
+#include <dirent.h>
+
 #include "rmatest.h"
 #include "rmathreads.h"
 
@@ -311,6 +316,21 @@ static void busy_target(int round)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* Number of threads of this process (/proc/self/task entries), or -1. */
+static int count_tasks(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    if (!d)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
 /* ------------------------------------------------------------------ bogus */
 static void bogus(void)
 {
@@ -400,8 +420,10 @@ int main(int argc, char **argv)
     MPI_Group_incl(world_g, 1, &r0, &g0);
     MPI_Group_incl(world_g, 1, &r1, &g1);
     sh = rt_shared_page(4096);
+    int tasks_before = count_tasks();
     rt_win_create(RT_ALLOCATE, NINTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                   &w);
+    int tasks_with = count_tasks();
 
     late_post(g1, g0);
     lock_handover();
@@ -415,11 +437,41 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (threaded && me == 0)
         CHECK(sweeps > 0, "progress_thread_sweeps = 0 on the origin with NBRMA_PROGRESS=thread");
-
     if (!threaded)
         CHECK(sweeps == 0, "progress_thread_sweeps = %llu with NBRMA_PROGRESS=inline", sweeps);
 
+    /* the last window gone, the progress thread is gone too (threads of this process,
+     * from /proc/self/task: nbrma's UCX context, if any, may keep threads of its own) */
     rt_win_free(&w);
+    int tasks_after = count_tasks();
+    if (me == 0) {
+        printf("threads in rank 0: %d before the first window, %d with it, %d after freeing it\n",
+               tasks_before, tasks_with, tasks_after);
+        fflush(stdout);
+    }
+    if (threaded && tasks_before > 0) {
+        CHECK(tasks_with > tasks_before, "no new thread after the first window creation with "
+              "NBRMA_PROGRESS=thread (%d before, %d after)", tasks_before, tasks_with);
+        CHECK(tasks_after < tasks_with, "the progress thread still runs after the last "
+              "MPI_Win_free (%d threads with the window, %d after freeing it)", tasks_with,
+              tasks_after);
+    }
+
+    /* a new window starts the thread again: the late post and the hand-over once more,
+     * on a created window */
+    if (me == 0)
+        printf("again, on a new (created) window:\n");
+    rt_win_create(RT_CREATE, NINTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                  &w);
+    late_post(g1, g0);
+    lock_handover();
+    unsigned long long sweeps2 = 0;
+    MPI_CHK(nbrma_get_counter("progress_thread_sweeps", &sweeps2));
+    if (threaded && me == 0)
+        CHECK(sweeps2 > sweeps, "progress_thread_sweeps did not grow (%llu) on the second "
+              "window", sweeps2);
+    rt_win_free(&w);
+
     MPI_Group_free(&g0);
     MPI_Group_free(&g1);
     MPI_Group_free(&world_g);

@@ -4,8 +4,11 @@
  *
  *   TCHECK(cond, ...)   CHECK that may be used from several threads at once (the error
  *                       count is bumped atomically; lines may interleave).
- *   rt_init_multiple()  MPI_Init_thread(MPI_THREAD_MULTIPLE) + MPI_ERRORS_RETURN; counts
- *                       an error if MPI provides less.
+ *   rt_init_multiple()  MPI_Init_thread(MPI_THREAD_MULTIPLE) + MPI_ERRORS_RETURN; aborts
+ *                       if MPI provides less. An argument "thread" among the program's
+ *                       arguments sets NBRMA_PROGRESS=thread first (nbrma's progress
+ *                       thread beside the application's threads).
+ *   rt_has_arg(argc, argv, word)  whether one of the arguments is `word`.
  *   rt_now()            CLOCK_MONOTONIC in seconds: one clock for every process of the
  *                       node (MPI_Wtime need not be global, and is an MPI call).
  *   rt_compute(s)       burns the CPU for s seconds without any MPI call.
@@ -46,9 +49,19 @@
         }                                                                               \
     } while (0)
 
+static inline int rt_has_arg(int argc, char **argv, const char *word)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], word) == 0)
+            return 1;
+    return 0;
+}
+
 static inline void rt_init_multiple(int *argc, char ***argv)
 {
     int provided = -1;
+    if (rt_has_arg(*argc, *argv, "thread"))
+        setenv("NBRMA_PROGRESS", "thread", 1);
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (provided != MPI_THREAD_MULTIPLE) {

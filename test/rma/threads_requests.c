@@ -28,7 +28,8 @@
  *              not change while it held its lock.
  *
  * At every target after a barrier: every slot as put, accumulate cells exact.
- * No argument: handover, waitall, blocked (other window); "same_window": blocked only.
+ * No argument: handover, waitall, blocked (other window); "same_window": blocked only;
+ * "thread": with NBRMA_PROGRESS=thread (nbrma's progress thread beside the four).
  * 2 or more processes.
  */
 #include "rmatest.h"
@@ -483,7 +484,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "threads_requests needs 2 processes\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (argc > 1 && strcmp(argv[1], "same_window") == 0) {
+    if (rt_has_arg(argc, argv, "same_window")) {
         run_blocked(1);
     } else {
         run_handover();

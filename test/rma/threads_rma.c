@@ -27,7 +27,8 @@
  * 0 .. n-1 (gathered at the target); every get read what was put; nbrma's "rma_ops"
  * counter grew by at least the number of operations this process issued.
  *
- * 2 or more processes.
+ * Argument "thread": the same with NBRMA_PROGRESS=thread (nbrma's progress thread beside
+ * the four). 2 or more processes.
  */
 #include "rmatest.h"
 #include "rmathreads.h"
