@@ -24,7 +24,8 @@
  * Checked: at every target after a barrier, every slot holds what its origin put, the
  * accumulate cell holds the exact sum, the counter the exact number of fetch-and-ops; the
  * values fetched by fetch-and-op toward a target by all threads of all ranks are exactly
- * 0 .. n-1 (gathered at the target); every get read what was put; nbrma's "rma_ops"
+ * 0 .. n-1 (gathered at the target); every get read what was put; inside every exclusive
+ * epoch an owner cell the epoch wrote first stays unchanged; nbrma's "rma_ops"
  * counter grew by at least the number of operations this process issued.
  *
  * Argument "thread": the same with NBRMA_PROGRESS=thread (nbrma's progress thread beside
@@ -62,9 +63,13 @@ static int fop_index(void)
 {
     return np * NT * ITERS + 1;
 }
-static int win_ints(void)
+static int owner_index(void)
 {
     return np * NT * ITERS + 2;
+}
+static int win_ints(void)
+{
+    return np * NT * ITERS + 3;
 }
 
 static int put_value(int phase, int target, int o, int th, int k)
@@ -101,6 +106,24 @@ static void complete_flush(MPI_Win win, int t, int how)
         }
         TCHECK(r == MPI_REQUEST_NULL, "completed iflush request not freed");
     }
+}
+
+/* Mutual exclusion: right after an exclusive lock an epoch puts its id into the target's
+ * owner cell (and flushes); just before the unlock it reads the cell back, which no
+ * other epoch may have changed in between. */
+static void owner_mark(MPI_Win win, int t, MPI_Aint disp, const int *id)
+{
+    MPI_CHK(MPI_Put(id, 1, MPI_INT, t, disp, 1, MPI_INT, win));
+    MPI_CHK(MPI_Win_flush(t, win));
+}
+
+static void owner_check(MPI_Win win, int t, MPI_Aint disp, int id, const char *what, int k)
+{
+    int seen = -7;
+    MPI_CHK(MPI_Get(&seen, 1, MPI_INT, t, disp, 1, MPI_INT, win));
+    MPI_CHK(MPI_Win_flush(t, win));
+    TCHECK(seen == id, "%s: exclusive epoch %d toward %d: the owner cell changed from %d to %d "
+           "inside the epoch", what, k, t, id, seen);
 }
 
 /* Resets this rank's window memory to -1 in the slots and 0 in the cells; collective. */
@@ -282,6 +305,10 @@ static void *per_target_thread(void *p)
         } else {
             MPI_CHK(MPI_Win_lock(type, t, 0, win));
         }
+        int id = 100000 * me + 1000 * th + k;
+        MPI_Aint odisp = rt_disp(&shared_w, t, owner_index());
+        if (type == MPI_LOCK_EXCLUSIVE)
+            owner_mark(win, t, odisp, &id);
         MPI_CHK(MPI_Put(&pbuf[k], 1, MPI_INT, t, rt_disp(&shared_w, t, slot_index(me, th, k)),
                         1, MPI_INT, win));
         MPI_CHK(MPI_Accumulate(&accv, 1, MPI_INT, t, rt_disp(&shared_w, t, acc_index()), 1,
@@ -293,6 +320,10 @@ static void *per_target_thread(void *p)
                             rt_disp(&shared_w, t, slot_index(me, th, k - 1)), 1, MPI_INT, win));
         if (k % 3 == 2)
             complete_flush(win, t, k);
+        if (type == MPI_LOCK_EXCLUSIVE) {
+            owner_check(win, t, odisp, id, "per-target", k);
+            a->ops += 2;
+        }
         if (nonblocking) {
             MPI_CHK(MPIX_Win_iunlock(t, win, &r));
             if (k % 4 == 2) {
@@ -363,7 +394,7 @@ static void *per_window_thread(void *p)
     int th = a->th, flavor = THREAD_FLAVOR(th);
     MPI_Comm comm = thread_comm[th];
     rt_win_t w;
-    int n = np * ITERS + 2, ai = np * ITERS, fi = np * ITERS + 1;
+    int n = np * ITERS + 3, ai = np * ITERS, fi = np * ITERS + 1, oi = np * ITERS + 2;
     int pbuf[ITERS], gbuf[ITERS], one = 1, accv = acc_value(me, th);
     int *fetched = malloc(sizeof(int) * (size_t) (np * ITERS));
     char name[64];
@@ -397,6 +428,9 @@ static void *per_window_thread(void *p)
             } else {
                 MPI_CHK(MPI_Win_lock(type, t, 0, w.win));
             }
+            int id = 100000 * me + 1000 * th + k;
+            if (type == MPI_LOCK_EXCLUSIVE)
+                owner_mark(w.win, t, rt_disp(&w, t, oi), &id);
             MPI_CHK(MPI_Put(&pbuf[k], 1, MPI_INT, t, disp, 1, MPI_INT, w.win));
             MPI_CHK(MPI_Accumulate(&accv, 1, MPI_INT, t, rt_disp(&w, t, ai), 1, MPI_INT,
                                    MPI_SUM, w.win));
@@ -404,6 +438,10 @@ static void *per_window_thread(void *p)
                                      rt_disp(&w, t, fi), MPI_SUM, w.win));
             complete_flush(w.win, t, k + j + th);
             MPI_CHK(MPI_Get(&gbuf[k], 1, MPI_INT, t, disp, 1, MPI_INT, w.win));
+            if (type == MPI_LOCK_EXCLUSIVE) {
+                owner_check(w.win, t, rt_disp(&w, t, oi), id, name, k);
+                a->ops += 2;
+            }
             if (nonblocking) {
                 MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE)); /* the ilock's request */
                 MPI_CHK(MPIX_Win_iunlock(t, w.win, &r));
@@ -492,9 +530,18 @@ int main(int argc, char **argv)
 
     rt_win_create(SHARED_FLAVOR, (MPI_Aint) win_ints() * (MPI_Aint) sizeof(int), sizeof(int),
                   MPI_INFO_NULL, MPI_COMM_WORLD, &shared_w);
+    double t0 = rt_now(), t1, t2, t3;
     phase_lock_all();
+    t1 = rt_now();
     phase_per_target();
+    t2 = rt_now();
     rt_win_free(&shared_w);
     phase_per_window();
+    t3 = rt_now();
+    if (me == 0) {
+        printf("seconds: shared-lock_all %.2f, shared-per-target %.2f, per-thread %.2f\n",
+               t1 - t0, t2 - t1, t3 - t2);
+        fflush(stdout);
+    }
     return rt_finalize();
 }
