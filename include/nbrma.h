@@ -55,7 +55,9 @@ int MPIX_Win_iwait(MPI_Win win, MPI_Request *request);
 /* ---- Introspection -----------------------------------------------------------------
  * Process-wide counters, so a program (or a test) can prove its RMA ran on nbrma.
  * Names: "windows_created", "epochs_opened", "epochs_completed", "rma_ops",
- * "lock_grants". Returns MPI_SUCCESS, or MPI_ERR_ARG for an unknown name. */
+ * "lock_grants", "progress_thread_sweeps" (sweeps of the NBRMA_PROGRESS=thread progress
+ * thread that moved something; 0 in inline mode). Returns MPI_SUCCESS, or MPI_ERR_ARG
+ * for an unknown name. Safe from any thread. */
 int nbrma_get_counter(const char *name, unsigned long long *value);
 
 /* Nonzero when the calling process runs its RMA on nbrma (always 1 in libnbrma). */

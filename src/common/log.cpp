@@ -1,5 +1,6 @@
 #include "common/log.hpp"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -7,7 +8,7 @@
 namespace nbrma {
 
 namespace {
-int log_rank = -1;
+std::atomic<int> log_rank{-1};  // set by window creation, on any thread
 }
 
 Counters &counters() {
@@ -32,7 +33,7 @@ void log(int level, const char *format, ...) {
     va_start(args, format);
     std::vsnprintf(line, sizeof line, format, args);
     va_end(args);
-    std::fprintf(stderr, "nbrma[%d]: %s\n", log_rank, line);
+    std::fprintf(stderr, "nbrma[%d]: %s\n", log_rank.load(std::memory_order_relaxed), line);
 }
 
 }  // namespace nbrma

@@ -47,6 +47,12 @@ void enable() {
     detail::active.store(true, std::memory_order_release);
 }
 
+unsigned thread_tag() {
+    static std::atomic<unsigned> next{1};
+    thread_local const unsigned tag = next.fetch_add(1, std::memory_order_relaxed);
+    return tag;
+}
+
 bool on_progress_thread() { return progress_thread; }
 void mark_progress_thread() { progress_thread = true; }
 

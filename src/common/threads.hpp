@@ -26,8 +26,11 @@
 namespace nbrma::threads {
 
 namespace detail {
-inline std::atomic<bool> active{false};
-inline std::atomic<bool> deferred_waiting{false};
+// Hidden: read on every guard, so no GOT indirection inside libnbrma.so.
+#define NBRMA_HIDDEN __attribute__((visibility("hidden")))
+NBRMA_HIDDEN inline std::atomic<bool> active{false};
+NBRMA_HIDDEN inline std::atomic<bool> deferred_waiting{false};
+#undef NBRMA_HIDDEN
 std::recursive_mutex &lock();
 void drain_slow();
 }  // namespace detail
@@ -61,6 +64,9 @@ inline bool try_lock() { return !active() || detail::lock().try_lock(); }
 inline void unlock() {
     if (active()) detail::lock().unlock();
 }
+
+// A small number naming the calling thread (1, 2, ... in order of first use).
+unsigned thread_tag();
 
 // True on nbrma's own progress thread.
 bool on_progress_thread();

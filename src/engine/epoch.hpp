@@ -113,6 +113,10 @@ class Epoch {
     // activate beside them rather than after them.
     void add_beside(std::uint64_t id) { beside_.push_back(id); }
     bool opened_beside(std::uint64_t id) const;
+    // The application thread that opened it (threads::thread_tag; 0 while locking is
+    // off). Only one thread's own epochs have a program order between them.
+    void set_opener(unsigned tag) { opener_ = tag; }
+    unsigned opener() const { return opener_; }
 
     bool open() const { return open_; }
     EngineState state() const { return state_; }
@@ -158,6 +162,7 @@ class Epoch {
     std::vector<int> group_;
     std::vector<char> member_;  // by rank
     std::vector<std::uint64_t> beside_;
+    unsigned opener_ = 0;
     std::vector<std::unique_ptr<TargetState>> targets_;  // by rank
     // Target states of earlier uses (reset()), handed out again by at().
     std::vector<std::unique_ptr<TargetState>> spare_targets_;

@@ -22,8 +22,8 @@ namespace nbrma::engine {
 namespace {
 // All under the progress lock, except `serving` (read by progress_wanted without it).
 std::vector<Window *> &windows() {
-    static std::vector<Window *> list;
-    return list;
+    static auto *list = new std::vector<Window *>();  // never destroyed: see progress_thread()
+    return *list;
 }
 void (*external_poke)() = nullptr;
 bool sweeping = false;

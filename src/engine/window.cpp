@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/log.hpp"
+#include "common/threads.hpp"
 
 namespace nbrma::engine {
 
@@ -39,6 +40,7 @@ Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int asserti
         epoch->reset(next_epoch_id_++, kind, target, mode, assertions);
     }
     for (Epoch *other : open_) epoch->add_beside(other->id());
+    epoch->set_opener(threads::active() ? threads::thread_tag() : 0);
     epochs_.push_back(std::move(epoch));
     open_.push_back(epochs_.back().get());
     return *epochs_.back();
@@ -351,10 +353,17 @@ bool Window::may_activate(std::size_t index) const {
         if (earlier.state() == EngineState::completed) continue;
         if (earlier.state() != EngineState::active) return false;
         if (reorder_allows(candidate, earlier)) continue;
+        // Epochs of two application threads have no program order between them
+        // (MPI_THREAD_MULTIPLE): only what may_overlap forbids keeps them apart.
+        if (candidate.opener() != earlier.opener() && may_overlap(candidate, earlier)) continue;
         if (!candidate.opened_beside(earlier.id())) return false;
         if (earlier.kind() == EpochKind::fence || candidate.kind() == EpochKind::fence)
             return false;
-        if (earlier.kind() == EpochKind::lock) {
+        // A lock opened beside an earlier one of the same thread waits for that one's
+        // grant, as a blocking MPI_Win_lock would have. Another thread's lock is not
+        // ordered before it (MPI_THREAD_MULTIPLE): a thread whose lock waits for its
+        // grant does not hold up another thread's epoch toward another target.
+        if (earlier.kind() == EpochKind::lock && earlier.opener() == candidate.opener()) {
             const TargetState *state = earlier.find(earlier.target());
             if (!state || state->phase != TargetPhase::held) return false;
         }
@@ -362,33 +371,41 @@ bool Window::may_activate(std::size_t index) const {
     return true;
 }
 
-// SC14 §VI-B: the keys never apply across fence or lock_all epochs; never two active
-// lock epochs from us toward one target; never our window locked and exposed at once.
-bool Window::reorder_allows(const Epoch &candidate, const Epoch &earlier) const {
-    auto side = [](const Epoch &epoch) {  // 0 origin side, 1 target side, -1 never
-        switch (epoch.kind()) {
-            case EpochKind::lock:
-            case EpochKind::access:
-                return 0;
-            case EpochKind::exposure:
-                return 1;
-            case EpochKind::fence:
-            case EpochKind::lock_all:
-                return -1;
-        }
-        return -1;
-    };
-    const int later = side(candidate), before = side(earlier);
-    if (later < 0 || before < 0) return false;
+namespace {
+int epoch_side(const Epoch &epoch) {  // 0 origin side, 1 target side, -1 never
+    switch (epoch.kind()) {
+        case EpochKind::lock:
+        case EpochKind::access:
+            return 0;
+        case EpochKind::exposure:
+            return 1;
+        case EpochKind::fence:
+        case EpochKind::lock_all:
+            return -1;
+    }
+    return -1;
+}
+}  // namespace
+
+// Whether two epochs may be active at once at all: never across fence or lock_all
+// epochs; never two active lock epochs from us toward one target; never our window
+// locked and exposed at once.
+bool Window::may_overlap(const Epoch &candidate, const Epoch &earlier) const {
+    if (epoch_side(candidate) < 0 || epoch_side(earlier) < 0) return false;
     const bool both_locks =
         candidate.kind() == EpochKind::lock && earlier.kind() == EpochKind::lock;
     if (both_locks && candidate.target() == earlier.target()) return false;
     auto locks_self = [this](const Epoch &epoch) {
         return epoch.kind() == EpochKind::lock && epoch.target() == rank();
     };
-    if ((locks_self(candidate) && earlier.kind() == EpochKind::exposure) ||
-        (locks_self(earlier) && candidate.kind() == EpochKind::exposure))
-        return false;
+    return !((locks_self(candidate) && earlier.kind() == EpochKind::exposure) ||
+             (locks_self(earlier) && candidate.kind() == EpochKind::exposure));
+}
+
+// SC14 §VI-B: a key lets an epoch overlap an earlier one where may_overlap allows.
+bool Window::reorder_allows(const Epoch &candidate, const Epoch &earlier) const {
+    if (!may_overlap(candidate, earlier)) return false;
+    const int later = epoch_side(candidate), before = epoch_side(earlier);
     const Reorder key = later == 0
                             ? (before == 0 ? access_after_access : access_after_exposure)
                             : (before == 1 ? exposure_after_exposure : exposure_after_access);

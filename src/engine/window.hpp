@@ -149,6 +149,7 @@ class Window {
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
     bool may_activate(std::size_t index) const;
+    bool may_overlap(const Epoch &candidate, const Epoch &earlier) const;
     bool reorder_allows(const Epoch &candidate, const Epoch &earlier) const;
     void activate(Epoch &epoch);
     void start_target(Epoch &epoch, int rank, TargetState &state);

@@ -57,8 +57,14 @@ Grequest *grequest_new(engine::Request *request) {
 }
 
 void grequest_drop(Grequest *grequest) {
-    if (grequest->owners.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        grequest_spares().give(grequest);
+    int left;
+    if (threads::active()) {
+        left = grequest->owners.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    } else {  // one thread: no locked instruction on the single-thread path
+        left = grequest->owners.load(std::memory_order_relaxed) - 1;
+        grequest->owners.store(left, std::memory_order_relaxed);
+    }
+    if (left == 0) grequest_spares().give(grequest);
 }
 
 void mpi_complete(void *extra_state) {
@@ -93,10 +99,10 @@ int cancel_fn(void *, int) { return MPI_SUCCESS; }  // epochs cannot be cancelle
 // MPI_Grequest_complete calls (threads::drain), this request's included.
 int poll_fn(void *extra_state, MPI_Status *) {
     auto *grequest = static_cast<Grequest *>(extra_state);
-    static std::atomic<unsigned> calls{0};
+    static thread_local unsigned calls = 0;
     if (!engine::progress_sweep() && !grequest->request->complete()) {
         // MPI_Wait spins on poll_fn alone: keep MPICH moving and share the CPU.
-        if (calls.fetch_add(1, std::memory_order_relaxed) % 16 == 15) poke_mpich();
+        if (++calls % 16 == 0) poke_mpich();
         if (oversubscribed()) sched_yield();
     }
     threads::drain();

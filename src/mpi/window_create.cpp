@@ -271,7 +271,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                                   "value other than \"inline\" or \"thread\")")
                     : "NBRMA_PROGRESS=\"" + std::string(mode_text) +
                           "\" is not a progress mode (\"inline\" or \"thread\")";
-        return creation_failed(call, *state, Status::err_other, why.c_str());
+        return creation_failed(call, *state, Status::err_info, why.c_str());
     }
     const int vnode = virtual_node();
     if (!everyone(vnode >= 0, state->comm))
