@@ -15,7 +15,9 @@
  *              rounds on its own communicator.
  *   blocked    rank 1 holds the exclusive lock on its own memory. On rank 0, thread A
  *              locks rank 1 exclusively, puts, gets and stays blocked in MPI_Win_unlock
- *              (round 0) or in MPI_Wait on an MPIX_Win_iunlock request (round 1) while
+ *              (round 0), in MPI_Wait on an MPIX_Win_iunlock request (round 1), or in
+ *              MPI_Waitall on that and a second epoch's toward rank 1, opened behind it and
+ *              so deferred (round 2), while
  *              thread B runs a whole lock epoch (lock, put, accumulate, flush, get,
  *              unlock) and then tells rank 1 to release. B's epoch is on another window
  *              toward rank 1 as well (default), or, with the argument "same_window", on
@@ -344,12 +346,24 @@ static void *blocked_a(void *arg)
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, bw.win));
     MPI_CHK(MPI_Put(&val, 1, MPI_INT, 1, rt_disp(&bw, 1, 1), 1, MPI_INT, bw.win));
     MPI_CHK(MPI_Get(&got, 1, MPI_INT, 1, rt_disp(&bw, 1, 0), 1, MPI_INT, bw.win));
-    rt_flag_set(&a_in_epoch, 1);
     if (round == 0) {
+        rt_flag_set(&a_in_epoch, 1);
         MPI_CHK(MPI_Win_unlock(1, bw.win)); /* blocks until rank 1 releases its lock */
-    } else {
+    } else if (round == 1) {
+        rt_flag_set(&a_in_epoch, 1);
         MPI_CHK(MPIX_Win_iunlock(1, bw.win, &r));
         MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    } else {
+        /* a second epoch toward rank 1 behind the first: deferred until the first ends */
+        MPI_Request rs[2];
+        int val2 = 7000;
+        MPI_CHK(MPIX_Win_iunlock(1, bw.win, &rs[0]));
+        MPI_CHK(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, 1, 0, bw.win, &r));
+        MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        MPI_CHK(MPI_Put(&val2, 1, MPI_INT, 1, rt_disp(&bw, 1, 4), 1, MPI_INT, bw.win));
+        MPI_CHK(MPIX_Win_iunlock(1, bw.win, &rs[1]));
+        rt_flag_set(&a_in_epoch, 1);
+        MPI_CHK(MPI_Waitall(2, rs, MPI_STATUSES_IGNORE));
     }
     TCHECK(rt_flag_get(&b_done) == 1, "blocked (%s) round %d: thread A's epoch toward rank 1 "
            "ended before thread B's epoch toward rank %d completed", variant, round,
@@ -415,7 +429,7 @@ static void run_blocked(int same_window)
     rt_win_create(ALLOCATE, 8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &bw);
     rt_win_create(RT_CREATE, 8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &bw2);
     bwin = same_window ? &bw : &bw2;
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 3; round++) {
         int *mem = (int *) bw.base, *bmem = (int *) bwin->base, token = 0;
         a_in_epoch = 0;
         b_done = 0;
@@ -445,8 +459,9 @@ static void run_blocked(int same_window)
                   "after %.0f s while rank 0's thread A waited for this rank's lock: B's epoch "
                   "toward rank %d did not complete (releasing anyway)", variant, round,
                   GIVE_UP_SECONDS, other_target);
-            CHECK(mem[1] == 0, "blocked (%s) round %d: rank 0's put landed (%d) while this rank "
-                  "held its exclusive lock", variant, round, mem[1]);
+            CHECK(mem[1] == 0 && mem[4] == 0, "blocked (%s) round %d: rank 0's puts landed "
+                  "(%d, %d) while this rank held its exclusive lock", variant, round, mem[1],
+                  mem[4]);
             MPI_CHK(MPI_Win_unlock(1, bw.win));
             if (!released_by_message)
                 MPI_CHK(MPI_Wait(&rr, MPI_STATUS_IGNORE));
@@ -461,6 +476,9 @@ static void run_blocked(int same_window)
         if (me == 1)
             CHECK(mem[1] == 5000 + round, "blocked (%s) round %d: A's put = %d, expected %d",
                   variant, round, mem[1], 5000 + round);
+        if (me == 1 && round == 2)
+            CHECK(mem[4] == 7000, "blocked (%s) round %d: A's second put = %d, expected 7000",
+                  variant, round, mem[4]);
         rt_unlock_self(&bw);
         rt_lock_self(bwin);
         if (me == other_target) {
