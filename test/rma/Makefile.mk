@@ -36,7 +36,8 @@ check_PROGRAMS += \
 	test/rma/remote_completion \
 	test/rma/threads_rma \
 	test/rma/threads_requests \
-	test/rma/progress_thread
+	test/rma/progress_thread \
+	test/rma/request_get_status
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -182,3 +183,9 @@ test_rma_progress_thread_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_progress_thread_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
 test_rma_progress_thread_LDFLAGS = $(RMATEST_PTHREAD)
 test_rma_progress_thread_LDADD = $(RMATEST_LDADD)
+
+test_rma_request_get_status_SOURCES = test/rma/request_get_status.c test/rma/rmathreads.h
+test_rma_request_get_status_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_request_get_status_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
+test_rma_request_get_status_LDFLAGS = $(RMATEST_PTHREAD)
+test_rma_request_get_status_LDADD = $(RMATEST_LDADD)
