@@ -28,6 +28,11 @@
  * epoch an owner cell the epoch wrote first stays unchanged; nbrma's "rma_ops"
  * counter grew by at least the number of operations this process issued.
  *
+ *   churn            each thread creates, uses (lock, put, flush, get, unlock toward the
+ *                    next rank) and frees a window 3 times on its own communicator: the
+ *                    window count, and with NBRMA_PROGRESS=thread the progress thread,
+ *                    come and go while the other threads run epochs.
+ *
  * Argument "thread": the same with NBRMA_PROGRESS=thread (nbrma's progress thread beside
  * the four). 2 or more processes.
  */
@@ -522,6 +527,52 @@ static void phase_per_window(void)
         MPI_CHK(MPI_Comm_free(&thread_comm[i]));
 }
 
+/* ------------------------------------------------------------------ phase 4 */
+#define CHURN 3
+
+/* Each thread creates, uses and frees a window CHURN times on its own communicator, so
+ * the process's window count (and, with NBRMA_PROGRESS=thread, the progress thread)
+ * comes and goes while other threads run epochs. */
+static void *churn_thread(void *p)
+{
+    targ_t *a = p;
+    int th = a->th, right = (me + 1) % np, left = (me + np - 1) % np;
+    MPI_Comm comm = thread_comm[th];
+    for (int i = 0; i < CHURN; i++) {
+        rt_win_t w;
+        int flavor = (i + th) % 2 ? RT_CREATE : SHARED_FLAVOR;
+        int v = 1000 * me + 10 * th + i, got = -1;
+        rt_win_create(flavor, 4 * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &w);
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w.win));
+        MPI_CHK(MPI_Put(&v, 1, MPI_INT, right, rt_disp(&w, right, 1), 1, MPI_INT, w.win));
+        MPI_CHK(MPI_Win_flush(right, w.win));
+        MPI_CHK(MPI_Get(&got, 1, MPI_INT, right, rt_disp(&w, right, 1), 1, MPI_INT, w.win));
+        MPI_CHK(MPI_Win_unlock(right, w.win));
+        TCHECK(got == v, "churn thread %d window %d: get read %d, expected %d", th, i, got, v);
+        MPI_CHK(MPI_Barrier(comm));
+        rt_lock_self(&w);
+        int exp = 1000 * left + 10 * th + i;
+        TCHECK(((int *) w.base)[1] == exp, "churn thread %d window %d: slot = %d, expected %d",
+               th, i, ((int *) w.base)[1], exp);
+        rt_unlock_self(&w);
+        rt_win_free(&w);
+        a->ops += 2;
+    }
+    return NULL;
+}
+
+static void phase_churn(void)
+{
+    targ_t args[NT];
+    for (int i = 0; i < NT; i++)
+        MPI_CHK(MPI_Comm_dup(MPI_COMM_WORLD, &thread_comm[i]));
+    for (int i = 0; i < NT; i++)
+        args[i] = (targ_t){ .th = i, .phase = 4 };
+    rt_run_threads(NT, churn_thread, args, sizeof(targ_t));
+    for (int i = 0; i < NT; i++)
+        MPI_CHK(MPI_Comm_free(&thread_comm[i]));
+}
+
 int main(int argc, char **argv)
 {
     rt_init_multiple(&argc, &argv);
@@ -538,9 +589,10 @@ int main(int argc, char **argv)
     rt_win_free(&shared_w);
     phase_per_window();
     t3 = rt_now();
+    phase_churn();
     if (me == 0) {
-        printf("seconds: shared-lock_all %.2f, shared-per-target %.2f, per-thread %.2f\n",
-               t1 - t0, t2 - t1, t3 - t2);
+        printf("seconds: shared-lock_all %.2f, shared-per-target %.2f, per-thread %.2f, "
+               "churn %.2f\n", t1 - t0, t2 - t1, t3 - t2, rt_now() - t3);
         fflush(stdout);
     }
     return rt_finalize();
