@@ -1,7 +1,10 @@
 #include "common/threads.hpp"
 
+#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "common/yield.hpp"
 
 namespace nbrma::threads {
 
@@ -14,9 +17,9 @@ struct Deferred {
 };
 
 // Leaf lock: held only to push or swap the queue, never around MPICH calls.
-std::mutex &queue_mutex() {
-    static auto *mutex = new std::mutex();
-    return *mutex;
+SpinLock &queue_lock() {
+    static auto *lock = new SpinLock();
+    return *lock;
 }
 std::vector<Deferred> &queue() {
     static auto *list = new std::vector<Deferred>();
@@ -24,26 +27,32 @@ std::vector<Deferred> &queue() {
 }
 }  // namespace
 
+void SpinLock::lock_slow() {
+    Backoff backoff;
+    while (!try_lock()) backoff.pause();
+}
+
 namespace detail {
-std::recursive_mutex &lock() {
-    static auto *mutex = new std::recursive_mutex();  // never destroyed: used at exit
-    return *mutex;
+void ProgressLock::lock_slow() {
+    Backoff backoff;
+    while (!try_lock()) backoff.pause();
 }
 
 void drain_slow() {
     if (progress_thread) return;
-    std::vector<Deferred> batch;
+    // Swapped with the queue, so both keep their capacity: no allocation per call.
+    thread_local std::vector<Deferred> batch;
     {
-        std::lock_guard<std::mutex> hold(queue_mutex());
+        std::lock_guard<SpinLock> hold(queue_lock());
         batch.swap(queue());
         deferred_waiting.store(false, std::memory_order_relaxed);
     }
     for (const Deferred &d : batch) d.fn(d.arg);
+    batch.clear();
 }
 }  // namespace detail
 
 void enable() {
-    (void)detail::lock();
     detail::active.store(true, std::memory_order_release);
 }
 
@@ -61,7 +70,7 @@ void defer(void (*fn)(void *), void *arg) {
         fn(arg);
         return;
     }
-    std::lock_guard<std::mutex> hold(queue_mutex());
+    std::lock_guard<SpinLock> hold(queue_lock());
     queue().push_back(Deferred{fn, arg});
     detail::deferred_waiting.store(true, std::memory_order_release);
 }

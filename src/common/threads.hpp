@@ -21,17 +21,74 @@
 #define NBRMA_COMMON_THREADS_HPP
 
 #include <atomic>
-#include <mutex>
+#include <cstdint>
 
 namespace nbrma::threads {
 
 namespace detail {
-// Hidden: read on every guard, so no GOT indirection inside libnbrma.so.
+// The progress lock: recursive, one compare-and-swap to take it and one store to drop
+// it (a pthread recursive mutex costs two locked instructions per round, on a path
+// that takes it several times per epoch). A thread that finds it taken spins politely
+// (Backoff: yields the CPU when oversubscribed). The owner is the thread pointer.
+class ProgressLock {
+  public:
+    bool try_lock() {
+        const std::uintptr_t me = self();
+        if (owner_.load(std::memory_order_relaxed) == me) {
+            ++depth_;
+            return true;
+        }
+        std::uintptr_t expected = 0;
+        if (!owner_.compare_exchange_strong(expected, me, std::memory_order_acquire,
+                                            std::memory_order_relaxed))
+            return false;
+        depth_ = 1;
+        return true;
+    }
+    void lock() {
+        if (!try_lock()) lock_slow();
+    }
+    void unlock() {
+        if (--depth_ == 0) owner_.store(0, std::memory_order_release);
+    }
+
+  private:
+    static std::uintptr_t self() {
+        return reinterpret_cast<std::uintptr_t>(__builtin_thread_pointer());
+    }
+    void lock_slow();
+    std::atomic<std::uintptr_t> owner_{0};
+    unsigned depth_ = 0;  // touched by the owner only
+};
+
+}  // namespace detail
+
+// A leaf lock for small shared lists touched from any thread, MPICH callbacks included
+// (never held around anything that could block): one compare-and-swap in, one store out.
+class SpinLock {
+  public:
+    void lock() {
+        if (!try_lock()) lock_slow();
+    }
+    bool try_lock() {
+        return !taken_.load(std::memory_order_relaxed) &&
+               !taken_.exchange(true, std::memory_order_acquire);
+    }
+    void unlock() { taken_.store(false, std::memory_order_release); }
+
+  private:
+    void lock_slow();
+    std::atomic<bool> taken_{false};
+};
+
+namespace detail {
+// Hidden: used on every guard, so no GOT indirection inside libnbrma.so.
 #define NBRMA_HIDDEN __attribute__((visibility("hidden")))
 NBRMA_HIDDEN inline std::atomic<bool> active{false};
 NBRMA_HIDDEN inline std::atomic<bool> deferred_waiting{false};
+NBRMA_HIDDEN inline ProgressLock progress_lock;
 #undef NBRMA_HIDDEN
-std::recursive_mutex &lock();
+inline ProgressLock &lock() { return progress_lock; }
 void drain_slow();
 }  // namespace detail
 

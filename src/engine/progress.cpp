@@ -52,7 +52,6 @@ struct ProgressThread {
     std::thread thread;
     std::atomic<bool> running{false};
     std::atomic<bool> stop{false};
-    std::atomic<bool> sleeping{false};
 };
 
 ProgressThread &progress_thread() {
@@ -71,8 +70,10 @@ void progress_thread_main() {
         bool moved = false, pending = true;
         if (threads::try_lock()) {
             moved = sweep_locked();
-            if (moved) ++counters().progress_thread_sweeps;
-            else pending = serving.load(std::memory_order_relaxed) > 0 || pending_locked();
+            if (moved)
+                ++counters().progress_thread_sweeps;
+            else
+                pending = serving.load(std::memory_order_relaxed) > 0 || pending_locked();
             threads::unlock();
         }
         if (moved) {
@@ -88,9 +89,9 @@ void progress_thread_main() {
             const unsigned shift = std::min(idle - 64, 7u);
             auto timeout = std::chrono::microseconds(pending ? std::min(1u << shift, 100u) : 1000u);
             std::unique_lock<std::mutex> hold(self.mutex);
-            self.sleeping.store(true, std::memory_order_seq_cst);
+            detail::progress_thread_sleeping.store(true, std::memory_order_seq_cst);
             if (!self.stop.load(std::memory_order_acquire)) self.wake.wait_for(hold, timeout);
-            self.sleeping.store(false, std::memory_order_relaxed);
+            detail::progress_thread_sleeping.store(false, std::memory_order_relaxed);
             if (!pending) idle = 64;  // keep the long sleep only while nothing is pending
         }
     }
@@ -132,9 +133,7 @@ bool progress_pending() {
     return pending;
 }
 
-bool progress_wanted() {
-    return serving.load(std::memory_order_relaxed) > 0 || progress_pending();
-}
+bool progress_wanted() { return serving.load(std::memory_order_relaxed) > 0 || progress_pending(); }
 
 void progress_set_external(void (*poke)()) { external_poke = poke; }
 
@@ -199,14 +198,8 @@ void progress_thread_stop() {
     log(1, "progress thread stopped");
 }
 
-bool progress_thread_running() {
-    return progress_thread().running.load(std::memory_order_acquire);
-}
+bool progress_thread_running() { return progress_thread().running.load(std::memory_order_acquire); }
 
-void progress_kick() {
-    ProgressThread &self = progress_thread();
-    if (!self.sleeping.load(std::memory_order_relaxed)) return;
-    self.wake.notify_one();
-}
+void detail::progress_kick_slow() { progress_thread().wake.notify_one(); }
 
 }  // namespace nbrma::engine

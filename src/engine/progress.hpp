@@ -5,6 +5,7 @@
 #ifndef NBRMA_ENGINE_PROGRESS_HPP
 #define NBRMA_ENGINE_PROGRESS_HPP
 
+#include <atomic>
 #include <cstddef>
 
 #include "common/status.hpp"
@@ -51,8 +52,16 @@ void progress_thread_stop();
 bool progress_thread_running();
 // Number of registered windows (under the lock).
 std::size_t progress_window_count();
-// Tells a sleeping progress thread that work may be pending (cheap if none sleeps).
-void progress_kick();
+namespace detail {
+__attribute__((visibility("hidden"))) inline std::atomic<bool> progress_thread_sleeping{false};
+void progress_kick_slow();
+}  // namespace detail
+
+// Tells a sleeping progress thread that work may be pending (one load if none sleeps).
+inline void progress_kick() {
+    if (detail::progress_thread_sleeping.load(std::memory_order_relaxed))
+        detail::progress_kick_slow();
+}
 
 }  // namespace nbrma::engine
 

@@ -51,7 +51,7 @@ class Request {
 
 // A bounded free list of heap objects, for what a short epoch would otherwise
 // allocate and free every time (requests, the MPI layer's wrappers of them). Safe from
-// any thread: its own leaf lock once threads::active() (objects are given back from
+// any thread: its own spin lock once threads::active() (objects are given back from
 // MPICH callbacks, which never take the progress lock).
 template <typename T, std::size_t Capacity = 64>
 class Spares {
@@ -59,7 +59,7 @@ class Spares {
     // A spare object, or null when there is none (the caller allocates).
     T *take() {
         if (threads::active()) {
-            std::lock_guard<std::mutex> hold(mutex_);
+            std::lock_guard<threads::SpinLock> hold(lock_);
             return take_unlocked();
         }
         return take_unlocked();
@@ -68,7 +68,7 @@ class Spares {
     // thousands does not stay allocated).
     void give(T *object) {
         if (threads::active()) {
-            std::lock_guard<std::mutex> hold(mutex_);
+            std::lock_guard<threads::SpinLock> hold(lock_);
             give_unlocked(object);
             return;
         }
@@ -91,7 +91,7 @@ class Spares {
         list_.push_back(object);
     }
 
-    std::mutex mutex_;
+    threads::SpinLock lock_;
     std::vector<T *> list_;
 };
 

@@ -120,17 +120,37 @@ int wait_fn(int count, void **states, double, MPI_Status *) {
 }  // namespace
 
 namespace {
-// The window of the last lookup: every call of an epoch names the same one.
+// The window of the last lookup: every call of an epoch names the same one. With
+// locking on, each thread keeps its own, valid while no window has been freed since
+// (`generation`), so a lookup that hits takes no lock.
 WindowState *last_found = nullptr;
+std::atomic<std::uint64_t> generation{0};
+struct CachedWindow {
+    WindowState *state = nullptr;
+    std::uint64_t generation = 0;
+};
+thread_local CachedWindow cached;
+
+WindowState *lookup(MPI_Win win) {
+    auto found = table().find(win);
+    return found == table().end() ? nullptr : found->second;
+}
 }  // namespace
 
 WindowState *window_find(MPI_Win win) {
+    if (!threads::active()) {
+        if (last_found && last_found->handle == win) return last_found;
+        WindowState *state = lookup(win);
+        if (state) last_found = state;
+        return state;
+    }
+    const std::uint64_t now = generation.load(std::memory_order_acquire);
+    if (cached.state && cached.generation == now && cached.state->handle == win)
+        return cached.state;
     threads::Guard guard;
-    if (last_found && last_found->handle == win) return last_found;
-    auto found = table().find(win);
-    if (found == table().end()) return nullptr;
-    last_found = found->second;
-    return last_found;
+    WindowState *state = lookup(win);
+    if (state) cached = CachedWindow{state, now};
+    return state;
 }
 
 void window_insert(WindowState *state) {
@@ -140,6 +160,7 @@ void window_insert(WindowState *state) {
 void window_erase(MPI_Win win) {
     threads::Guard guard;
     if (last_found && last_found->handle == win) last_found = nullptr;
+    generation.fetch_add(1, std::memory_order_acq_rel);  // every thread's cache
     table().erase(win);
 }
 

@@ -267,8 +267,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     const bool mode_ok = engine::progress_mode_from_environment(&mode, &mode_text);
     if (!everyone(mode_ok, state->comm)) {
         const std::string why =
-            mode_ok ? std::string("NBRMA_PROGRESS differs between ranks (another rank has a "
-                                  "value other than \"inline\" or \"thread\")")
+            mode_ok ? std::string(
+                          "NBRMA_PROGRESS differs between ranks (another rank has a "
+                          "value other than \"inline\" or \"thread\")")
                     : "NBRMA_PROGRESS=\"" + std::string(mode_text) +
                           "\" is not a progress mode (\"inline\" or \"thread\")";
         return creation_failed(call, *state, Status::err_info, why.c_str());
@@ -625,8 +626,7 @@ int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
     parse_info(info, &state->info);
     locked([&] {
         for (int key = 0; key < 4; ++key)
-            state->engine->set_reorder(static_cast<engine::Reorder>(key),
-                                       state->info.reorder[key]);
+            state->engine->set_reorder(static_cast<engine::Reorder>(key), state->info.reorder[key]);
     });
     return PMPI_Win_set_info(win, info);
 }
