@@ -29,7 +29,7 @@
  * counter grew by at least the number of operations this process issued.
  *
  *   churn            each thread creates, uses (lock, put, flush, get, unlock toward the
- *                    next rank) and frees a window 3 times on its own communicator: the
+ *                    next rank) and frees a window twice on its own communicator: the
  *                    window count, and with NBRMA_PROGRESS=thread the progress thread,
  *                    come and go while the other threads run epochs.
  *
@@ -95,22 +95,55 @@ typedef struct {
     long ops;             /* RMA operations issued */
 } targ_t;
 
-static void complete_flush(MPI_Win win, int t, int how)
+/* Completes this process's operations toward t, remotely (`local` 0) or at least locally
+ * (`local` 1: results of gets and fetches usable), in one of several ways by `how`:
+ * MPI_Win_flush, MPIX_Win_iflush + MPI_Wait, MPI_Win_flush_all, MPIX_Win_iflush + an
+ * MPI_Test loop, MPIX_Win_iflush_all + MPI_Wait; with `local`, also MPI_Win_flush_local
+ * and MPIX_Win_iflush_local_all. The _all forms also complete other threads' operations
+ * on the window, and so wait for their locks; `local` -1: only the forms toward t (where
+ * other threads of this process wait for exclusive locks that ranks in a flush_all hold,
+ * flush_all would close a cycle of waits between processes: a deadlock of the test). */
+static void complete_flush_how(MPI_Win win, int t, int how, int local)
 {
     MPI_Request r = MPI_REQUEST_NULL;
-    if (how % 2 == 0) {
+    int flag = 0;
+    if (local < 0) /* this target only: 0, 1 or 3 */
+        how = (how % 3 == 2) ? 3 : how % 3;
+    switch (how % (local > 0 ? 7 : 5)) {
+    case 0:
         MPI_CHK(MPI_Win_flush(t, win));
-    } else {
-        int flag = 0;
+        return;
+    case 1:
         MPI_CHK(MPIX_Win_iflush(t, win, &r));
-        if (how % 4 == 1) {
-            MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
-        } else {
-            while (!flag)
-                MPI_CHK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
-        }
-        TCHECK(r == MPI_REQUEST_NULL, "completed iflush request not freed");
+        MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        break;
+    case 2:
+        MPI_CHK(MPI_Win_flush_all(win));
+        return;
+    case 3:
+        MPI_CHK(MPIX_Win_iflush(t, win, &r));
+        while (!flag)
+            MPI_CHK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
+        break;
+    case 4:
+        MPI_CHK(MPIX_Win_iflush_all(win, &r));
+        MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        break;
+    case 5:
+        MPI_CHK(MPI_Win_flush_local(t, win));
+        return;
+    default:
+        MPI_CHK(MPIX_Win_iflush_local_all(win, &r));
+        while (!flag)
+            MPI_CHK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
+        break;
     }
+    TCHECK(r == MPI_REQUEST_NULL, "completed flush request not freed");
+}
+
+static void complete_flush(MPI_Win win, int t, int how)
+{
+    complete_flush_how(win, t, how, 0);
 }
 
 /* Mutual exclusion: right after an exclusive lock an epoch puts its id into the target's
@@ -233,7 +266,7 @@ static void *lock_all_thread(void *p)
                                      rt_disp(&shared_w, t, fop_index()), MPI_SUM, win));
             complete_flush(win, t, k + th);
             MPI_CHK(MPI_Get(&gbuf[k], 1, MPI_INT, t, disp, 1, MPI_INT, win));
-            complete_flush(win, t, k + th + 1);
+            complete_flush_how(win, t, k + th + 1, 1); /* the get's result */
             TCHECK(gbuf[k] == pbuf[k], "lock_all thread %d: get from %d iteration %d read %d, "
                    "expected %d", th, t, k, gbuf[k], pbuf[k]);
             a->ops += 4;
@@ -324,7 +357,7 @@ static void *per_target_thread(void *p)
             MPI_CHK(MPI_Get(&gbuf[k], 1, MPI_INT, t,
                             rt_disp(&shared_w, t, slot_index(me, th, k - 1)), 1, MPI_INT, win));
         if (k % 3 == 2)
-            complete_flush(win, t, k);
+            complete_flush_how(win, t, k / 3, -1);
         if (type == MPI_LOCK_EXCLUSIVE) {
             owner_check(win, t, odisp, id, "per-target", k);
             a->ops += 2;
@@ -528,7 +561,7 @@ static void phase_per_window(void)
 }
 
 /* ------------------------------------------------------------------ phase 4 */
-#define CHURN 3
+#define CHURN 2
 
 /* Each thread creates, uses and frees a window CHURN times on its own communicator, so
  * the process's window count (and, with NBRMA_PROGRESS=thread, the progress thread)
