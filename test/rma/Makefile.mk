@@ -33,7 +33,11 @@ check_PROGRAMS += \
 	test/rma/cma_ptracer \
 	test/rma/dynamic_many \
 	test/rma/bad_input \
-	test/rma/remote_completion
+	test/rma/remote_completion \
+	test/rma/threads_rma \
+	test/rma/threads_requests \
+	test/rma/progress_thread \
+	test/rma/request_get_status
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -158,3 +162,30 @@ test_rma_bad_input_LDADD = $(RMATEST_LDADD)
 test_rma_remote_completion_SOURCES = test/rma/remote_completion.c
 test_rma_remote_completion_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_remote_completion_LDADD = $(RMATEST_LDADD)
+
+# issue 14: threads (pthreads; MPI_THREAD_MULTIPLE, NBRMA_PROGRESS=thread)
+RMATEST_PTHREAD = -pthread
+
+test_rma_threads_rma_SOURCES = test/rma/threads_rma.c test/rma/rmathreads.h
+test_rma_threads_rma_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_threads_rma_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
+test_rma_threads_rma_LDFLAGS = $(RMATEST_PTHREAD)
+test_rma_threads_rma_LDADD = $(RMATEST_LDADD)
+
+test_rma_threads_requests_SOURCES = test/rma/threads_requests.c test/rma/rmathreads.h
+test_rma_threads_requests_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_threads_requests_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
+test_rma_threads_requests_LDFLAGS = $(RMATEST_PTHREAD)
+test_rma_threads_requests_LDADD = $(RMATEST_LDADD)
+
+test_rma_progress_thread_SOURCES = test/rma/progress_thread.c test/rma/rmathreads.h
+test_rma_progress_thread_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_progress_thread_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
+test_rma_progress_thread_LDFLAGS = $(RMATEST_PTHREAD)
+test_rma_progress_thread_LDADD = $(RMATEST_LDADD)
+
+test_rma_request_get_status_SOURCES = test/rma/request_get_status.c test/rma/rmathreads.h
+test_rma_request_get_status_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_request_get_status_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
+test_rma_request_get_status_LDFLAGS = $(RMATEST_PTHREAD)
+test_rma_request_get_status_LDADD = $(RMATEST_LDADD)
