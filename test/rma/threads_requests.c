@@ -70,7 +70,10 @@ static int hvalue(int p, int target, int o, int k)
 
 static void *producer(void *arg)
 {
-    int p = *(int *) arg, n = 0, one = 1;
+    int p = *(int *) arg, n = 0;
+    /* The origin of accumulates in epochs the consumers complete after this thread has
+     * returned (a deferred epoch reads it then): it must outlive the thread. */
+    static const int one = 1;
     rt_win_t *w = &hw[p];
     for (int k = 0; k < K; k++)
         for (int j = 0; j < np; j++) {
