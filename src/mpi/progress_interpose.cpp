@@ -106,6 +106,12 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
     return PMPI_Testsome(incount, requests, outcount, indices, statuses);
 }
 
+// A poll loop on MPI_Iprobe is a wait too: sweep before asking MPICH, as the tests do.
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+    if (progress_wanted()) progress_sweep();
+    return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+
 // MPICH's MPI_Request_get_status does not run a generalized request's poll_fn: sweep,
 // and hand the completions the progress thread queued to MPICH, before asking it.
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {

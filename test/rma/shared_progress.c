@@ -3,8 +3,8 @@
  *
  * Rank 0 sends a token to rank 1 and then waits for rank 1's reply in one of MPICH's
  * blocking calls (the "method"): MPI_Recv, MPI_Wait, MPI_Waitall, MPI_Waitany,
- * MPI_Waitsome, MPI_Probe + MPI_Recv, MPI_Sendrecv (which also carries the token),
- * MPI_Barrier, MPI_Bcast, MPI_Allreduce. Rank 1 receives the token, then needs rank 0's
+ * MPI_Waitsome, MPI_Probe + MPI_Recv, a loop of MPI_Iprobe + MPI_Recv, MPI_Sendrecv
+ * (which also carries the token), MPI_Barrier, MPI_Bcast, MPI_Allreduce. Rank 1 receives the token, then needs rank 0's
  * nbrma progress to finish its own RMA, and only then replies. Two scenarios:
  *
  *   deferred  before sending the token, rank 0 opens MPIX_Win_istart toward rank 1,
@@ -30,12 +30,12 @@
 #define TOKEN_TAG 71
 #define REPLY_TAG 72
 
-enum method { M_RECV, M_WAIT, M_WAITALL, M_WAITANY, M_WAITSOME, M_PROBE, M_SENDRECV,
-              M_BARRIER, M_BCAST, M_ALLREDUCE, NMETHODS };
+enum method { M_RECV, M_WAIT, M_WAITALL, M_WAITANY, M_WAITSOME, M_PROBE, M_IPROBE,
+              M_SENDRECV, M_BARRIER, M_BCAST, M_ALLREDUCE, NMETHODS };
 static const char *method_names[NMETHODS] = { "MPI_Recv", "MPI_Wait", "MPI_Waitall",
                                               "MPI_Waitany", "MPI_Waitsome", "MPI_Probe",
-                                              "MPI_Sendrecv", "MPI_Barrier", "MPI_Bcast",
-                                              "MPI_Allreduce" };
+                                              "MPI_Iprobe", "MPI_Sendrecv", "MPI_Barrier",
+                                              "MPI_Bcast", "MPI_Allreduce" };
 enum scenario { S_DEFERRED, S_PASSIVE, NSCENARIOS };
 static const char *scenario_names[NSCENARIOS] = { "deferred", "passive" };
 
@@ -84,6 +84,12 @@ static int waiter(enum method m, int token)
     case M_PROBE:
         MPI_CHK(MPI_Probe(1, REPLY_TAG, pair, &status));
         CHECK(status.MPI_TAG == REPLY_TAG, "MPI_Probe: tag %d", status.MPI_TAG);
+        MPI_CHK(MPI_Recv(&reply, 1, MPI_INT, 1, REPLY_TAG, pair, MPI_STATUS_IGNORE));
+        break;
+    case M_IPROBE: /* a poll loop: nbrma progresses in each MPI_Iprobe */
+        for (int found = 0; !found;)
+            MPI_CHK(MPI_Iprobe(1, REPLY_TAG, pair, &found, &status));
+        CHECK(status.MPI_TAG == REPLY_TAG, "MPI_Iprobe: tag %d", status.MPI_TAG);
         MPI_CHK(MPI_Recv(&reply, 1, MPI_INT, 1, REPLY_TAG, pair, MPI_STATUS_IGNORE));
         break;
     case M_SENDRECV:
