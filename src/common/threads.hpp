@@ -122,6 +122,16 @@ inline void unlock() {
     if (active()) detail::lock().unlock();
 }
 
+// Drops one of the references `count` holds and returns how many are left: an atomic
+// decrement once locking is on, a plain load and store (no locked instruction) on the
+// single-thread path.
+inline int release_reference(std::atomic<int> &count) {
+    if (active()) return count.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    const int left = count.load(std::memory_order_relaxed) - 1;
+    count.store(left, std::memory_order_relaxed);
+    return left;
+}
+
 // A small number naming the calling thread (1, 2, ... in order of first use).
 unsigned thread_tag();
 

@@ -35,14 +35,7 @@ void Request::finish(Status status) {
 }
 
 void Request::release() {
-    int left;
-    if (threads::active()) {
-        left = references_.fetch_sub(1, std::memory_order_acq_rel) - 1;
-    } else {  // one thread: no locked instruction on the single-thread path
-        left = references_.load(std::memory_order_relaxed) - 1;
-        references_.store(left, std::memory_order_relaxed);
-    }
-    if (left == 0) spares().give(this);
+    if (threads::release_reference(references_) == 0) spares().give(this);
 }
 
 }  // namespace nbrma::engine

@@ -362,11 +362,10 @@ bool Window::may_activate(std::size_t index) const {
         if (!candidate.opened_beside(earlier.id())) return false;
         if (earlier.kind() == EpochKind::fence || candidate.kind() == EpochKind::fence)
             return false;
-        // A lock opened beside an earlier one of the same thread waits for that one's
-        // grant, as a blocking MPI_Win_lock would have. Another thread's lock is not
-        // ordered before it (MPI_THREAD_MULTIPLE): a thread whose lock waits for its
-        // grant does not hold up another thread's epoch toward another target.
-        if (earlier.kind() == EpochKind::lock && earlier.opener() == candidate.opener()) {
+        // A lock opened beside an earlier one waits for that one's grant, as a blocking
+        // MPI_Win_lock would have (another thread's lock never gets here unless
+        // may_overlap forbids the two to overlap).
+        if (earlier.kind() == EpochKind::lock) {
             const TargetState *state = earlier.find(earlier.target());
             if (!state || state->phase != TargetPhase::held) return false;
         }

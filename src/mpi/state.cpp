@@ -57,14 +57,7 @@ Grequest *grequest_new(engine::Request *request) {
 }
 
 void grequest_drop(Grequest *grequest) {
-    int left;
-    if (threads::active()) {
-        left = grequest->owners.fetch_sub(1, std::memory_order_acq_rel) - 1;
-    } else {  // one thread: no locked instruction on the single-thread path
-        left = grequest->owners.load(std::memory_order_relaxed) - 1;
-        grequest->owners.store(left, std::memory_order_relaxed);
-    }
-    if (left == 0) grequest_spares().give(grequest);
+    if (threads::release_reference(grequest->owners) == 0) grequest_spares().give(grequest);
 }
 
 void mpi_complete(void *extra_state) {
