@@ -55,9 +55,14 @@ int MPIX_Win_iwait(MPI_Win win, MPI_Request *request);
 /* ---- Introspection -----------------------------------------------------------------
  * Process-wide counters, so a program (or a test) can prove its RMA ran on nbrma.
  * Names: "windows_created", "epochs_opened", "epochs_completed", "rma_ops",
- * "lock_grants", "progress_thread_sweeps" (sweeps of the NBRMA_PROGRESS=thread progress
- * thread that moved something; 0 in inline mode). Returns MPI_SUCCESS, or MPI_ERR_ARG
- * for an unknown name. Safe from any thread. */
+ * "lock_grants", "progress_thread_sweeps" (sweeps of the progress thread that moved
+ * something, NBRMA_PROGRESS=thread or interrupt; 0 in inline mode). NBRMA_PROGRESS=
+ * interrupt adds: "interrupt_wakeups" (wake-ups of this rank's progress thread by the
+ * node's helper), "interrupt_futile_wakeups" (those whose sweep moved nothing),
+ * "interrupt_sweeps" (every sweep of the interrupt thread), "helpers" (helper processes
+ * on the node), "helper_pid" (the first helper's pid) and "help_table_bytes" (the node's
+ * help table: a 64-byte slot per rank plus a header); all 0 in other modes. Returns
+ * MPI_SUCCESS, or MPI_ERR_ARG for an unknown name. Safe from any thread. */
 int nbrma_get_counter(const char *name, unsigned long long *value);
 
 /* Nonzero when the calling process runs its RMA on nbrma (always 1 in libnbrma). */

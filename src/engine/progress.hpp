@@ -37,16 +37,18 @@ void progress_set_external(void (*poke)());
 Status wait_request(Request *request);
 
 // ---- the progress thread (NBRMA_PROGRESS=thread, DESIGN §6)
-enum class ProgressMode { inline_mode, thread_mode };
+enum class ProgressMode { inline_mode, thread_mode, interrupt_mode };
 
-// NBRMA_PROGRESS, read once: "inline" (the default) or "thread". False for any other
+// NBRMA_PROGRESS: "inline" (the default), "thread" or "interrupt". False for any other
 // value, with *value set to the text given.
 bool progress_mode_from_environment(ProgressMode *mode, const char **value);
 
 // Starts the process's progress thread if it is not running (switches threads::enable
 // on first). It sweeps every registered window, never calls MPICH, and sleeps when
-// nothing is pending. Call without the progress lock held.
-Status progress_thread_start();
+// nothing is pending. `mode` thread: it polls; interrupt: it sleeps on its futex in the
+// node's help table (engine/interrupt.hpp; err_other if the table is not set up). Call
+// without the progress lock held.
+Status progress_thread_start(ProgressMode mode = ProgressMode::thread_mode);
 // Stops and joins it (no-op if not running). Call without the progress lock held.
 void progress_thread_stop();
 // Stops it if no window is registered any more (the last MPI_Win_free), atomically with

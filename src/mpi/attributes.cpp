@@ -5,6 +5,7 @@
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
+#include "engine/interrupt.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
@@ -39,6 +40,7 @@ int nbrma_get_counter(const char *name, unsigned long long *value) {
     if (!name || !value) return MPI_ERR_ARG;
     threads::Guard guard;
     const Counters &c = counters();
+    const engine::interrupt::Counters &wakes = engine::interrupt::counters();
     struct Entry {
         const char *name;
         std::uint64_t value;
@@ -47,7 +49,13 @@ int nbrma_get_counter(const char *name, unsigned long long *value) {
                    {"epochs_completed", c.epochs_completed},
                    {"rma_ops", c.rma_ops},
                    {"lock_grants", c.lock_grants},
-                   {"progress_thread_sweeps", c.progress_thread_sweeps}};
+                   {"progress_thread_sweeps", c.progress_thread_sweeps},
+                   {"interrupt_wakeups", wakes.wakeups.load()},
+                   {"interrupt_futile_wakeups", wakes.futile_wakeups.load()},
+                   {"interrupt_sweeps", wakes.sweeps.load()},
+                   {"helper_pid", static_cast<std::uint64_t>(engine::interrupt::helper_pid(0))},
+                   {"helpers", engine::interrupt::helper_count()},
+                   {"help_table_bytes", engine::interrupt::table_bytes()}};
     for (const Entry &entry : entries) {
         if (std::strcmp(entry.name, name) == 0) {
             *value = entry.value;

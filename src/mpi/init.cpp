@@ -1,19 +1,115 @@
 // MPI initialization and finalization as nbrma sees them: the thread level the
-// application asked for switches the progress lock on (DESIGN §6); MPI_Finalize stops
-// the progress thread before MPICH goes away and prints the NBRMA_VERBOSE report.
+// application asked for switches the progress lock on (DESIGN §6); with
+// NBRMA_PROGRESS=interrupt the node's help table is made and its helpers started;
+// MPI_Finalize stops the progress thread before MPICH goes away, leaves the help table
+// and prints the NBRMA_VERBOSE report.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
 #include "common/log.hpp"
 #include "common/threads.hpp"
+#include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
 #include "mpi/state.hpp"
 
 using namespace nbrma;
+namespace helper = nbrma::helper;
 
 namespace {
+// Why NBRMA_PROGRESS=interrupt cannot run (empty: it can); reported at window creation.
+std::string &interrupt_failure_text() {
+    static auto *text = new std::string("the help table is made at MPI_Init, which nbrma did not see");
+    return *text;
+}
+
+// NBRMA_HELPERS: helpers per node, 1 (the default) to helper::max_helpers.
+bool helpers_from_environment(unsigned *helpers) {
+    const char *text = std::getenv("NBRMA_HELPERS");
+    *helpers = 1;
+    if (!text || !*text) return true;
+    char *end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (*end || value < 1 || value > static_cast<long>(helper::max_helpers)) return false;
+    *helpers = static_cast<unsigned>(value);
+    return true;
+}
+
+// Collective over MPI_COMM_WORLD: the node's first rank creates the help table and
+// starts the helpers; every rank maps the table and takes its slot. Any failure
+// anywhere on the node is every node rank's failure (one reason, from the first rank).
+void setup_interrupt() {
+    engine::ProgressMode mode;
+    const char *mode_text;
+    if (!engine::progress_mode_from_environment(&mode, &mode_text) ||
+        mode != engine::ProgressMode::interrupt_mode)
+        return;
+    std::string &failure = interrupt_failure_text();
+    failure.clear();
+    unsigned helpers = 1;
+    const bool helpers_ok = helpers_from_environment(&helpers);
+    MPI_Comm node;
+    int node_rank = 0, node_size = 1;
+    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    PMPI_Comm_rank(node, &node_rank);
+    PMPI_Comm_size(node, &node_size);
+    if (helpers > static_cast<unsigned>(node_size)) helpers = static_cast<unsigned>(node_size);
+    struct {
+        char name[128];
+        unsigned long long bytes;
+        char why[384];
+    } shared{};
+    std::string name, why;
+    std::size_t bytes = 0;
+    if (node_rank == 0) {
+        if (!helpers_ok) {
+            why = std::string("NBRMA_HELPERS=\"") + std::getenv("NBRMA_HELPERS") +
+                  "\" is not a number of helpers per node from 1 to " +
+                  std::to_string(helper::max_helpers);
+        } else if (is_error(engine::interrupt::create_table(static_cast<unsigned>(node_size),
+                                                            helpers, &name, &bytes))) {
+            why = "cannot create the node's help table (memfd)";
+        }
+        std::snprintf(shared.name, sizeof shared.name, "%s", why.empty() ? name.c_str() : "");
+        shared.bytes = bytes;
+    }
+    PMPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, node);
+    bool mapped = shared.name[0] != 0;
+    if (mapped && node_rank != 0)
+        mapped = !is_error(engine::interrupt::open_table(shared.name, shared.bytes));
+    if (mapped) engine::interrupt::join(static_cast<unsigned>(node_rank));
+    int all_mapped = mapped, everyone = 0;
+    PMPI_Allreduce(&all_mapped, &everyone, 1, MPI_INT, MPI_MIN, node);
+    if (node_rank == 0) {
+        if (everyone && is_error(engine::interrupt::start_helpers(shared.name, shared.bytes, &why)))
+            everyone = 0;
+        else if (!everyone && why.empty())
+            why = "a rank of the node cannot map the node's help table (ranks open it as "
+                  "/proc/<pid>/fd/<n>: same user, one PID namespace)";
+        std::snprintf(shared.why, sizeof shared.why, "%s", everyone ? "" : why.c_str());
+    }
+    PMPI_Bcast(shared.why, sizeof shared.why, MPI_CHAR, 0, node);
+    if (node_rank == 0) engine::interrupt::withdraw();
+    PMPI_Comm_free(&node);
+    if (shared.why[0]) {
+        failure = shared.why;
+        engine::interrupt::leave();
+        log(1, "NBRMA_PROGRESS=interrupt cannot run: %s", failure.c_str());
+    }
+}
+
 int after_init(int error, int provided) {
-    if (error == MPI_SUCCESS && provided == MPI_THREAD_MULTIPLE) threads::enable();
+    if (error != MPI_SUCCESS) return error;
+    if (provided == MPI_THREAD_MULTIPLE) threads::enable();
+    setup_interrupt();
     return error;
 }
 }  // namespace
+
+const char *mpi::interrupt_failure() {
+    const std::string &text = interrupt_failure_text();
+    return text.empty() ? nullptr : text.c_str();
+}
 
 extern "C" {
 
@@ -34,6 +130,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 int MPI_Finalize(void) {
     // Windows the application did not free keep the thread running until here.
     engine::progress_thread_stop();
+    engine::interrupt::leave();
     threads::drain();
     if (verbose_level() >= 1) {
         threads::Guard guard;

@@ -77,6 +77,9 @@ Status request_wait(engine::Request *request);
 
 void parse_info(MPI_Info info, WindowInfo *out);
 
+// Why NBRMA_PROGRESS=interrupt cannot run in this process (set at MPI_Init), or null.
+const char *interrupt_failure();
+
 // Installs the hook that keeps MPICH's progress moving while nbrma waits.
 void ensure_initialized();
 

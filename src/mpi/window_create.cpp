@@ -10,6 +10,7 @@
 
 #include "common/log.hpp"
 #include "common/yield.hpp"
+#include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
@@ -32,6 +33,8 @@ struct PeerRecord {
     std::int32_t node;    // comm rank of the rank's node leader: equal iff same node
     std::int32_t vnode;   // virtual node (NBRMA_VIRTUAL_NODES) within the node
     std::uint64_t probe;  // where peers can read this process's cross-memory probe word
+    std::int32_t help_slot;  // NBRMA_PROGRESS=interrupt: slot in the node's help table, or -1
+    std::int32_t pad;
 };
 
 std::int64_t round_up(std::int64_t value, std::int64_t to) { return (value + to - 1) / to * to; }
@@ -269,10 +272,18 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         const std::string why =
             mode_ok ? std::string(
                           "NBRMA_PROGRESS differs between ranks (another rank has a "
-                          "value other than \"inline\" or \"thread\")")
+                          "value other than \"inline\", \"thread\" or \"interrupt\")")
                     : "NBRMA_PROGRESS=\"" + std::string(mode_text) +
-                          "\" is not a progress mode (\"inline\" or \"thread\")";
+                          "\" is not a progress mode (\"inline\", \"thread\" or \"interrupt\")";
         return creation_failed(call, *state, Status::err_info, why.c_str());
+    }
+    const char *interrupt_why =
+        mode == engine::ProgressMode::interrupt_mode ? interrupt_failure() : nullptr;
+    if (!everyone(!interrupt_why, state->comm)) {
+        const std::string why =
+            interrupt_why ? "NBRMA_PROGRESS=interrupt: " + std::string(interrupt_why)
+                          : std::string("NBRMA_PROGRESS=interrupt cannot run on another rank");
+        return creation_failed(call, *state, Status::err_other, why.c_str());
     }
     const int vnode = virtual_node();
     if (!everyone(vnode >= 0, state->comm))
@@ -298,8 +309,16 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     static_cast<std::int32_t>(getpid()),
                     leader,
                     vnode,
-                    transport::shm::probe_address()};
-    if (flavor == Flavor::dynamic) mine = PeerRecord{0, 0, 1, mine.pid, leader, vnode, mine.probe};
+                    transport::shm::probe_address(),
+                    engine::interrupt::attached()
+                        ? static_cast<std::int32_t>(engine::interrupt::slot_index())
+                        : -1,
+                    0};
+    if (flavor == Flavor::dynamic) {
+        mine.size = 0;
+        mine.base = 0;
+        mine.disp_unit = 1;
+    }
     std::vector<PeerRecord> peers(nranks);
     PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE, state->comm);
     std::vector<bool> is_local(nranks);
@@ -379,6 +398,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         if (is_local[r]) {
             peer.control = segment + control_bytes * local_index[r];
             peer.window_size = static_cast<std::uint64_t>(peers[r].size);
+            peer.bell = engine::interrupt::bell(peers[r].help_slot);
             if (allocates) {
                 peer.window = segment + offsets[r];
             } else {
@@ -443,7 +463,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     *win = state->handle;
     engine::progress_register(state->engine.get());
     locked([] { ++counters().windows_created; });
-    if (mode == engine::ProgressMode::thread_mode && !is_error(engine::progress_thread_start()))
+    if (mode != engine::ProgressMode::inline_mode && !is_error(engine::progress_thread_start(mode)))
         log(2, "%s: progress thread running", call);
     log(1, "%s: window %d (%d ranks, %lld bytes here) on nbrma over %s", call,
         static_cast<int>(*win), nranks, static_cast<long long>(size),

@@ -15,7 +15,7 @@ namespace nbrma::sync {
 //   0   lock word (this rank as lock target; layout in lock_word.hpp)
 //   8   accumulate lock (0 free, holder rank + 1): element-wise atomicity of
 //       accumulates that cannot be one 64-bit atomic
-//   16  doorbell (bumped by peers that changed a counter; lets a scan skip O(p))
+//   16  (unused; the bell of NBRMA_PROGRESS=interrupt lives in the node's help table)
 //   64  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (transport/directory.hpp)
 //   ..  per-peer matching counters (DESIGN §4), 32 bytes each, all monotone and
@@ -33,16 +33,18 @@ class ControlLayout {
   public:
     static constexpr std::size_t lock_word = 0;
     static constexpr std::size_t accumulate_lock = 8;
-    static constexpr std::size_t doorbell = 16;
     static constexpr std::size_t directory = 64;
     static constexpr std::size_t directory_bytes = 1024;
     static constexpr std::size_t counter_bytes = 32;
+    // Everything from here on (counters, lock-queue nodes) is what a rank's pending
+    // epochs wait on: writes there ring the rank's bell (NBRMA_PROGRESS=interrupt).
+    static constexpr std::size_t watched = directory + directory_bytes;
 
     explicit ControlLayout(int nranks) : nranks_(nranks) {}
 
     int nranks() const { return nranks_; }
 
-    std::size_t counters() const { return directory + directory_bytes; }
+    std::size_t counters() const { return watched; }
     std::size_t counter(int peer) const { return counters() + peer * counter_bytes; }
     std::size_t grant_count(int peer) const { return counter(peer); }
     std::size_t done_count(int peer) const { return counter(peer) + 8; }

@@ -86,6 +86,11 @@ class Transport {
     // progresses nbrma inside MPICH's blocking calls even with nothing of ours pending.
     virtual bool needs_target_progress() const { return false; }
 
+    // True when every operation completes inside the call that issued it and every peer
+    // write that we may wait for rings our bell in the node's help table
+    // (NBRMA_PROGRESS=interrupt): then a sleeping progress thread needs no timeout.
+    virtual bool completes_inline() const { return false; }
+
     // Dynamic windows: attach a region of our memory / detach it (MPI_Win_attach/detach):
     // publish it in our directory of attached regions (transport/directory.hpp), which
     // origins read one-sidedly; transports that must register memory for peers' access

@@ -48,6 +48,7 @@
  * 2 or more processes.
  */
 #include <dirent.h>
+#include <signal.h>
 
 #include "rmatest.h"
 #include "rmathreads.h"
@@ -58,9 +59,9 @@
 #define TAG_HELD 401
 #define TAG_PEER 402
 
-enum { M_THREAD, M_THREAD_MULTIPLE, M_INLINE, M_BOGUS };
+enum { M_THREAD, M_THREAD_MULTIPLE, M_INTERRUPT, M_INTERRUPT_MULTIPLE, M_INLINE, M_BOGUS };
 
-static int me, np, mode, threaded;
+static int me, np, mode, threaded, interrupt;
 static rt_win_t w;
 
 /* the page of shared memory */
@@ -392,6 +393,36 @@ static void bogus(void)
     CHECK(sum == np, "MPI_Allreduce after the failed creations gave %d", sum);
 }
 
+/* NBRMA_PROGRESS=interrupt: the helper woke the origin's thread (it computed while its
+ * epochs waited on the target's post, the hand-over, the others' fences); futile
+ * wake-ups (the sweep after them moved nothing) stay few. Other modes: all counts 0. */
+static void check_wakeups(const char *when)
+{
+    unsigned long long wakeups = 0, futile = 0, isweeps = 0, helpers = 0, helper_pid = 0;
+    MPI_CHK(nbrma_get_counter("interrupt_wakeups", &wakeups));
+    MPI_CHK(nbrma_get_counter("interrupt_futile_wakeups", &futile));
+    MPI_CHK(nbrma_get_counter("interrupt_sweeps", &isweeps));
+    MPI_CHK(nbrma_get_counter("helpers", &helpers));
+    MPI_CHK(nbrma_get_counter("helper_pid", &helper_pid));
+    printf("[%d] after %s: interrupt_wakeups = %llu, futile = %llu, interrupt_sweeps = %llu, "
+           "helpers = %llu\n", me, when, wakeups, futile, isweeps, helpers);
+    fflush(stdout);
+    if (!interrupt) {
+        CHECK(wakeups == 0 && isweeps == 0 && helpers == 0,
+              "interrupt counters are not 0 without NBRMA_PROGRESS=interrupt");
+        return;
+    }
+    CHECK(helpers == 1 && helper_pid > 0, "helpers = %llu, helper_pid = %llu", helpers, helper_pid);
+    CHECK(helper_pid == 0 || kill((pid_t) helper_pid, 0) == 0, "the helper (pid %llu) is not "
+          "running", helper_pid);
+    if (me == 0) {
+        CHECK(wakeups > futile, "no useful wake-up of the origin's thread after %s (%llu "
+              "wake-ups, %llu futile)", when, wakeups, futile);
+        CHECK(futile <= 4 + wakeups / 2, "too many futile wake-ups after %s: %llu of %llu",
+              when, futile, wakeups);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *arg = argc > 1 ? argv[1] : "thread";
@@ -399,6 +430,10 @@ int main(int argc, char **argv)
         mode = M_THREAD;
     else if (strcmp(arg, "thread_multiple") == 0)
         mode = M_THREAD_MULTIPLE;
+    else if (strcmp(arg, "interrupt") == 0)
+        mode = M_INTERRUPT;
+    else if (strcmp(arg, "interrupt_multiple") == 0)
+        mode = M_INTERRUPT_MULTIPLE;
     else if (strcmp(arg, "inline") == 0)
         mode = M_INLINE;
     else if (strcmp(arg, "bogus") == 0)
@@ -407,10 +442,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "progress_thread: unknown mode %s\n", arg);
         return 2;
     }
-    threaded = mode == M_THREAD || mode == M_THREAD_MULTIPLE;
-    setenv("NBRMA_PROGRESS", mode == M_INLINE ? "inline" : mode == M_BOGUS ? "bogus" : "thread",
+    interrupt = mode == M_INTERRUPT || mode == M_INTERRUPT_MULTIPLE;
+    threaded = mode == M_THREAD || mode == M_THREAD_MULTIPLE || interrupt;
+    setenv("NBRMA_PROGRESS",
+           mode == M_INLINE ? "inline" : mode == M_BOGUS ? "bogus" : interrupt ? "interrupt" : "thread",
            1);
-    if (mode == M_THREAD_MULTIPLE)
+    if (mode == M_THREAD_MULTIPLE || mode == M_INTERRUPT_MULTIPLE)
         rt_init_multiple(&argc, &argv);
     else
         rt_init(&argc, &argv);
@@ -450,6 +487,7 @@ int main(int argc, char **argv)
         CHECK(sweeps > 0, "progress_thread_sweeps = 0 on the origin with NBRMA_PROGRESS=thread");
     if (!threaded)
         CHECK(sweeps == 0, "progress_thread_sweeps = %llu with NBRMA_PROGRESS=inline", sweeps);
+    check_wakeups("the four scenarios");
 
     /* the last window gone, the progress thread is gone too (threads of this process,
      * from /proc/self/task: nbrma's UCX context, if any, may keep threads of its own) */

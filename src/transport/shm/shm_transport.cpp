@@ -12,7 +12,10 @@ namespace nbrma::transport::shm {
 using sync::ControlLayout;
 
 ShmTransport::ShmTransport(int rank, std::size_t control_size, std::vector<ShmPeer> peers)
-    : rank_(rank), control_size_(control_size), peers_(std::move(peers)) {}
+    : rank_(rank),
+      control_size_(control_size),
+      watched_offset_(ControlLayout::watched),
+      peers_(std::move(peers)) {}
 
 namespace {
 
@@ -93,6 +96,7 @@ Status ShmTransport::put(int peer, const void *source, std::size_t length, Remot
     if (!destination)
         return cross_memory(peer, const_cast<void *>(source), length, target.offset, true);
     std::memcpy(destination, source, length);
+    ring(peer, target);
     return Status::ok;
 }
 
@@ -136,6 +140,7 @@ Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::ui
             previous = __atomic_fetch_xor(word, operand, __ATOMIC_SEQ_CST);
             break;
     }
+    ring(peer, target);
     if (result) *result = previous;
     return Status::ok;
 }

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -24,6 +25,10 @@ struct ShmPeer {
     std::uint64_t window_size = 0;    // bytes reachable in the window region
     std::uint64_t remote_base = 0;    // CMA: the peer's base address (0 for dynamic windows)
     pid_t pid = 0;                    // CMA: the peer's process
+    // NBRMA_PROGRESS=interrupt: the peer's bell in the node's help table, bumped after
+    // every write into the peer's control region at or past ControlLayout::watched
+    // (what a pending epoch of the peer may wait on). Null otherwise.
+    std::atomic<std::uint64_t> *bell = nullptr;
 };
 
 class ShmTransport final : public Transport {
@@ -45,6 +50,7 @@ class ShmTransport final : public Transport {
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override { return 0; }
+    bool completes_inline() const override { return true; }
 
     // Dynamic windows: our directory lives in our heap (header in our control region);
     // origins copy peers' directories with CMA. A MixedTransport enables it too, only to
@@ -58,12 +64,19 @@ class ShmTransport final : public Transport {
     class DirectorySource;
     // Local address of (peer, region, offset) when directly mapped, else null.
     std::uint8_t *mapped(int peer, RemoteAddress address, std::size_t length, Status *status);
+    // After a write to (peer, address): rings the peer's bell if a wait may depend on it.
+    void ring(int peer, RemoteAddress address) {
+        if (address.region == Region::control && address.offset >= watched_offset_ &&
+            peers_[peer].bell)
+            peers_[peer].bell->fetch_add(1, std::memory_order_seq_cst);
+    }
     Status cross_memory(int peer, void *local, std::size_t length, std::uint64_t offset,
                         bool write);
     Status vm_copy(int peer, void *local, std::size_t length, std::uint64_t remote, bool write);
 
     int rank_;
     std::size_t control_size_;
+    std::size_t watched_offset_;
     std::vector<ShmPeer> peers_;
     bool dynamic_ = false;
     std::unique_ptr<DirectoryWriter> directory_;

@@ -1,0 +1,204 @@
+#include "engine/interrupt.hpp"
+
+#include <dlfcn.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/log.hpp"
+#include "transport/shm/shm_segment.hpp"
+
+extern char **environ;
+
+namespace nbrma::engine::interrupt {
+
+using helper::HelpHeader;
+using helper::RankSlot;
+
+namespace {
+struct Table {
+    std::unique_ptr<transport::shm::ShmSegment> segment;
+    HelpHeader *header = nullptr;
+    unsigned slot = 0;
+    bool joined = false;
+};
+Table &table() {
+    static auto *state = new Table();  // never destroyed: the thread may run at exit
+    return *state;
+}
+}  // namespace
+
+Counters &counters() {
+    static Counters values;
+    return values;
+}
+
+Status create_table(unsigned slots, unsigned helpers, std::string *name, std::size_t *bytes) {
+    Table &self = table();
+    self.segment = std::make_unique<transport::shm::ShmSegment>();
+    *bytes = helper::table_bytes(slots);
+    Status status = self.segment->create(*bytes);
+    if (is_error(status)) return status;
+    self.header = static_cast<HelpHeader *>(self.segment->address());
+    self.header->slots = slots;
+    self.header->helpers = helpers;
+    self.header->magic = helper::table_magic;
+    *name = self.segment->name();
+    return Status::ok;
+}
+
+Status open_table(const std::string &name, std::size_t bytes) {
+    Table &self = table();
+    self.segment = std::make_unique<transport::shm::ShmSegment>();
+    Status status = self.segment->open(name, bytes);
+    if (is_error(status)) return status;
+    self.header = static_cast<HelpHeader *>(self.segment->address());
+    return self.header->magic == helper::table_magic ? Status::ok : Status::err_transport;
+}
+
+void join(unsigned slot) {
+    Table &self = table();
+    if (!self.header || slot >= self.header->slots) return;
+    self.slot = slot;
+    RankSlot *mine = helper::table_slot(self.header, slot);
+    mine->pid.store(static_cast<std::int32_t>(getpid()));
+    mine->presence.store(helper::slot_present, std::memory_order_release);
+    self.joined = true;
+}
+
+std::string find_helper() {
+    if (const char *path = std::getenv("NBRMA_HELPER")) return path;
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void *>(&find_helper), &info) || !info.dli_fname) return "";
+    std::string directory = info.dli_fname;
+    const auto slash = directory.rfind('/');
+    directory = slash == std::string::npos ? "." : directory.substr(0, slash);
+    for (const char *candidate : {"/nbrma-helper", "/../libexec/nbrma-helper", "/../nbrma-helper"}) {
+        const std::string path = directory + candidate;
+        if (access(path.c_str(), X_OK) == 0) return path;
+    }
+    return "";
+}
+
+Status start_helpers(const std::string &name, std::size_t bytes, std::string *why) {
+    Table &self = table();
+    const std::string path = find_helper();
+    if (path.empty()) {
+        *why = "the helper program nbrma-helper is not next to libnbrma.so, in ../libexec or "
+               "in ..; set NBRMA_HELPER to its path";
+        return Status::err_other;
+    }
+    const unsigned k = self.header->helpers;
+    const std::string size_text = std::to_string(bytes), k_text = std::to_string(k);
+    for (unsigned h = 0; h < k; ++h) {
+        const std::string h_text = std::to_string(h);
+        char *argv[] = {const_cast<char *>(path.c_str()), const_cast<char *>(name.c_str()),
+                        const_cast<char *>(size_text.c_str()), const_cast<char *>(h_text.c_str()),
+                        const_cast<char *>(k_text.c_str()), nullptr};
+        pid_t pid = 0;
+        const int error = posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, environ);
+        if (error != 0) {
+            *why = "cannot start the helper " + path + ": " + std::strerror(error);
+            return Status::err_other;
+        }
+        // Wait until it mapped the table (it publishes its state), or exited.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        std::atomic<std::uint32_t> &state = self.header->helper_state[h];
+        while (state.load(std::memory_order_acquire) == helper::helper_absent) {
+            int wstatus = 0;
+            if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+                *why = "the helper " + path + " exited at start (" +
+                       (WIFEXITED(wstatus) ? "status " + std::to_string(WEXITSTATUS(wstatus))
+                                           : "signal " + std::to_string(WTERMSIG(wstatus))) +
+                       ")";
+                return Status::err_other;
+            }
+            if (std::chrono::steady_clock::now() > deadline) {
+                *why = "the helper " + path + " did not come up within 30 s";
+                return Status::err_other;
+            }
+            helper::futex_wait(&state, helper::helper_absent, 1000000);
+        }
+        log(1, "helper %u of %u: pid %d, %s", h, k, static_cast<int>(pid),
+            state.load() == helper::helper_bound
+                ? "bound to the ranks' package"
+                : "no spare core on the node: left to the OS scheduler");
+    }
+    return Status::ok;
+}
+
+void withdraw() {
+    if (table().segment) table().segment->withdraw();
+}
+
+void leave() {
+    Table &self = table();
+    if (!self.joined) return;
+    unwant();
+    my_slot()->presence.store(helper::slot_left, std::memory_order_release);
+    self.joined = false;
+}
+
+bool attached() { return table().joined; }
+unsigned slot_index() { return table().slot; }
+RankSlot *my_slot() { return helper::table_slot(table().header, table().slot); }
+
+std::atomic<std::uint64_t> *bell(int slot) {
+    const Table &self = table();
+    if (!self.header || slot < 0 || static_cast<unsigned>(slot) >= self.header->slots)
+        return nullptr;
+    return &helper::table_slot(self.header, static_cast<unsigned>(slot))->bell;
+}
+
+std::size_t table_bytes() {
+    return table().header ? helper::table_bytes(table().header->slots) : 0;
+}
+unsigned helper_count() { return table().header ? table().header->helpers : 0; }
+int helper_pid(unsigned h) {
+    return h < helper_count() ? table().header->helper_pid[h].load() : 0;
+}
+helper::HelperState helper_state(unsigned h) {
+    return h < helper_count()
+               ? static_cast<helper::HelperState>(table().header->helper_state[h].load())
+               : helper::helper_absent;
+}
+
+namespace {
+std::atomic<std::uint32_t> &my_wanted() {
+    Table &self = table();
+    return self.header->wanted[self.slot % self.header->helpers];
+}
+}  // namespace
+
+void want(std::uint64_t seen) {
+    RankSlot *slot = my_slot();
+    if (slot->watch.exchange(seen + 1, std::memory_order_seq_cst) != 0) return;
+    std::atomic<std::uint32_t> &wanted = my_wanted();
+    wanted.fetch_add(1, std::memory_order_seq_cst);
+    Table &self = table();
+    if (self.header->helper_sleeping[self.slot % self.header->helpers].load(
+            std::memory_order_seq_cst))
+        helper::futex_wake(&wanted);
+}
+
+void unwant() {
+    RankSlot *slot = my_slot();
+    if (slot->watch.exchange(0, std::memory_order_acq_rel) != 0)
+        my_wanted().fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void enter_wait() {
+    if (attached()) my_slot()->inside.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void leave_wait() {
+    if (attached()) my_slot()->inside.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+}  // namespace nbrma::engine::interrupt

@@ -1,0 +1,69 @@
+// The rank's side of SmartInterrupts (NBRMA_PROGRESS=interrupt, DESIGN §6, seed 002):
+// the node's help table (helper/help_table.hpp), this rank's slot in it, the helper
+// processes the node's first rank starts, and what the progress thread does around its
+// sleep (engine/progress.cpp runs the loop). The MPI layer sets the table up at MPI_Init
+// (mpi/init.cpp); everything here is process-wide.
+#ifndef NBRMA_ENGINE_INTERRUPT_HPP
+#define NBRMA_ENGINE_INTERRUPT_HPP
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.hpp"
+#include "helper/help_table.hpp"
+
+namespace nbrma::engine::interrupt {
+
+// ---- setup (MPI_Init), in this order on the node:
+// The first rank creates the table for `slots` ranks and `helpers` helpers; *name is how
+// the others and the helpers open it.
+Status create_table(unsigned slots, unsigned helpers, std::string *name, std::size_t *bytes);
+// The other ranks map it.
+Status open_table(const std::string &name, std::size_t bytes);
+// Every rank takes its slot (its rank on the node).
+void join(unsigned slot);
+// The first rank, once every rank joined: starts the helpers and waits until each has
+// mapped the table (then closes its descriptor). *why says what failed.
+Status start_helpers(const std::string &name, std::size_t bytes, std::string *why);
+void withdraw();
+// MPI_Finalize: this rank leaves; the helpers exit when their last rank left.
+void leave();
+
+// The table is mapped and this rank has a slot.
+bool attached();
+unsigned slot_index();
+helper::RankSlot *my_slot();
+// The bell of the rank in `slot` of this node (for the shm transport), or null.
+std::atomic<std::uint64_t> *bell(int slot);
+// Pid of helper `h` (0 if none), and whether it is bound to the ranks' package.
+int helper_pid(unsigned h);
+helper::HelperState helper_state(unsigned h);
+unsigned helper_count();
+// Size of the node's help table (0 if none).
+std::size_t table_bytes();
+// The helper program: NBRMA_HELPER, else nbrma-helper next to libnbrma.so, in
+// ../libexec or .. of its directory (the build tree). Empty if none is found.
+std::string find_helper();
+
+// ---- the progress thread, around its sleep
+// Publishes "help wanted": wake me when my bell passes `seen`.
+void want(std::uint64_t seen);
+// Withdraws it (nothing pending).
+void unwant();
+// An application thread waits inside nbrma: the helper leaves the rank alone. (A watch
+// the wait made stale stays: one futile wake-up at most, never a lost one.)
+void enter_wait();
+void leave_wait();
+
+struct Counters {
+    std::atomic<std::uint64_t> wakeups{0};         // helper wake-ups the thread woke from
+    std::atomic<std::uint64_t> futile_wakeups{0};  // ... whose sweep moved nothing
+    std::atomic<std::uint64_t> sweeps{0};          // sweeps of the interrupt thread
+};
+Counters &counters();
+
+}  // namespace nbrma::engine::interrupt
+
+#endif
