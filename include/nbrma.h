@@ -59,7 +59,8 @@ int MPIX_Win_iwait(MPI_Win win, MPI_Request *request);
  * something, NBRMA_PROGRESS=thread or interrupt; 0 in inline mode). NBRMA_PROGRESS=
  * interrupt adds: "interrupt_wakeups" (wake-ups of this rank's progress thread by the
  * node's helper), "interrupt_futile_wakeups" (those whose sweep moved nothing),
- * "interrupt_sweeps" (every sweep of the interrupt thread), "helpers" (helper processes
+ * "interrupt_sweeps" (every sweep of the interrupt thread), "interrupt_event_wakeups"
+ * (wake-ups by the UCX worker's event descriptor: peers over UCX), "helpers" (helper processes
  * on the node), "helper_pid" (the first helper's pid) and "help_table_bytes" (the node's
  * help table: a 64-byte slot per rank plus a header); all 0 in other modes. Returns
  * MPI_SUCCESS, or MPI_ERR_ARG for an unknown name. Safe from any thread. */

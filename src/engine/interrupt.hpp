@@ -61,6 +61,7 @@ struct Counters {
     std::atomic<std::uint64_t> wakeups{0};         // helper wake-ups the thread woke from
     std::atomic<std::uint64_t> futile_wakeups{0};  // ... whose sweep moved nothing
     std::atomic<std::uint64_t> sweeps{0};          // sweeps of the interrupt thread
+    std::atomic<std::uint64_t> event_wakeups{0};   // wake-ups by UCX events (the watcher)
 };
 Counters &counters();
 

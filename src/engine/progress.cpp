@@ -1,6 +1,11 @@
 #include "engine/progress.hpp"
 
+#include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -29,7 +34,13 @@ std::vector<Window *> &windows() {
 void (*external_poke)() = nullptr;
 bool sweeping = false;
 std::atomic<int> serving{0};  // registered windows whose transport needs our poll to serve peers
-std::atomic<int> polled{0};   // registered windows whose operations complete only when polled
+// registered windows whose operations complete only when polled, with no event descriptor
+std::atomic<int> polled{0};
+// NBRMA_PROGRESS=interrupt: a registered window whose transport has an event descriptor
+// (UCX: one worker per process, so one descriptor), read by the progress thread under
+// the lock; the descriptor itself, kept once seen.
+Window *event_window = nullptr;
+int event_descriptor = -1;
 
 // One sweep; the caller holds the lock (or locking is off).
 bool sweep_locked() {
@@ -103,24 +114,88 @@ void progress_thread_main(unsigned mine) {
     }
 }
 
+// NBRMA_PROGRESS=interrupt, UCX peers: the watcher thread sleeps in poll() on the UCX
+// worker's event descriptor once the progress thread armed the worker, and wakes the
+// progress thread (its futex) when the descriptor turns readable. It never touches the
+// worker or any engine state.
+class EventWatcher {
+  public:
+    void start(int event_fd) {
+        stop_fd_ = eventfd(0, EFD_CLOEXEC);
+        if (stop_fd_ < 0) return;
+        event_fd_ = event_fd;
+        thread_ = std::thread([this] { run(); });
+        log(2, "interrupt: watching UCX events (descriptor %d)", event_fd);
+    }
+    bool running() const { return thread_.joinable(); }
+    // The worker is armed: watch its descriptor.
+    void armed() {
+        armed_.store(1, std::memory_order_seq_cst);
+        helper::futex_wake(&armed_);
+    }
+    void stop() {
+        if (!running()) return;
+        const std::uint64_t one = 1;
+        if (write(stop_fd_, &one, sizeof one) < 0) { /* the join below still ends it */ }
+        armed();
+        thread_.join();
+        close(stop_fd_);
+        stop_fd_ = -1;
+    }
+
+  private:
+    void run() {
+        helper::RankSlot *slot = interrupt::my_slot();
+        for (;;) {
+            while (armed_.load(std::memory_order_seq_cst) == 0) helper::futex_wait(&armed_, 0);
+            pollfd events[2] = {{event_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+            if (::poll(events, 2, -1) < 0 && errno != EINTR) return;
+            if (events[1].revents) return;
+            if (events[0].revents) {
+                armed_.store(0, std::memory_order_seq_cst);
+                interrupt::counters().event_wakeups.fetch_add(1, std::memory_order_relaxed);
+                helper::wake_slot(slot);
+            }
+        }
+    }
+    std::thread thread_;
+    std::atomic<std::uint32_t> armed_{0};
+    int event_fd_ = -1;
+    int stop_fd_ = -1;
+};
+
 // NBRMA_PROGRESS=interrupt (DESIGN §6, seed 002): sweep, then sleep on our futex in the
 // node's help table until the helper sees our bell pass what the sweep saw (help
-// wanted), or an application thread kicks us (new work while nothing was pending), or
-// the thread is stopped. The bell is read before the sweep: a peer's write that the
-// sweep may have missed has bumped it past `seen`, so it wakes us.
+// wanted), the watcher sees UCX events, an application thread kicks us (new work while
+// nothing was pending), or the thread is stopped. The bell is read before the sweep: a
+// peer's write that the sweep may have missed has bumped it past `seen`, so it wakes us.
 void interrupt_thread_main(unsigned mine) {
     threads::mark_progress_thread();
     ProgressThread &self = progress_thread();
     helper::RankSlot *slot = interrupt::my_slot();
     interrupt::Counters &count = interrupt::counters();
+    EventWatcher watcher;
     bool woken = false;  // by the helper
     unsigned idle = 0;
+    int events = -1;  // the event descriptor, as of our last sweep
     while (self.generation.load(std::memory_order_acquire) == mine) {
         const std::uint64_t seen = slot->bell.load(std::memory_order_seq_cst);
-        bool moved = false, pending = true;
+        // pending: epochs or flushes wait (on our bell, or on UCX); serving: peers over
+        // UCX need our worker progressed (its events or the timeout wake us, not the bell)
+        bool moved = false, pending = true, serves = false, armed = false, swept = false;
         if (threads::try_lock()) {
+            swept = true;
+            events = event_window ? event_descriptor : -1;
             moved = sweep_locked();
-            if (!moved) pending = serving.load(std::memory_order_relaxed) > 0 || pending_locked();
+            if (!moved) {
+                pending = pending_locked();
+                serves = serving.load(std::memory_order_relaxed) > 0;
+            }
+            // UCX windows: arm the worker; busy means events came meanwhile (sweep again)
+            if (!moved && event_window) {
+                armed = event_window->transport().arm();
+                if (!armed) moved = true;
+            }
             threads::unlock();
             count.sweeps.fetch_add(1, std::memory_order_relaxed);
             if (moved) ++counters().progress_thread_sweeps;
@@ -131,21 +206,32 @@ void interrupt_thread_main(unsigned mine) {
             idle = 0;
             continue;
         }
+        if (armed) {
+            if (!watcher.running()) watcher.start(events);
+            watcher.armed();
+        }
         if (pending)
             interrupt::want(seen);
         else
             interrupt::unwant();
         const std::uint32_t ticket = slot->futex.load(std::memory_order_seq_cst);
         const std::uint64_t wakes = slot->wakes.load(std::memory_order_relaxed);
-        // Only an idle thread wants kicks: with help wanted, the bell wakes it.
+        // Only an idle thread wants kicks (an application thread left new work): with
+        // help wanted, the bell, the worker's events or the timeout below wake it.
         detail::progress_thread_sleeping.store(!pending, std::memory_order_seq_cst);
         slot->sleeping.store(1, std::memory_order_seq_cst);
-        // Operations of a transport that completes only when polled (UCX) ring no bell:
-        // while such a window exists, the sleep has a timeout (50 us growing to 1 ms).
-        const long timeout_ns =
-            polled.load(std::memory_order_relaxed) > 0 && pending
-                ? std::min(50000l << std::min(idle++, 5u), 1000000l)
-                : -1;
+        // A sleep that no bell may end has a timeout (50 us growing to 1 ms): after a
+        // sweep that found the lock taken (what the holder leaves is unknown), while
+        // windows complete operations only when polled (a transport without an event
+        // descriptor), and while UCX windows are registered: the worker's descriptor
+        // wakes us for incoming traffic, but UCX over tcp does not signal every event a
+        // pending epoch waits for (send completions after wireup, for one), and an
+        // application thread that progressed the worker since we armed it may have
+        // taken the events the arm was for.
+        const bool unwatched = polled.load(std::memory_order_relaxed) > 0 || events >= 0;
+        const long timeout_ns = !swept || (unwatched && (pending || serves))
+                                    ? std::min(50000l << std::min(idle++, 5u), 1000000l)
+                                    : -1;
         if (slot->bell.load(std::memory_order_seq_cst) == seen &&
             self.generation.load(std::memory_order_acquire) == mine)
             helper::futex_wait(&slot->futex, ticket, timeout_ns);
@@ -156,6 +242,7 @@ void interrupt_thread_main(unsigned mine) {
             count.wakeups.fetch_add(1, std::memory_order_relaxed);
         }
     }
+    watcher.stop();
     interrupt::unwant();
 }
 }  // namespace
@@ -164,7 +251,12 @@ void progress_register(Window *window) {
     threads::Guard guard;
     windows().push_back(window);
     if (window->transport().needs_target_progress()) ++serving;
-    if (!window->transport().completes_inline()) ++polled;
+    if (window->transport().event_fd() >= 0) {
+        event_window = window;
+        event_descriptor = window->transport().event_fd();
+    } else if (!window->transport().completes_inline()) {
+        ++polled;
+    }
 }
 
 void progress_unregister(Window *window) {
@@ -174,7 +266,12 @@ void progress_unregister(Window *window) {
     if (end == list.end()) return;
     list.erase(end, list.end());
     if (window->transport().needs_target_progress()) --serving;
-    if (!window->transport().completes_inline()) --polled;
+    if (window->transport().event_fd() < 0 && !window->transport().completes_inline()) --polled;
+    if (event_window == window) {
+        event_window = nullptr;
+        for (Window *other : list)
+            if (other->transport().event_fd() >= 0) event_window = other;
+    }
 }
 
 std::size_t progress_window_count() {
@@ -207,6 +304,7 @@ Status wait_request(Request *request) {
     // NBRMA_PROGRESS=interrupt: while we wait here, the helper leaves our thread alone.
     const bool interrupt_mode = interrupt::attached();
     if (interrupt_mode) interrupt::enter_wait();
+
     while (!request->complete()) {
         if (progress_sweep()) {
             idle = 0;

@@ -7,7 +7,8 @@
 // <h> of <k> says which share of the ranks this helper serves (slots s with s % k == h).
 // It polls the `watch`ed bells of the ranks that want help and wakes a rank's progress
 // thread (FUTEX_WAKE) when its bell reached the watched value and no application thread
-// of the rank is inside nbrma. With no rank wanting help it sleeps on wanted[h]. It
+// of the rank is inside nbrma. With no rank wanting help it sleeps on wanted[h]; without
+// a core of its own, idle scans back off to short sleeps (up to 200 us). It
 // exits when every rank of its share left (MPI_Finalize) or died (pidfd), and never
 // touches MPI. It links only libc and hwloc.
 #include <fcntl.h>
@@ -16,10 +17,12 @@
 #include <signal.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdio>
@@ -116,7 +119,10 @@ int main(int argc, char **argv) {
         served.push_back({slot, pidfd, slot->presence.load() != slot_present});
     }
     header->helper_pid[h].store(static_cast<std::int32_t>(getpid()));
-    header->helper_state[h].store(place(header->slots), std::memory_order_release);
+    const HelperState placed = place(header->slots);
+    const bool bound = placed == helper_bound;
+    prctl(PR_SET_TIMERSLACK, 1000ul);  // its short sleeps are meant short (1 us slack)
+    header->helper_state[h].store(placed, std::memory_order_release);
     futex_wake(&header->helper_state[h]);
 
     std::atomic<std::uint32_t> &wanted = header->wanted[h];
@@ -155,10 +161,17 @@ int main(int argc, char **argv) {
             idle = 0;
             continue;
         }
-        if (++idle < 64)
+        // Idle scans: spin, then yield; with no core of its own (unbound), then sleep
+        // 10 us doubling to 200 us, so the ranks get the cores.
+        if (++idle < 64) {
             __builtin_ia32_pause();
-        else
-            sched_yield();  // oversubscribed nodes: the ranks get the core
+        } else if (bound || idle < 96) {
+            sched_yield();
+        } else {
+            const long ns = std::min(10000l << std::min((idle - 96) / 8, 5u), 200000l);
+            timespec pause{0, ns};
+            nanosleep(&pause, nullptr);
+        }
         if (idle % 1024 == 0) {
             const auto now = std::chrono::steady_clock::now();
             if (now - checked > std::chrono::milliseconds(50)) {

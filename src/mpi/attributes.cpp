@@ -53,6 +53,7 @@ int nbrma_get_counter(const char *name, unsigned long long *value) {
                    {"interrupt_wakeups", wakes.wakeups.load()},
                    {"interrupt_futile_wakeups", wakes.futile_wakeups.load()},
                    {"interrupt_sweeps", wakes.sweeps.load()},
+                   {"interrupt_event_wakeups", wakes.event_wakeups.load()},
                    {"helper_pid", static_cast<std::uint64_t>(engine::interrupt::helper_pid(0))},
                    {"helpers", engine::interrupt::helper_count()},
                    {"help_table_bytes", engine::interrupt::table_bytes()}};

@@ -90,6 +90,10 @@ class Transport {
     // write that we may wait for rings our bell in the node's help table
     // (NBRMA_PROGRESS=interrupt): then a sleeping progress thread needs no timeout.
     virtual bool completes_inline() const { return false; }
+    // A descriptor that turns readable when poll() has work after arm() returned true
+    // (UCX: the worker's event descriptor), or -1. Both only under the progress lock.
+    virtual int event_fd() const { return -1; }
+    virtual bool arm() { return true; }
 
     // Dynamic windows: attach a region of our memory / detach it (MPI_Win_attach/detach):
     // publish it in our directory of attached regions (transport/directory.hpp), which

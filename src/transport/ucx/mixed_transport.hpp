@@ -49,6 +49,8 @@ class MixedTransport final : public Transport {
     }
     int poll() override { return ucx_->poll(); }
     bool needs_target_progress() const override { return true; }
+    int event_fd() const override { return ucx_->event_fd(); }
+    bool arm() override { return ucx_->arm(); }
     Status attach(const void *base, std::uint64_t size) override {
         return ucx_->attach(base, size);
     }

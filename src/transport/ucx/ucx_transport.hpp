@@ -75,6 +75,8 @@ class UcxTransport final : public Transport {
     Status flush(int peer, Completion *completion) override;
     int poll() override;
     bool needs_target_progress() const override { return true; }
+    int event_fd() const override { return worker_.event_fd(); }
+    bool arm() override { return worker_.arm(); }
     Status attach(const void *base, std::uint64_t size) override;
     Status detach(const void *base) override;
     Status check_attached(int peer, std::uint64_t low, std::uint64_t high) override;

@@ -28,7 +28,7 @@ UcxRegistration::~UcxRegistration() {
     if (memh_) ucp_mem_unmap(context_, memh_);
 }
 
-Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out) {
+Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out, bool wakeup) {
     std::unique_ptr<UcxWorker> self(new UcxWorker());
     ucp_config_t *config = nullptr;
     ucs_status_t status = ucp_config_read("NBRMA", nullptr, &config);
@@ -39,7 +39,7 @@ Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out) {
     if (tls) status = ucp_config_modify(config, "TLS", tls);
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | (wakeup ? UCP_FEATURE_WAKEUP : 0);
     params.name = "nbrma";
     if (status == UCS_OK) status = ucp_init(&params, config, &self->context_);
     ucp_config_release(config);
@@ -54,6 +54,10 @@ Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out) {
     if (status != UCS_OK) {
         log(0, "ucx: ucp_worker_create failed: %s", ucs_status_string(status));
         return status_from_ucs(status);
+    }
+    if (wakeup && ucp_worker_get_efd(self->worker_, &self->event_fd_) != UCS_OK) {
+        log(1, "ucx: no event descriptor for the worker: interrupt progress polls UCX peers");
+        self->event_fd_ = -1;
     }
     ucp_address_t *address = nullptr;
     std::size_t length = 0;

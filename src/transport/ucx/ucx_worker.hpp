@@ -47,7 +47,8 @@ class UcxRegistration {
 class UcxWorker {
   public:
     // A context (RMA + 64-bit atomics) and one worker; `tls`, if non-null, forces UCX_TLS.
-    static Status create(const char *tls, std::unique_ptr<UcxWorker> *out);
+    // `wakeup` (NBRMA_PROGRESS=interrupt) adds UCP_FEATURE_WAKEUP: event_fd() and arm().
+    static Status create(const char *tls, std::unique_ptr<UcxWorker> *out, bool wakeup = false);
     UcxWorker(const UcxWorker &) = delete;
     UcxWorker &operator=(const UcxWorker &) = delete;
     ~UcxWorker();
@@ -69,10 +70,17 @@ class UcxWorker {
 
     int progress() { return static_cast<int>(ucp_worker_progress(worker_)); }
 
+    // The worker's event descriptor (ucp_worker_get_efd), or -1 without wakeup support.
+    int event_fd() const { return event_fd_; }
+    // ucp_worker_arm: true when armed (poll event_fd() before progressing again), false
+    // when events are pending (progress first).
+    bool arm() { return event_fd_ < 0 || ucp_worker_arm(worker_) == UCS_OK; }
+
   private:
     UcxWorker() = default;
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
+    int event_fd_ = -1;
     std::vector<std::uint8_t> address_;
     std::map<std::string, ucp_ep_h> endpoints_;
 };
