@@ -22,11 +22,13 @@ using helper::HelpHeader;
 using helper::RankSlot;
 
 namespace {
+std::atomic<std::uint32_t> &my_wanted();
 struct Table {
     std::unique_ptr<transport::shm::ShmSegment> segment;
     HelpHeader *header = nullptr;
     unsigned slot = 0;
     bool joined = false;
+    std::vector<pid_t> spawned;  // the helpers this rank started (it reaps them)
 };
 Table &table() {
     static auto *state = new Table();  // never destroyed: the thread may run at exit
@@ -107,12 +109,14 @@ Status start_helpers(const std::string &name, std::size_t bytes, std::string *wh
             *why = "cannot start the helper " + path + ": " + std::strerror(error);
             return Status::err_other;
         }
+        self.spawned.push_back(pid);
         // Wait until it mapped the table (it publishes its state), or exited.
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
         std::atomic<std::uint32_t> &state = self.header->helper_state[h];
         while (state.load(std::memory_order_acquire) == helper::helper_absent) {
             int wstatus = 0;
             if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+                self.spawned.pop_back();
                 *why = "the helper " + path + " exited at start (" +
                        (WIFEXITED(wstatus) ? "status " + std::to_string(WEXITSTATUS(wstatus))
                                            : "signal " + std::to_string(WTERMSIG(wstatus))) +
@@ -142,7 +146,23 @@ void leave() {
     if (!self.joined) return;
     unwant();
     my_slot()->presence.store(helper::slot_left, std::memory_order_release);
+    helper::futex_wake(&my_wanted());  // our helper looks whether anyone is left
     self.joined = false;
+}
+
+void reap_helpers(int timeout_ms) {
+    Table &self = table();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (pid_t pid : self.spawned) {
+        while (waitpid(pid, nullptr, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                log(1, "helper %d still serves ranks of the node: not waiting for it", static_cast<int>(pid));
+                break;
+            }
+            usleep(1000);
+        }
+    }
+    self.spawned.clear();
 }
 
 bool attached() { return table().joined; }

@@ -30,6 +30,9 @@ Status start_helpers(const std::string &name, std::size_t bytes, std::string *wh
 void withdraw();
 // MPI_Finalize: this rank leaves; the helpers exit when their last rank left.
 void leave();
+// The rank that started the helpers waits (up to `timeout_ms`) for them to exit and
+// reaps them, so no zombie outlives the job (after MPI_Finalize: every rank has left).
+void reap_helpers(int timeout_ms);
 
 // The table is mapped and this rank has a slot.
 bool attached();

@@ -23,6 +23,11 @@ std::string &interrupt_failure_text() {
     return *text;
 }
 
+Status &interrupt_failure_status() {
+    static Status status = Status::err_transport;
+    return status;
+}
+
 // NBRMA_HELPERS: helpers per node, 1 (the default) to helper::max_helpers.
 bool helpers_from_environment(unsigned *helpers) {
     const char *text = std::getenv("NBRMA_HELPERS");
@@ -57,12 +62,15 @@ void setup_interrupt() {
     struct {
         char name[128];
         unsigned long long bytes;
+        int status;  // the Status window creation reports
         char why[384];
     } shared{};
     std::string name, why;
     std::size_t bytes = 0;
     if (node_rank == 0) {
+        shared.status = static_cast<int>(Status::err_transport);  // MPI_ERR_OTHER
         if (!helpers_ok) {
+            shared.status = static_cast<int>(Status::err_info);  // a bad setting, as NBRMA_PROGRESS
             why = std::string("NBRMA_HELPERS=\"") + std::getenv("NBRMA_HELPERS") +
                   "\" is not a number of helpers per node from 1 to " +
                   std::to_string(helper::max_helpers);
@@ -88,11 +96,12 @@ void setup_interrupt() {
                   "/proc/<pid>/fd/<n>: same user, one PID namespace)";
         std::snprintf(shared.why, sizeof shared.why, "%s", everyone ? "" : why.c_str());
     }
-    PMPI_Bcast(shared.why, sizeof shared.why, MPI_CHAR, 0, node);
+    PMPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, node);
     if (node_rank == 0) engine::interrupt::withdraw();
     PMPI_Comm_free(&node);
     if (shared.why[0]) {
         failure = shared.why;
+        interrupt_failure_status() = static_cast<Status>(shared.status);
         engine::interrupt::leave();
         log(1, "NBRMA_PROGRESS=interrupt cannot run: %s", failure.c_str());
     }
@@ -106,8 +115,9 @@ int after_init(int error, int provided) {
 }
 }  // namespace
 
-const char *mpi::interrupt_failure() {
+const char *mpi::interrupt_failure(Status *status) {
     const std::string &text = interrupt_failure_text();
+    *status = interrupt_failure_status();
     return text.empty() ? nullptr : text.c_str();
 }
 
@@ -145,7 +155,9 @@ int MPI_Finalize(void) {
             static_cast<unsigned long long>(c.lock_grants),
             static_cast<unsigned long long>(c.progress_thread_sweeps));
     }
-    return PMPI_Finalize();
+    const int error = PMPI_Finalize();
+    engine::interrupt::reap_helpers(2000);
+    return error;
 }
 
 }  // extern "C"

@@ -77,8 +77,9 @@ Status request_wait(engine::Request *request);
 
 void parse_info(MPI_Info info, WindowInfo *out);
 
-// Why NBRMA_PROGRESS=interrupt cannot run in this process (set at MPI_Init), or null.
-const char *interrupt_failure();
+// Why NBRMA_PROGRESS=interrupt cannot run in this process (set at MPI_Init), or null;
+// *status: err_info for a bad NBRMA_HELPERS, err_transport (MPI_ERR_OTHER) otherwise.
+const char *interrupt_failure(Status *status);
 
 // Installs the hook that keeps MPICH's progress moving while nbrma waits.
 void ensure_initialized();

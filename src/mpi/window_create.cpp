@@ -278,13 +278,15 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                           "\" is not a progress mode (\"inline\", \"thread\" or \"interrupt\")";
         return creation_failed(call, *state, Status::err_info, why.c_str());
     }
-    const char *interrupt_why =
-        mode == engine::ProgressMode::interrupt_mode ? interrupt_failure() : nullptr;
+    Status interrupt_status = Status::err_transport;
+    const char *interrupt_why = mode == engine::ProgressMode::interrupt_mode
+                                    ? interrupt_failure(&interrupt_status)
+                                    : nullptr;
     if (!everyone(!interrupt_why, state->comm)) {
         const std::string why =
             interrupt_why ? "NBRMA_PROGRESS=interrupt: " + std::string(interrupt_why)
                           : std::string("NBRMA_PROGRESS=interrupt cannot run on another rank");
-        return creation_failed(call, *state, Status::err_other, why.c_str());
+        return creation_failed(call, *state, interrupt_status, why.c_str());
     }
     const int vnode = virtual_node();
     if (!everyone(vnode >= 0, state->comm))

@@ -37,6 +37,7 @@ check_PROGRAMS += \
 	test/rma/threads_rma \
 	test/rma/threads_requests \
 	test/rma/progress_thread \
+	test/rma/helper_life \
 	test/rma/request_get_status
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
@@ -141,6 +142,13 @@ test_rma_die_at_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_die_at_LDADD = $(RMATEST_LDADD)
 TESTS += test/rma/die_cleanup
 EXTRA_DIST += test/rma/die_cleanup.in
+
+# issue 11: the SmartInterrupts helper's life and its bad input
+test_rma_helper_life_SOURCES = test/rma/helper_life.c
+test_rma_helper_life_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_helper_life_LDADD = $(RMATEST_LDADD)
+TESTS += test/rma/helper_lifecycle
+EXTRA_DIST += test/rma/helper_lifecycle.in
 
 # issue 17 item 9: cross-memory attach permission
 test_rma_cma_forbid_SOURCES = test/rma/cma_forbid.c

@@ -1,0 +1,136 @@
+/*
+ * helper_life: the MPI program behind test/rma/helper_lifecycle (issue 11): the node's
+ * SmartInterrupts helper under NBRMA_PROGRESS=interrupt (the program sets it before
+ * MPI_Init), from start to end. First argument, the scenario:
+ *
+ *   normal      a window, a fence epoch with puts checked, MPI_Finalize; rank 0 then
+ *               checks that its helper is gone (MPI_Finalize reaps it)
+ *   abort       as normal up to the epoch, then the last rank calls MPI_Abort
+ *   kill_one    ... then the last rank kills itself (SIGKILL); mpiexec kills the rest
+ *   kill_all    ... then every rank kills itself
+ *   helpers2    NBRMA_HELPERS=2 (3 ranks): two helpers run, the epoch works, normal end
+ *   bad_helpers NBRMA_HELPERS=<second argument>: window creation fails everywhere with
+ *               MPI_ERR_INFO and a message naming NBRMA_HELPERS; MPI still works
+ *   no_helper   NBRMA_HELPER=<second argument> (a program that does not exist or fails
+ *               at start): the same with MPI_ERR_OTHER and a message naming the helper
+ *
+ * Before the end, every scenario with a helper prints "helper pid <pid>" (rank 0, after
+ * checking that /proc/<pid>/comm is nbrma-helper) for the driver, which checks that no
+ * helper of the job is left once mpiexec returned.
+ */
+#include <signal.h>
+#include <unistd.h>
+
+#include "rmatest.h"
+
+#define N 8
+
+static int me, np;
+
+/* Window creation must fail with error class `want` and a message containing `word`. */
+static void creation_fails(int want, const char *word)
+{
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Win win;
+    int *base = NULL;
+    int err = MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                               &win);
+    CHECK(err != MPI_SUCCESS, "MPI_Win_allocate succeeded although the helper cannot run");
+    if (err != MPI_SUCCESS) {
+        int cls = 0, len = 0;
+        char msg[MPI_MAX_ERROR_STRING];
+        MPI_Error_class(err, &cls);
+        MPI_Error_string(err, msg, &len);
+        CHECK(cls == want, "error class %d, not %d (%s)", cls, want, msg);
+        CHECK(strstr(msg, word) != NULL && strstr(msg, "NBRMA_PROGRESS=interrupt") != NULL,
+              "the message does not name %s: %s", word, msg);
+        if (me == 0)
+            printf("window creation failed as it should: %s\n", msg);
+    }
+    int one = 1, sum = 0;
+    MPI_CHK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(sum == np, "MPI_Allreduce after the failed creation gave %d", sum);
+}
+
+/* A fence epoch: every rank puts its rank into its right neighbour; checked. */
+static void epoch(MPI_Win win, int *base)
+{
+    for (int i = 0; i < N; i++)
+        base[i] = -1;
+    MPI_CHK(MPI_Win_fence(0, win));
+    int right = (me + 1) % np, value = me;
+    MPI_CHK(MPI_Put(&value, 1, MPI_INT, right, me % N, 1, MPI_INT, win));
+    MPI_CHK(MPI_Win_fence(0, win));
+    int left = (me + np - 1) % np;
+    CHECK(base[left % N] == left, "the put from rank %d did not arrive: %d", left, base[left % N]);
+}
+
+static int helper_alive(pid_t pid)
+{
+    char path[64], comm[64] = "", state = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int got = fscanf(f, "%*d (%63[^)]) %c", comm, &state);
+    fclose(f);
+    return got == 2 && strcmp(comm, "nbrma-helper") == 0 && state != 'Z';
+}
+
+int main(int argc, char **argv)
+{
+    const char *scenario = argc > 1 ? argv[1] : "normal";
+    setenv("NBRMA_PROGRESS", "interrupt", 1);
+    if (strcmp(scenario, "helpers2") == 0)
+        setenv("NBRMA_HELPERS", "2", 1);
+    if (strcmp(scenario, "bad_helpers") == 0)
+        setenv("NBRMA_HELPERS", argc > 2 ? argv[2] : "0", 1);
+    if (strcmp(scenario, "no_helper") == 0)
+        setenv("NBRMA_HELPER", argc > 2 ? argv[2] : "/nonexistent/nbrma-helper", 1);
+    rt_init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+
+    if (strcmp(scenario, "bad_helpers") == 0) {
+        creation_fails(MPI_ERR_INFO, "NBRMA_HELPERS");
+        return rt_finalize();
+    }
+    if (strcmp(scenario, "no_helper") == 0) {
+        creation_fails(MPI_ERR_OTHER, argc > 2 ? argv[2] : "/nonexistent/nbrma-helper");
+        return rt_finalize();
+    }
+
+    MPI_Win win;
+    int *base = NULL;
+    MPI_CHK(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                             &win));
+    unsigned long long pid = 0, helpers = 0;
+    MPI_CHK(nbrma_get_counter("helper_pid", &pid));
+    MPI_CHK(nbrma_get_counter("helpers", &helpers));
+    const unsigned long long want = strcmp(scenario, "helpers2") == 0 ? 2 : 1;
+    CHECK(helpers == want, "%llu helpers, not %llu", helpers, want);
+    CHECK(pid > 0 && helper_alive((pid_t) pid), "no running nbrma-helper with pid %llu", pid);
+    if (me == 0) {
+        printf("helper pid %llu\n", pid);
+        fflush(stdout);
+    }
+    epoch(win, base);
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD)); /* the pid line is out before anyone dies */
+
+    if (strcmp(scenario, "abort") == 0 && me == np - 1)
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    if ((strcmp(scenario, "kill_one") == 0 && me == np - 1) || strcmp(scenario, "kill_all") == 0)
+        raise(SIGKILL);
+    if (strcmp(scenario, "abort") == 0 || strcmp(scenario, "kill_one") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD); /* never returns: mpiexec ends the job */
+        sleep(60);
+    }
+
+    MPI_CHK(MPI_Win_free(&win));
+    int errs = rt_finalize();
+    if (me == 0 && helper_alive((pid_t) pid)) {
+        printf("helper %llu still runs after MPI_Finalize\n", pid);
+        errs = 1;
+    }
+    return errs;
+}
