@@ -167,6 +167,7 @@ void reap_helpers(int timeout_ms) {
 
 bool attached() { return table().joined; }
 unsigned slot_index() { return table().slot; }
+HelpHeader *table_header() { return table().header; }
 RankSlot *my_slot() { return helper::table_slot(table().header, table().slot); }
 
 std::atomic<std::uint64_t> *bell(int slot) {

@@ -38,6 +38,7 @@ void reap_helpers(int timeout_ms);
 bool attached();
 unsigned slot_index();
 helper::RankSlot *my_slot();
+helper::HelpHeader *table_header();
 // The bell of the rank in `slot` of this node (for the shm transport), or null.
 std::atomic<std::uint64_t> *bell(int slot);
 // Pid of helper `h` (0 if none), and whether it is bound to the ranks' package.

@@ -79,8 +79,8 @@
 #define BYTES (4 * MIB) /* one put; the window has two such slots a rank */
 
 static const char *const benchmark_names[] = {"late_post", "late_unlock", "lock_overlap",
-                                              "work_alone"};
-enum benchmark { LATE_POST, LATE_UNLOCK, LOCK_OVERLAP, WORK_ALONE, NUM_BENCH };
+                                              "work_alone", "latency"};
+enum benchmark { LATE_POST, LATE_UNLOCK, LOCK_OVERLAP, WORK_ALONE, LATENCY, NUM_BENCH };
 
 static const double work_sizes[] = {0, 500, 1000, 2000}; /* usec, × --scale */
 #define NUM_WORK ((int)(sizeof work_sizes / sizeof work_sizes[0]))
@@ -111,6 +111,8 @@ struct run {
     unsigned char *base;
     unsigned char *buffer; /* BYTES, the origin buffer */
     MPI_Group group_of[3];
+    MPI_Group others; /* every rank but 0 */
+    int size;
     long mismatches;                   /* of the row in progress */
     long total_bad;                    /* of every row so far */
     double *samples;                   /* [NUM_SLOTS][iterations], usec */
@@ -348,6 +350,89 @@ static void lock_overlap(struct run *r, int w) {
 
 /* ---- work_alone: rank 0 computes W, the others idle --------------------------------- */
 
+/* ---- latency: the cost of a progress mode when nobody computes (seed 002 Fig 10/11) --- */
+
+static const int latency_bytes[] = {16 * 1024, 64 * 1024, 256 * 1024, MIB};
+#define NUM_LATENCY ((int)(sizeof latency_bytes / sizeof latency_bytes[0]))
+static const char *const latency_names[] = {"fence_pair", "fence_fan", "gats_pair", "gats_fan"};
+enum latency { FENCE_PAIR, FENCE_FAN, GATS_PAIR, GATS_FAN, NUM_LATENCY_ROWS };
+
+/* One row: rank 0's epoch time (blocking calls on every rank, no work). pair: ranks 0 and
+ * 1 put `bytes` into each other (the others take part in the fence, or idle); fan: rank 0
+ * puts `bytes` into every other rank. Checked by the targets. */
+static void latency(struct run *r, enum latency kind, int bytes) {
+    const int fence = kind == FENCE_PAIR || kind == FENCE_FAN;
+    const int fan = kind == FENCE_FAN || kind == GATS_FAN;
+    const int size = r->size;
+    int origin_of_mine = -1; /* who puts into me */
+    if (fan && r->rank != 0) origin_of_mine = 0;
+    if (!fan && r->rank <= 1) origin_of_mine = 1 - r->rank;
+    const int active = fence || fan || r->rank <= 1;
+    struct bench_loop l = start_loop(r, latency_names[kind]);
+    while (bench_loop_next(&l, r->rank, active ? 0 : IDLE_POLL_USEC)) {
+        if (!active) continue;
+        int it = l.i;
+        unsigned char value = bench_stamp(it, 7 + kind);
+        memset(r->buffer, value, bytes);
+        double t0 = MPI_Wtime();
+        if (fence) {
+            BENCH_MPI(MPI_Win_fence(0, r->win));
+            if (fan && r->rank == 0) {
+                for (int t = 1; t < size; t++)
+                    BENCH_MPI(MPI_Put(r->buffer, bytes, MPI_BYTE, t, BYTES, bytes, MPI_BYTE,
+                                      r->win));
+            } else if (!fan && r->rank <= 1) {
+                BENCH_MPI(MPI_Put(r->buffer, bytes, MPI_BYTE, 1 - r->rank, BYTES, bytes, MPI_BYTE,
+                                  r->win));
+            }
+            BENCH_MPI(MPI_Win_fence(0, r->win));
+        } else if (r->rank == 0) {
+            MPI_Group targets = fan ? r->others : r->group_of[1];
+            BENCH_MPI(MPI_Win_post(r->group_of[1], 0, r->win)); /* rank 1 closes the pair */
+            BENCH_MPI(MPI_Win_start(targets, 0, r->win));
+            int last = fan ? size - 1 : 1;
+            for (int t = 1; t <= last; t++)
+                BENCH_MPI(MPI_Put(r->buffer, bytes, MPI_BYTE, t, BYTES, bytes, MPI_BYTE, r->win));
+            BENCH_MPI(MPI_Win_complete(r->win));
+            BENCH_MPI(MPI_Win_wait(r->win));
+        } else {
+            /* exposed to rank 0; rank 1 also puts back (pair), so rank 0 is exposed to it */
+            BENCH_MPI(MPI_Win_post(r->group_of[0], 0, r->win));
+            if (r->rank == 1) {
+                BENCH_MPI(MPI_Win_start(r->group_of[0], 0, r->win));
+                if (!fan)
+                    BENCH_MPI(MPI_Put(r->buffer, bytes, MPI_BYTE, 0, BYTES, bytes, MPI_BYTE,
+                                      r->win));
+                BENCH_MPI(MPI_Win_complete(r->win));
+            }
+            BENCH_MPI(MPI_Win_wait(r->win));
+        }
+        if (r->rank == 0) record(r, &l, 0, (MPI_Wtime() - t0) * 1e6);
+        if (origin_of_mine >= 0 && !bench_all_equal(r->base + BYTES, bytes, value))
+            r->mismatches++;
+    }
+    /* one CHECK and one RESULT, parameter = bytes */
+    int timed = bench_loop_timed(&l);
+    if (timed > r->iterations) timed = r->iterations;
+    BENCH_MPI(MPI_Reduce(r->samples, r->gathered, r->iterations, MPI_DOUBLE, MPI_SUM, 0,
+                         MPI_COMM_WORLD));
+    memset(r->samples, 0, (size_t)NUM_SLOTS * r->iterations * sizeof(double));
+    long bad = 0;
+    BENCH_MPI(MPI_Reduce(&r->mismatches, &bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+    r->total_bad += r->mismatches;
+    r->mismatches = 0;
+    if (r->rank != 0) return;
+    char param[24];
+    snprintf(param, sizeof param, "%d", bytes);
+    bench_check(r->series, latency_names[kind], bad == 0);
+    if (bad) fprintf(stderr, "progress: %s %s %s: %ld data mismatches\n", r->series,
+                     latency_names[kind], param, bad);
+    if (timed > 0) {
+        qsort(r->gathered, timed, sizeof *r->gathered, bench_compare_doubles);
+        bench_result(r->series, latency_names[kind], param, r->gathered[timed / 2], "usec");
+    }
+}
+
 static void work_alone(struct run *r, int w) {
     double work = work_sizes[w] * r->scale;
     struct bench_loop l = start_loop(r, "work_alone");
@@ -367,7 +452,9 @@ static void work_alone(struct run *r, int w) {
 static const char *progress_series(void) {
 #ifdef NBRMA_NONBLOCKING_SERIES
     const char *mode = getenv("NBRMA_PROGRESS");
-    return mode && strcmp(mode, "thread") == 0 ? "nbrma-thread" : "nbrma-inline";
+    if (mode && strcmp(mode, "thread") == 0) return "nbrma-thread";
+    if (mode && strcmp(mode, "interrupt") == 0) return "nbrma-interrupt";
+    return "nbrma-inline";
 #else
     const char *async = getenv("MPICH_ASYNC_PROGRESS");
     int provided = MPI_THREAD_SINGLE;
@@ -439,6 +526,9 @@ int bench_progress(const struct bench_options *options) {
     MPI_Group world_group;
     BENCH_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
     for (int k = 0; k < 3; k++) BENCH_MPI(MPI_Group_incl(world_group, 1, &k, &r.group_of[k]));
+    int zero = 0;
+    BENCH_MPI(MPI_Group_excl(world_group, 1, &zero, &r.others));
+    r.size = size;
     BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
         printf(
@@ -447,6 +537,10 @@ int bench_progress(const struct bench_options *options) {
             r.series, r.nonblocking ? "nonblocking" : "blocking", r.late, BYTES / MIB);
         fflush(stdout);
     }
+
+    if (bench_selected(options, benchmark_names[LATENCY]))
+        for (int kind = 0; kind < NUM_LATENCY_ROWS; kind++)
+            for (int b = 0; b < NUM_LATENCY; b++) latency(&r, (enum latency)kind, latency_bytes[b]);
 
     /* Work size by work size, the work alone just before the patterns (a shared machine's
      * load drifts: the rows compared are measured close together). */
@@ -462,8 +556,11 @@ int bench_progress(const struct bench_options *options) {
     /* Whether a progress thread did the work: its sweeps that moved something. */
     unsigned long long sweeps = 0;
     int have = nbrma_get_counter("progress_thread_sweeps", &sweeps) == MPI_SUCCESS;
-    long long mine = have ? (long long)sweeps : -1, all[3] = {0, 0, 0};
-    BENCH_MPI(MPI_Gather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
+    long long mine = have ? (long long)sweeps : -1, all[64] = {0};
+    if (size > 64) mine = -1;
+    long long *gather_to = size <= 64 ? all : bench_malloc("progress", size * sizeof(long long));
+    BENCH_MPI(MPI_Gather(&mine, 1, MPI_LONG_LONG, gather_to, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
+    if (gather_to != all) free(gather_to);
     if (rank == 0) {
         if (all[0] < 0)
             printf(
@@ -472,16 +569,46 @@ int bench_progress(const struct bench_options *options) {
         else
             printf("# progress_thread_sweeps on ranks 0, 1, 2: %lld %lld %lld\n", all[0], all[1],
                    all[2]);
-        if (strcmp(r.series, "nbrma-thread") == 0 && (all[0] <= 0 && all[1] <= 0))
+        if (strcmp(r.series, "nbrma-thread") != 0 && strcmp(r.series, "nbrma-interrupt") != 0)
+            ;
+        else if (all[0] <= 0 && all[1] <= 0)
             printf(
-                "# WARNING: NBRMA_PROGRESS=thread but no progress-thread sweep moved anything "
-                "on the computing ranks\n");
+                "# WARNING: %s but no progress-thread sweep moved anything on the computing "
+                "ranks\n", r.series);
         fflush(stdout);
+    }
+    /* NBRMA_PROGRESS=interrupt: the wake-ups (summed over the ranks) and the memory. */
+    if (strcmp(r.series, "nbrma-interrupt") == 0) {
+        const char *names[] = {"interrupt_wakeups", "interrupt_futile_wakeups",
+                               "interrupt_event_wakeups", "interrupt_sweeps"};
+        unsigned long long mine4[4] = {0}, sum4[4] = {0};
+        for (int k = 0; k < 4; k++) nbrma_get_counter(names[k], &mine4[k]);
+        BENCH_MPI(MPI_Reduce(mine4, sum4, 4, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+        unsigned long long helper = 0, table = 0;
+        nbrma_get_counter("helper_pid", &helper);
+        nbrma_get_counter("help_table_bytes", &table);
+        if (rank == 0) {
+            printf("# interrupt counters (all ranks): wakeups=%llu futile=%llu event_wakeups=%llu "
+                   "sweeps=%llu\n", sum4[0], sum4[1], sum4[2], sum4[3]);
+            char path[64], line[256];
+            long rss = -1, anon = -1;
+            snprintf(path, sizeof path, "/proc/%llu/status", helper);
+            FILE *f = helper ? fopen(path, "r") : NULL;
+            while (f && fgets(line, sizeof line, f)) {
+                sscanf(line, "VmRSS: %ld", &rss);
+                sscanf(line, "RssAnon: %ld", &anon);
+            }
+            if (f) fclose(f);
+            printf("# interrupt memory: helper pid %llu VmRSS %ld KiB (RssAnon %ld KiB), help table "
+                   "%llu bytes for %d ranks\n", helper, rss, anon, table, size);
+            fflush(stdout);
+        }
     }
 #endif
 
     bench_set_step("teardown", "progress window");
     for (int k = 0; k < 3; k++) BENCH_MPI(MPI_Group_free(&r.group_of[k]));
+    BENCH_MPI(MPI_Group_free(&r.others));
     BENCH_MPI(MPI_Group_free(&world_group));
     BENCH_MPI(MPI_Win_free(&r.win));
     free(r.buffer);
@@ -498,6 +625,11 @@ void bench_list_progress(void) {
         for (int w = 0; w < NUM_WORK; w++) {
             snprintf(param, sizeof param, "%.0f", work_sizes[w]);
             bench_row(row_names[row], param, "usec");
+        }
+    for (int kind = 0; kind < NUM_LATENCY_ROWS; kind++)
+        for (int b = 0; b < NUM_LATENCY; b++) {
+            snprintf(param, sizeof param, "%d", latency_bytes[b]);
+            bench_row(latency_names[kind], param, "usec");
         }
     const enum row overlap_rows[] = {ROW_LATE_POST, ROW_UNLOCK_FIRST, ROW_LOCK_OVERLAP};
     for (int k = 0; k < 3; k++) bench_row("overlap", row_names[overlap_rows[k]], "%");

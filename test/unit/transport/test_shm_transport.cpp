@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "sync/control_region.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace nbrma::transport::shm {
@@ -135,6 +137,47 @@ TEST_F(ShmTransportBounds, DynamicWindowsRefuseWrapAroundAndTheNullPage) {
         EXPECT_EQ(back, 7u);
         EXPECT_TRUE(intact());
     }
+}
+
+}  // namespace
+}  // namespace nbrma::transport::shm
+
+
+namespace nbrma::transport::shm {
+namespace {
+
+// NBRMA_PROGRESS=interrupt: writes into the part of a peer's control region that its
+// pending epochs wait on (counters, lock-queue nodes) ring the peer's bell; the lock
+// word, the accumulate lock, the directory header and window memory do not.
+TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
+    constexpr std::size_t size = 2048;
+    static_assert(nbrma::sync::ControlLayout::watched + 64 <= size, "room for a watched word");
+    alignas(64) static std::uint8_t control[size];
+    alignas(64) static std::uint8_t window[64];
+    std::atomic<std::uint64_t> bell{0};
+    std::vector<ShmPeer> peers(1);
+    peers[0].control = control;
+    peers[0].window = window;
+    peers[0].window_size = sizeof window;
+    peers[0].bell = &bell;
+    ShmTransport shm(0, size, peers);
+    std::uint64_t value = 7, old = 0;
+    const RemoteAddress lock_word{Region::control, 0};
+    const RemoteAddress counter{Region::control, nbrma::sync::ControlLayout::watched};
+    const RemoteAddress node{Region::control, nbrma::sync::ControlLayout::watched + 40};
+    const RemoteAddress data{Region::window, 0};
+    ASSERT_EQ(shm.atomic(0, AtomicOp::fetch_add, lock_word, 1, 0, &old, nullptr), Status::ok);
+    ASSERT_EQ(shm.put(0, &value, 8, data, nullptr), Status::ok);
+    EXPECT_EQ(bell.load(), 0u);
+    ASSERT_EQ(shm.atomic(0, AtomicOp::fetch_add, counter, 1, 0, &old, nullptr), Status::ok);
+    EXPECT_EQ(bell.load(), 1u);
+    ASSERT_EQ(shm.put(0, &value, 8, node, nullptr), Status::ok);
+    EXPECT_EQ(bell.load(), 2u);
+    // a refused access rings nothing
+    const RemoteAddress outside{Region::control, size};
+    EXPECT_EQ(shm.put(0, &value, 8, outside, nullptr), Status::err_range);
+    EXPECT_EQ(bell.load(), 2u);
+    EXPECT_TRUE(shm.completes_inline());
 }
 
 }  // namespace
