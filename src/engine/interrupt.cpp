@@ -197,15 +197,31 @@ std::atomic<std::uint32_t> &my_wanted() {
 }
 }  // namespace
 
-void want(std::uint64_t seen) {
-    RankSlot *slot = my_slot();
-    if (slot->watch.exchange(seen + 1, std::memory_order_seq_cst) != 0) return;
+namespace {
+// The rank's watch went from 0 to set: count it for its helper and wake the helper.
+void newly_wanted() {
     std::atomic<std::uint32_t> &wanted = my_wanted();
     wanted.fetch_add(1, std::memory_order_seq_cst);
     Table &self = table();
     if (self.header->helper_sleeping[self.slot % self.header->helpers].load(
             std::memory_order_seq_cst))
         helper::futex_wake(&wanted);
+}
+}  // namespace
+
+void want(std::uint64_t seen) {
+    if (my_slot()->watch.exchange(seen + 1, std::memory_order_seq_cst) == 0) newly_wanted();
+}
+
+void want_at_most(std::uint64_t seen) {
+    RankSlot *slot = my_slot();
+    std::uint64_t watch = slot->watch.load(std::memory_order_acquire);
+    while (watch == 0 || watch > seen + 1) {
+        if (slot->watch.compare_exchange_weak(watch, seen + 1, std::memory_order_seq_cst)) {
+            if (watch == 0) newly_wanted();
+            return;
+        }
+    }
 }
 
 void unwant() {

@@ -54,6 +54,9 @@ std::string find_helper();
 // ---- the progress thread, around its sleep
 // Publishes "help wanted": wake me when my bell passes `seen`.
 void want(std::uint64_t seen);
+// An application thread left work pending while the thread idles: wake it when the
+// bell passes `seen` (or earlier, if an earlier watch is published).
+void want_at_most(std::uint64_t seen);
 // Withdraws it (nothing pending).
 void unwant();
 // An application thread waits inside nbrma: the helper leaves the rank alone. (A watch

@@ -175,6 +175,7 @@ void interrupt_thread_main(unsigned mine) {
     helper::RankSlot *slot = interrupt::my_slot();
     interrupt::Counters &count = interrupt::counters();
     EventWatcher watcher;
+    detail::interrupt_bell.store(&slot->bell, std::memory_order_seq_cst);
     bool woken = false;  // by the helper
     unsigned idle = 0;
     int events = -1;  // the event descriptor, as of our last sweep
@@ -243,6 +244,7 @@ void interrupt_thread_main(unsigned mine) {
         }
     }
     watcher.stop();
+    detail::interrupt_bell.store(nullptr, std::memory_order_seq_cst);
     interrupt::unwant();
 }
 }  // namespace
@@ -384,12 +386,19 @@ void progress_thread_stop_if_idle() { stop_thread(true); }
 
 bool progress_thread_running() { return progress_thread().running.load(std::memory_order_acquire); }
 
-void detail::progress_kick_slow() {
+void detail::progress_kick_slow(std::uint64_t seen) {
     ProgressThread &self = progress_thread();
-    if (self.mode == ProgressMode::interrupt_mode)
-        helper::wake_slot(interrupt::my_slot());
-    else
+    if (self.mode != ProgressMode::interrupt_mode) {
         self.wake.notify_one();
+        return;
+    }
+    // The call read the bell before it ran: any write it did not see rings past `seen`.
+    // Published once: later calls' work is covered by the same watch (the earliest
+    // bell wins), until the thread, woken, looks for itself again.
+    if (progress_pending()) {
+        interrupt::want_at_most(seen);
+        progress_thread_sleeping.store(false, std::memory_order_relaxed);
+    }
 }
 
 }  // namespace nbrma::engine

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "common/status.hpp"
 #include "engine/request.hpp"
@@ -59,13 +60,27 @@ bool progress_thread_running();
 std::size_t progress_window_count();
 namespace detail {
 __attribute__((visibility("hidden"))) inline std::atomic<bool> progress_thread_sleeping{false};
-void progress_kick_slow();
+// NBRMA_PROGRESS=interrupt: this rank's bell in the node's help table while the progress
+// thread runs, else null.
+__attribute__((visibility("hidden"))) inline std::atomic<std::atomic<std::uint64_t> *> interrupt_bell{
+    nullptr};
+void progress_kick_slow(std::uint64_t seen);
 }  // namespace detail
 
-// Tells a sleeping progress thread that work may be pending (one load if none sleeps).
-inline void progress_kick() {
+// What progress_kick needs to know from before an engine call: the bell (interrupt
+// mode), 0 otherwise.
+inline std::uint64_t progress_bell() {
+    std::atomic<std::uint64_t> *bell = detail::interrupt_bell.load(std::memory_order_relaxed);
+    return bell ? bell->load(std::memory_order_seq_cst) : 0;
+}
+
+// After an engine call that may have left work pending, `seen` = progress_bell() from
+// before it: tells an idle progress thread (one load if none idles). Thread mode wakes
+// it; interrupt mode publishes help wanted for it instead (no wake-up, no context
+// switch: the helper wakes it when a peer's write may let the work move).
+inline void progress_kick(std::uint64_t seen = 0) {
     if (detail::progress_thread_sleeping.load(std::memory_order_relaxed))
-        detail::progress_kick_slow();
+        detail::progress_kick_slow(seen);
 }
 
 }  // namespace nbrma::engine

@@ -90,13 +90,14 @@ void ensure_initialized();
 template <typename Call>
 inline auto locked(Call call) {
     struct After {
+        std::uint64_t seen;
         ~After() {
             if (threads::active()) {
-                engine::progress_kick();
+                engine::progress_kick(seen);
                 threads::drain();
             }
         }
-    } after;
+    } after{threads::active() ? engine::progress_bell() : 0};
     threads::Guard guard;
     return call();
 }
