@@ -197,6 +197,17 @@ void interrupt_thread_main(unsigned mine) {
                 armed = event_window->transport().arm();
                 if (!armed) moved = true;
             }
+            // Help wanted and "idle" (kicks wanted) change under the lock only (see
+            // progress_kick_slow and wait_request): wake us when the bell passes what
+            // this sweep saw; only an idle thread wants kicks (an application thread
+            // left new work), else the bell, the worker's events or a timeout wake it.
+            if (!moved) {
+                if (pending)
+                    interrupt::want(seen);
+                else
+                    interrupt::unwant();
+                detail::progress_thread_sleeping.store(!pending, std::memory_order_relaxed);
+            }
             threads::unlock();
             count.sweeps.fetch_add(1, std::memory_order_relaxed);
             if (moved) ++counters().progress_thread_sweeps;
@@ -211,15 +222,8 @@ void interrupt_thread_main(unsigned mine) {
             if (!watcher.running()) watcher.start(events);
             watcher.armed();
         }
-        if (pending)
-            interrupt::want(seen);
-        else
-            interrupt::unwant();
         const std::uint32_t ticket = slot->futex.load(std::memory_order_seq_cst);
         const std::uint64_t wakes = slot->wakes.load(std::memory_order_relaxed);
-        // Only an idle thread wants kicks (an application thread left new work): with
-        // help wanted, the bell, the worker's events or the timeout below wake it.
-        detail::progress_thread_sleeping.store(!pending, std::memory_order_seq_cst);
         slot->sleeping.store(1, std::memory_order_seq_cst);
         // A sleep that no bell may end has a timeout (50 us growing to 1 ms): after a
         // sweep that found the lock taken (what the holder leaves is unknown), while
@@ -315,7 +319,18 @@ Status wait_request(Request *request) {
         if (++idle % 16 == 0 && external_poke) external_poke();
         if (!request->complete()) backoff.pause();
     }
-    if (interrupt_mode) interrupt::leave_wait();
+    if (interrupt_mode) {
+        interrupt::leave_wait();
+        // The wait may have done what a published watch was for: with nothing pending,
+        // withdraw it, or the helper would wake the thread for nothing.
+        if (interrupt::my_slot()->watch.load(std::memory_order_relaxed) && threads::try_lock()) {
+            if (!pending_locked()) {
+                interrupt::unwant();
+                detail::progress_thread_sleeping.store(true, std::memory_order_relaxed);  // idle
+            }
+            threads::unlock();
+        }
+    }
     threads::drain();
     return request->status();
 }
@@ -394,11 +409,18 @@ void detail::progress_kick_slow(std::uint64_t seen) {
     }
     // The call read the bell before it ran: any write it did not see rings past `seen`.
     // Published once: later calls' work is covered by the same watch (the earliest
-    // bell wins), until the thread, woken, looks for itself again.
-    if (progress_pending()) {
+    // bell wins), until the thread, woken, looks for itself again. Under the lock, as
+    // every change of help wanted by this rank. If another thread holds the lock, we
+    // cannot tell what it publishes: wake ours (rare: threads racing into nbrma).
+    if (!threads::try_lock()) {
+        helper::wake_slot(interrupt::my_slot());
+        return;
+    }
+    if (pending_locked()) {
         interrupt::want_at_most(seen);
         progress_thread_sleeping.store(false, std::memory_order_relaxed);
     }
+    threads::unlock();
 }
 
 }  // namespace nbrma::engine
