@@ -230,12 +230,12 @@ void unwant() {
         my_wanted().fetch_sub(1, std::memory_order_acq_rel);
 }
 
-void enter_wait() {
-    if (attached()) my_slot()->inside.fetch_add(1, std::memory_order_seq_cst);
+bool enter_wait() {
+    return attached() && my_slot()->inside.fetch_add(1, std::memory_order_seq_cst) == 0;
 }
 
-void leave_wait() {
-    if (attached()) my_slot()->inside.fetch_sub(1, std::memory_order_seq_cst);
+bool leave_wait() {
+    return attached() && my_slot()->inside.fetch_sub(1, std::memory_order_seq_cst) == 1;
 }
 
 }  // namespace nbrma::engine::interrupt

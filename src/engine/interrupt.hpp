@@ -59,10 +59,10 @@ void want(std::uint64_t seen);
 void want_at_most(std::uint64_t seen);
 // Withdraws it (nothing pending).
 void unwant();
-// An application thread waits inside nbrma: the helper leaves the rank alone. (A watch
-// the wait made stale stays: one futile wake-up at most, never a lost one.)
-void enter_wait();
-void leave_wait();
+// An application thread waits inside nbrma (it progresses itself): the helper leaves
+// the rank alone. True for the first to enter, resp. the last to leave.
+bool enter_wait();
+bool leave_wait();
 
 struct Counters {
     std::atomic<std::uint64_t> wakeups{0};         // helper wake-ups the thread woke from

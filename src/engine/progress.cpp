@@ -58,6 +58,14 @@ bool pending_locked() {
     return false;
 }
 
+// NBRMA_PROGRESS=interrupt: something waits for a peer (Window::waiting); an open epoch
+// that only waits for the application wants no wake-up.
+bool waiting_locked() {
+    for (Window *window : windows())
+        if (window->waiting()) return true;
+    return false;
+}
+
 // ---- the progress thread
 struct ProgressThread {
     std::mutex mutex;  // guards thread start/stop and the sleep below
@@ -189,7 +197,7 @@ void interrupt_thread_main(unsigned mine) {
             events = event_window ? event_descriptor : -1;
             moved = sweep_locked();
             if (!moved) {
-                pending = pending_locked();
+                pending = waiting_locked();
                 serves = serving.load(std::memory_order_relaxed) > 0;
             }
             // UCX windows: arm the worker; busy means events came meanwhile (sweep again)
@@ -202,7 +210,9 @@ void interrupt_thread_main(unsigned mine) {
             // this sweep saw; only an idle thread wants kicks (an application thread
             // left new work), else the bell, the worker's events or a timeout wake it.
             if (!moved) {
-                if (pending)
+                // (an application thread waiting inside nbrma progresses itself and
+                // publishes what still waits when it leaves: wait_request)
+                if (pending && slot->inside.load(std::memory_order_seq_cst) == 0)
                     interrupt::want(seen);
                 else
                     interrupt::unwant();
@@ -307,9 +317,13 @@ void progress_set_external(void (*poke)()) { external_poke = poke; }
 Status wait_request(Request *request) {
     Backoff backoff;
     unsigned idle = 0;
-    // NBRMA_PROGRESS=interrupt: while we wait here, the helper leaves our thread alone.
+    // NBRMA_PROGRESS=interrupt: while we wait here, we progress ourselves: help is not
+    // wanted (the helper need not poll for us) and our thread is left alone.
     const bool interrupt_mode = interrupt::attached();
-    if (interrupt_mode) interrupt::enter_wait();
+    if (interrupt_mode && interrupt::enter_wait() && threads::try_lock()) {
+        interrupt::unwant();
+        threads::unlock();
+    }
 
     while (!request->complete()) {
         if (progress_sweep()) {
@@ -319,16 +333,17 @@ Status wait_request(Request *request) {
         if (++idle % 16 == 0 && external_poke) external_poke();
         if (!request->complete()) backoff.pause();
     }
-    if (interrupt_mode) {
-        interrupt::leave_wait();
-        // The wait may have done what a published watch was for: with nothing pending,
-        // withdraw it, or the helper would wake the thread for nothing.
-        if (interrupt::my_slot()->watch.load(std::memory_order_relaxed) && threads::try_lock()) {
-            if (!pending_locked()) {
-                interrupt::unwant();
-                detail::progress_thread_sleeping.store(true, std::memory_order_relaxed);  // idle
-            }
-            threads::unlock();
+    if (interrupt_mode && interrupt::leave_wait()) {
+        // The last waiting thread leaves: one more sweep, then help is wanted for what
+        // still waits on peers (the bell read before that sweep), or the thread is idle.
+        threads::Guard guard;
+        const std::uint64_t seen = interrupt::my_slot()->bell.load(std::memory_order_seq_cst);
+        sweep_locked();
+        if (waiting_locked()) {
+            interrupt::want_at_most(seen);
+        } else {
+            interrupt::unwant();
+            detail::progress_thread_sleeping.store(true, std::memory_order_relaxed);  // idle
         }
     }
     threads::drain();
@@ -416,7 +431,7 @@ void detail::progress_kick_slow(std::uint64_t seen) {
         helper::wake_slot(interrupt::my_slot());
         return;
     }
-    if (pending_locked()) {
+    if (waiting_locked()) {
         interrupt::want_at_most(seen);
         progress_thread_sleeping.store(false, std::memory_order_relaxed);
     }

@@ -348,6 +348,20 @@ Status Window::detach(const void *base) { return transport_.detach(base); }
 // deadlock correct programs (post; start; complete; wait). Fence epochs are never
 // concurrent with anything; a lock epoch admits a companion once its lock is held.
 // Beyond that, the reorder info keys let an epoch pass an earlier active one.
+bool Window::waiting() const {
+    if (!flushes_.empty() || transport_flushes_ != 0) return true;
+    for (const auto &epoch : epochs_) {
+        if (epoch->state() != EngineState::active || !epoch->open()) return true;
+        for (const auto &target : epoch->targets()) {
+            if (!target) continue;
+            if (!target->pending.empty() || target->phase == TargetPhase::acquiring ||
+                target->phase == TargetPhase::releasing || target->phase == TargetPhase::flushing)
+                return true;
+        }
+    }
+    return false;
+}
+
 bool Window::may_activate(std::size_t index) const {
     const Epoch &candidate = *epochs_[index];
     for (std::size_t i = 0; i < index; ++i) {

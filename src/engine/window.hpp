@@ -96,6 +96,11 @@ class Window {
     // Window free: ends the open fence epoch, if any.
     void close_fence();
     bool idle() const { return epochs_.empty() && flushes_.empty() && transport_flushes_ == 0; }
+    // Something waits for a peer's write or a transport completion: an epoch not yet
+    // active or closed and not yet complete, a lock being acquired, released or
+    // flushed, calls queued, a flush. An open epoch that is active with nothing queued
+    // (between two fences, a granted lock) waits for the application only.
+    bool waiting() const;
     // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
     // epochs, complete flushes. True if anything moved.
     bool progress();

@@ -68,11 +68,11 @@ TEST_F(InterruptTable, HelpWantedIsCountedOncePerRank) {
 }
 
 TEST_F(InterruptTable, WaitsInsideNbrmaAreCounted) {
-    interrupt::enter_wait();
-    interrupt::enter_wait();
+    EXPECT_TRUE(interrupt::enter_wait());  // the first in
+    EXPECT_FALSE(interrupt::enter_wait());
     EXPECT_EQ(slot_->inside.load(), 2u);
-    interrupt::leave_wait();
-    interrupt::leave_wait();
+    EXPECT_FALSE(interrupt::leave_wait());
+    EXPECT_TRUE(interrupt::leave_wait());  // the last out
     EXPECT_EQ(slot_->inside.load(), 0u);
 }
 
