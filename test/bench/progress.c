@@ -1,6 +1,7 @@
 /*
  * progress.c — group "progress" of nbrma-bench (see bench.h): does an epoch progress while
- * the process that owns it computes without calling MPI? Needs 3 ranks.
+ * the process that owns it computes without calling MPI? Needs 3 ranks; more (NBRMA_BENCH_PROGRESS_RANKS) idle
+ * in the overlap rows and take part in the fan-out latency rows.
  *
  * Overlap is measured as in SmartInterrupts (seed 002, §5.3.2): the epoch time of the
  * critical rank against synthetic work W of several sizes, W = 0, 500, 1000, 2000 us ×
@@ -259,13 +260,14 @@ static void late_unlock(struct run *r, int w) {
     enum { O0 = 0, O1 = 1, T = 2 };
     double work = work_sizes[w] * r->scale;
     struct bench_loop l = start_loop(r, "late_unlock");
-    while (bench_loop_next(&l, r->rank, r->rank == T ? TARGET_POLL_USEC : 0)) {
+    while (bench_loop_next(&l, r->rank, r->rank == T ? TARGET_POLL_USEC : r->rank > T ? IDLE_POLL_USEC : 0)) {
         int it = l.i;
         if (r->rank == T) {
             /* O0's put in the first slot (its first 8 bytes checked), O1's in the second. */
             passive_target_check(r, it, 10 + w, 20 + w);
             continue;
         }
+        if (r->rank > T) continue; /* more than 3 ranks: the others idle */
         unsigned char value = bench_stamp(it, (r->rank == O0 ? 10 : 20) + w);
         memset(r->buffer, value, BYTES);
         double t0 = MPI_Wtime();
@@ -307,12 +309,13 @@ static void lock_overlap(struct run *r, int w) {
     enum { O0 = 0, O1 = 1, T = 2 };
     double work = work_sizes[w] * r->scale;
     struct bench_loop l = start_loop(r, "lock_overlap");
-    while (bench_loop_next(&l, r->rank, r->rank == T ? TARGET_POLL_USEC : 0)) {
+    while (bench_loop_next(&l, r->rank, r->rank == T ? TARGET_POLL_USEC : r->rank > T ? IDLE_POLL_USEC : 0)) {
         int it = l.i;
         if (r->rank == T) {
             passive_target_check(r, it, 30 + w, 40 + w);
             continue;
         }
+        if (r->rank > T) continue; /* more than 3 ranks: the others idle */
         if (r->rank == O0) {
             memset(r->buffer, bench_stamp(it, 30 + w), 8);
             BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, r->win));
