@@ -10,8 +10,10 @@
 // of the rank is inside nbrma. With no rank wanting help it sleeps on wanted[h]; without
 // a core of its own, idle scans back off to short sleeps (up to 200 us). It
 // exits when every rank of its share left (MPI_Finalize) or died (pidfd), and never
-// touches MPI. It links only libc and hwloc.
+// touches MPI. It links only libc and hwloc: no exceptions, no operator new, libstdc++
+// linked statically (nothing of it is pulled in), so its private memory stays small.
 #include <fcntl.h>
+#include <malloc.h>
 #include <hwloc.h>
 #include <poll.h>
 #include <signal.h>
@@ -56,7 +58,14 @@ HelperState place(unsigned ranks) {
         hwloc_bitmap_free(where);
     }
     hwloc_topology_destroy(topology);
+    malloc_trim(0);  // give back what loading the topology took
     return state;
+}
+
+long now_ms() {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
 struct Served {
@@ -66,9 +75,10 @@ struct Served {
 };
 
 // True while some rank of the share is present and alive.
-bool anyone_left(std::vector<Served> &served) {
+bool anyone_left(Served *served, unsigned count) {
     bool left = false;
-    for (Served &rank : served) {
+    for (unsigned i = 0; i < count; ++i) {
+        Served &rank = served[i];
         if (rank.gone) continue;
         if (rank.slot->presence.load(std::memory_order_acquire) == slot_left) {
             rank.gone = true;
@@ -111,12 +121,14 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    std::vector<Served> served;
-    for (unsigned s = h; s < header->slots; s += k) {
+    const unsigned count = (header->slots - h + k - 1) / k;
+    auto *served = static_cast<Served *>(std::calloc(count ? count : 1, sizeof(Served)));
+    if (!served) return 1;
+    for (unsigned s = h, i = 0; s < header->slots; s += k, ++i) {
         RankSlot *slot = table_slot(header, s);
         const int pidfd = static_cast<int>(
             syscall(SYS_pidfd_open, static_cast<pid_t>(slot->pid.load()), 0));
-        served.push_back({slot, pidfd, slot->presence.load() != slot_present});
+        served[i] = {slot, pidfd, slot->presence.load() != slot_present};
     }
     header->helper_pid[h].store(static_cast<std::int32_t>(getpid()));
     const HelperState placed = place(header->slots);
@@ -128,7 +140,7 @@ int main(int argc, char **argv) {
     std::atomic<std::uint32_t> &wanted = header->wanted[h];
     std::uint64_t scans = 0;
     unsigned idle = 0;
-    auto checked = std::chrono::steady_clock::now();
+    long checked = now_ms();
     for (;;) {
         if (wanted.load(std::memory_order_acquire) == 0) {
             // Nobody wants help: sleep until a rank raises wanted[h] (it wakes us), and
@@ -136,14 +148,14 @@ int main(int argc, char **argv) {
             header->helper_sleeping[h].store(1, std::memory_order_seq_cst);
             if (wanted.load(std::memory_order_seq_cst) == 0) futex_wait(&wanted, 0, 50000000);
             header->helper_sleeping[h].store(0, std::memory_order_relaxed);
-            if (!anyone_left(served)) break;
-            checked = std::chrono::steady_clock::now();
+            if (!anyone_left(served, count)) break;
+            checked = now_ms();
             idle = 0;
             continue;
         }
         bool woke = false;
-        for (Served &rank : served) {
-            RankSlot *slot = rank.slot;
+        for (unsigned i = 0; i < count; ++i) {
+            RankSlot *slot = served[i].slot;
             const std::uint64_t watch = slot->watch.load(std::memory_order_acquire);
             if (watch == 0 || slot->bell.load(std::memory_order_seq_cst) < watch) continue;
             if (slot->sleeping.load(std::memory_order_seq_cst) == 0 ||
@@ -173,13 +185,14 @@ int main(int argc, char **argv) {
             nanosleep(&pause, nullptr);
         }
         if (idle % 1024 == 0) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now - checked > std::chrono::milliseconds(50)) {
-                if (!anyone_left(served)) break;
+            const long now = now_ms();
+            if (now - checked > 50) {
+                if (!anyone_left(served, count)) break;
                 checked = now;
             }
         }
     }
     header->helper_state[h].store(helper_absent, std::memory_order_release);
+    std::free(served);
     return 0;
 }

@@ -90,6 +90,8 @@ int main(int argc, char **argv)
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
+    printf("rank pid %d\n", (int) getpid());
+    fflush(stdout);
 
     if (strcmp(scenario, "bad_helpers") == 0) {
         creation_fails(MPI_ERR_INFO, "NBRMA_HELPERS");

@@ -497,7 +497,13 @@ int main(int argc, char **argv)
     /* the last window gone, the progress thread is gone too (threads of this process,
      * from /proc/self/task: nbrma's UCX context, if any, may keep threads of its own) */
     rt_win_free(&w);
+    /* MPI_Win_free joined the thread; /proc/self/task may list it a moment longer (the
+     * kernel releases the task after the join returned): look again for up to 2 s */
     int tasks_after = count_tasks();
+    for (int tries = 0; threaded && tasks_after >= tasks_with && tries < 200; tries++) {
+        usleep(10000);
+        tasks_after = count_tasks();
+    }
     if (me == 0) {
         printf("threads in rank 0: %d before the first window, %d with it, %d after freeing it\n",
                tasks_before, tasks_with, tasks_after);
