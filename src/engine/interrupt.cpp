@@ -22,7 +22,6 @@ using helper::HelpHeader;
 using helper::RankSlot;
 
 namespace {
-std::atomic<std::uint32_t> &my_wanted();
 struct Table {
     std::unique_ptr<transport::shm::ShmSegment> segment;
     HelpHeader *header = nullptr;
@@ -33,6 +32,22 @@ struct Table {
 Table &table() {
     static auto *state = new Table();  // never destroyed: the thread may run at exit
     return *state;
+}
+
+// This rank's helper's count of ranks wanting help (the word it sleeps on).
+std::atomic<std::uint32_t> &my_wanted() {
+    Table &self = table();
+    return self.header->wanted[self.slot % self.header->helpers];
+}
+
+// The rank's watch went from 0 to set: count it for its helper and wake the helper.
+void newly_wanted() {
+    std::atomic<std::uint32_t> &wanted = my_wanted();
+    wanted.fetch_add(1, std::memory_order_seq_cst);
+    Table &self = table();
+    if (self.header->helper_sleeping[self.slot % self.header->helpers].load(
+            std::memory_order_seq_cst))
+        helper::futex_wake(&wanted);
 }
 }  // namespace
 
@@ -184,30 +199,6 @@ unsigned helper_count() { return table().header ? table().header->helpers : 0; }
 int helper_pid(unsigned h) {
     return h < helper_count() ? table().header->helper_pid[h].load() : 0;
 }
-helper::HelperState helper_state(unsigned h) {
-    return h < helper_count()
-               ? static_cast<helper::HelperState>(table().header->helper_state[h].load())
-               : helper::helper_absent;
-}
-
-namespace {
-std::atomic<std::uint32_t> &my_wanted() {
-    Table &self = table();
-    return self.header->wanted[self.slot % self.header->helpers];
-}
-}  // namespace
-
-namespace {
-// The rank's watch went from 0 to set: count it for its helper and wake the helper.
-void newly_wanted() {
-    std::atomic<std::uint32_t> &wanted = my_wanted();
-    wanted.fetch_add(1, std::memory_order_seq_cst);
-    Table &self = table();
-    if (self.header->helper_sleeping[self.slot % self.header->helpers].load(
-            std::memory_order_seq_cst))
-        helper::futex_wake(&wanted);
-}
-}  // namespace
 
 void want(std::uint64_t seen) {
     if (my_slot()->watch.exchange(seen + 1, std::memory_order_seq_cst) == 0) newly_wanted();

@@ -41,9 +41,8 @@ helper::RankSlot *my_slot();
 helper::HelpHeader *table_header();
 // The bell of the rank in `slot` of this node (for the shm transport), or null.
 std::atomic<std::uint64_t> *bell(int slot);
-// Pid of helper `h` (0 if none), and whether it is bound to the ranks' package.
+// Pid of helper `h` (0 if none).
 int helper_pid(unsigned h);
-helper::HelperState helper_state(unsigned h);
 unsigned helper_count();
 // Size of the node's help table (0 if none).
 std::size_t table_bytes();

@@ -14,11 +14,14 @@
  *   no_helper   NBRMA_HELPER=<second argument> (a program that does not exist or fails
  *               at start): the same with MPI_ERR_OTHER and a message naming the helper
  *
- * Before the end, every scenario with a helper prints "helper pid <pid>" (rank 0, after
- * checking that /proc/<pid>/comm is nbrma-helper) for the driver, which checks that no
- * helper of the job is left once mpiexec returned.
+ * Before the end, every scenario with a helper notes "helper pid <pid>" (rank 0, after
+ * checking that /proc/<pid>/comm is nbrma-helper), every rank "rank pid <pid>", on
+ * stdout and in the file $HELPER_LIFE_NOTES, for the driver, which checks that no helper
+ * of the job is left once mpiexec returned.
  */
+#include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include "rmatest.h"
@@ -65,6 +68,26 @@ static void epoch(MPI_Win win, int *base)
     CHECK(base[left % N] == left, "the put from rank %d did not arrive: %d", left, base[left % N]);
 }
 
+/* A line for the driver: on stdout, and appended to $HELPER_LIFE_NOTES if set (mpiexec
+ * may drop what a rank printed when MPI_Abort or a SIGKILL ends the job). */
+static void note(const char *format, ...)
+{
+    char line[128];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    fputs(line, stdout);
+    fflush(stdout);
+    const char *path = getenv("HELPER_LIFE_NOTES");
+    int fd = path ? open(path, O_WRONLY | O_APPEND | O_CREAT, 0600) : -1;
+    if (fd >= 0) {
+        if (write(fd, line, strlen(line)) < 0)
+            perror("helper_life: notes");
+        close(fd);
+    }
+}
+
 static int helper_alive(pid_t pid)
 {
     char path[64], comm[64] = "", state = 0;
@@ -90,8 +113,7 @@ int main(int argc, char **argv)
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    printf("rank pid %d\n", (int) getpid());
-    fflush(stdout);
+    note("rank pid %d\n", (int) getpid());
 
     if (strcmp(scenario, "bad_helpers") == 0) {
         creation_fails(MPI_ERR_INFO, "NBRMA_HELPERS");
@@ -112,10 +134,8 @@ int main(int argc, char **argv)
     const unsigned long long want = strcmp(scenario, "helpers2") == 0 ? 2 : 1;
     CHECK(helpers == want, "%llu helpers, not %llu", helpers, want);
     CHECK(pid > 0 && helper_alive((pid_t) pid), "no running nbrma-helper with pid %llu", pid);
-    if (me == 0) {
-        printf("helper pid %llu\n", pid);
-        fflush(stdout);
-    }
+    if (me == 0)
+        note("helper pid %llu\n", pid);
     epoch(win, base);
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD)); /* the pid line is out before anyone dies */
 
