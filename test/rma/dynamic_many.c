@@ -73,10 +73,11 @@ static void linked_list(int nappend)
             MPI_CHK(MPI_Compare_and_swap(&me, &nil, &previous, MPI_INT, tail_rank,
                                          tail_disp + (MPI_Aint) offsetof(elem_t, next_rank), win));
             MPI_CHK(MPI_Win_flush(tail_rank, win));
-            if (previous == NIL_RANK) { /* linked: publish the displacement */
-                MPI_CHK(MPI_Put(&disp, 1, MPI_AINT, tail_rank,
-                                tail_disp + (MPI_Aint) offsetof(elem_t, next_disp), 1, MPI_AINT,
-                                win));
+            if (previous == NIL_RANK) { /* linked: publish the displacement (atomically:
+                                          * another rank may be reading it) */
+                MPI_CHK(MPI_Accumulate(&disp, 1, MPI_AINT, tail_rank,
+                                       tail_disp + (MPI_Aint) offsetof(elem_t, next_disp), 1,
+                                       MPI_AINT, MPI_REPLACE, win));
                 MPI_CHK(MPI_Win_flush(tail_rank, win));
                 tail_rank = me;
                 tail_disp = disp;
@@ -84,10 +85,10 @@ static void linked_list(int nappend)
             }
             /* stale tail: follow the link once its displacement is there */
             MPI_Aint next = 0;
-            do {
-                MPI_CHK(MPI_Get(&next, 1, MPI_AINT, tail_rank,
-                                tail_disp + (MPI_Aint) offsetof(elem_t, next_disp), 1, MPI_AINT,
-                                win));
+            do { /* an atomic read: a plain get may see half of the publishing write */
+                MPI_CHK(MPI_Fetch_and_op(NULL, &next, MPI_AINT, tail_rank,
+                                         tail_disp + (MPI_Aint) offsetof(elem_t, next_disp),
+                                         MPI_NO_OP, win));
                 MPI_CHK(MPI_Win_flush(tail_rank, win));
             } while (next == 0);
             tail_rank = previous;
