@@ -18,6 +18,7 @@ const char *status_string(Status s) {
         case Status::err_lock_type: return "invalid lock type";
         case Status::err_info: return "invalid info";
         case Status::err_comm: return "invalid communicator";
+        case Status::err_notification: return "invalid notification";
         case Status::err_sync: return "wrong synchronization";
         case Status::err_conflict: return "conflicting epochs";
         case Status::err_unsupported: return "unsupported operation";

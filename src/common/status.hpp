@@ -22,6 +22,7 @@ enum class [[nodiscard]] Status : int {
     err_lock_type = -10,
     err_info = -11,
     err_comm = -12,       // bad communicator (window creation)
+    err_notification = -13,  // notification index or count outside the target's counters
     // errors: synchronization state
     err_sync = -20,       // call not allowed in the current epoch state
     err_conflict = -21,   // conflicting epochs (e.g. lock while already locked)

@@ -214,11 +214,36 @@ Status Operation::execute(const TargetView &view) {
     if (verbose_level() >= 3)  // skip the varargs call in the common case
         log(3, "%s to %d at +%llu", rma_kind_name(call_.kind), call_.target,
             static_cast<unsigned long long>(view.byte_offset));
+    Status status;
     switch (call_.kind) {
-        case RmaKind::put: return execute_put(view);
-        case RmaKind::get: return execute_get(view);
-        default: return execute_accumulate(view);
+        case RmaKind::put: status = execute_put(view); break;
+        case RmaKind::get: status = execute_get(view); break;
+        default: status = execute_accumulate(view); break;
     }
+    if (view.notify_offset == TargetView::no_notify || is_error(status)) return status;
+    return notify(view);
+}
+
+// The notification of MPIX_Put_notify and friends (DESIGN §8): one fetch-add on the
+// target's counter, ordered behind the data by a transport fence (a get's data already
+// arrived: execute_get waited for it, so the target may overwrite once it counts).
+Status Operation::notify(const TargetView &view) {
+    transport::Transport &transport = *view.transport;
+    Status status = transport.fence(call_.target);
+    if (is_error(status)) return status;
+    Pending pending;
+    needs_flush_ = true;  // the add may still be on its way
+    (void)pending.track(transport.atomic(call_.target, AtomicOp::fetch_add,
+                                   RemoteAddress{Region::control, view.notify_offset}, 1, 0,
+                                   nullptr, &pending));
+    return pending.wait(transport);
+}
+
+Status read_word(transport::Transport &transport, int peer, RemoteAddress source,
+                 std::uint64_t *value) {
+    Pending pending;
+    (void)pending.track(transport.get(peer, value, sizeof *value, source, &pending));
+    return pending.wait(transport);
 }
 
 Status Operation::execute_put(const TargetView &view) {

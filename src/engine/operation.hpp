@@ -41,6 +41,10 @@ struct RmaCall {
     MPI_Aint target_count = 0;
     MPI_Datatype target_type = MPI_DATATYPE_NULL;
     MPI_Op op = MPI_REPLACE;
+    // MPIX_Put_notify and friends: the target's counter notify_index grows by one once
+    // the call's data is there (put, accumulate) or was read (get).
+    bool notify = false;
+    int notify_index = 0;
 };
 
 // What an operation needs to know about its window when it runs.
@@ -48,7 +52,15 @@ struct TargetView {
     transport::Transport *transport = nullptr;
     std::uint64_t byte_offset = 0;  // displacement * disp_unit (dynamic: the address)
     bool hardware_atomics = false;  // accumulate_ops allows single 64-bit atomics
+    // Where the notification counter lies in the target's control region, if the call
+    // notifies.
+    static constexpr std::uint64_t no_notify = ~std::uint64_t{0};
+    std::uint64_t notify_offset = no_notify;
 };
+
+// Reads one 8-byte word of a peer's memory: a get, waited for.
+Status read_word(transport::Transport &transport, int peer, transport::RemoteAddress source,
+                 std::uint64_t *value);
 
 class Operation {
   public:
@@ -84,6 +96,7 @@ class Operation {
     Status execute_put(const TargetView &view);
     Status execute_get(const TargetView &view);
     Status execute_accumulate(const TargetView &view);
+    Status notify(const TargetView &view);
     Status accumulate_with_atomics(const TargetView &view, transport::AtomicOp op,
                                    bool operand_zero, const TypeLayout &target,
                                    std::uint8_t *origin_packed, std::uint8_t *fetched);

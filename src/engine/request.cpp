@@ -14,6 +14,7 @@ Spares<Request> &spares() {
 void Request::reset() {
     complete_.store(false, std::memory_order_relaxed);
     status_ = Status::ok;
+    cancelled_ = false;
     references_.store(2, std::memory_order_relaxed);
     hook_ = nullptr;
     user_ = nullptr;

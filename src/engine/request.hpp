@@ -24,11 +24,19 @@ class Request {
     // Safe from any thread: status() is final once complete() is true.
     bool complete() const { return complete_.load(std::memory_order_acquire); }
     Status status() const { return status_; }
+    // Completed by MPI_Cancel (a notification threshold), not by what it waited for.
+    bool cancelled() const { return cancelled_; }
 
     // Engine side (progress lock held): set the status, call the hook, then mark
     // complete (so whoever sees complete() also finds what the hook queued) and drop
     // the engine's reference. Once only.
     void finish(Status status);
+    // finish(ok) as a cancelled request (MPI_Status_set_cancelled).
+    void cancel() {
+        if (complete()) return;
+        cancelled_ = true;
+        finish(Status::ok);
+    }
     // Either side, any thread: drop a reference; the last one recycles the request.
     void release();
 
@@ -44,6 +52,7 @@ class Request {
     void reset();
     std::atomic<bool> complete_{false};
     Status status_ = Status::ok;
+    bool cancelled_ = false;
     std::atomic<int> references_{2};
     Hook hook_ = nullptr;
     void *user_ = nullptr;

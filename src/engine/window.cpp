@@ -22,7 +22,13 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
       config_(std::move(config)),
       accesses_(transport.size(), 0),
       exposures_(transport.size(), 0),
-      peer_flushes_(transport.size()) {
+      peer_flushes_(transport.size()),
+      notify_(reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(
+                  transport.local_control()) + layout.notifications()),
+              layout.notify_capacity(),
+              reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(
+                  transport.local_control()) + sync::ControlLayout::notify_num)),
+      notify_known_(transport.size(), 0) {
     for (PeerFlush &peer : peer_flushes_) peer.in_flight_count = &transport_flushes_;
 }
 
@@ -302,7 +308,11 @@ Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
     bool empty = false;
     Status status = Operation::check(call, &empty, cause);
     if (is_error(status)) return status;
-    if (empty) {  // moves no data: a valid no-op
+    if (call.notify) {
+        status = check_notify(call);
+        if (is_error(status)) return status;
+    }
+    if (empty && !call.notify) {  // moves no data: a valid no-op
         if (request) (*request = Request::create())->finish(Status::ok);
         return Status::ok;
     }
@@ -330,6 +340,29 @@ Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
     return Status::ok;
 }
 
+// The index of a notifying call against the target's counters: within the capacity
+// every rank's control region has (what keeps the add inside it), and below the count
+// the target published — read now where the transport maps the target's control region,
+// else (UCX: a get) only when the index is not below the count read last time.
+Status Window::check_notify(const RmaCall &call) {
+    if (call.notify_index < 0 ||
+        static_cast<std::uint32_t>(call.notify_index) >= layout_.notify_capacity())
+        return Status::err_notification;
+    const auto index = static_cast<std::uint32_t>(call.notify_index);
+    std::uint32_t &known = notify_known_[call.target];
+    std::uint64_t count = 0;
+    if (transport_.peek_control(call.target, sync::ControlLayout::notify_num, &count)) {
+        known = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, layout_.notify_capacity()));
+    } else if (index >= known) {
+        Status status = read_word(transport_, call.target,
+                                  RemoteAddress{Region::control, sync::ControlLayout::notify_num},
+                                  &count);
+        if (is_error(status)) return status;
+        known = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, layout_.notify_capacity()));
+    }
+    return index < known ? Status::ok : Status::err_notification;
+}
+
 // ---------------------------------------------------------------- dynamic windows
 
 Status Window::attach(const void *base, std::uint64_t size) {
@@ -349,7 +382,7 @@ Status Window::detach(const void *base) { return transport_.detach(base); }
 // concurrent with anything; a lock epoch admits a companion once its lock is held.
 // Beyond that, the reorder info keys let an epoch pass an earlier active one.
 bool Window::waiting() const {
-    if (!flushes_.empty() || transport_flushes_ != 0) return true;
+    if (!flushes_.empty() || transport_flushes_ != 0 || notify_.pending()) return true;
     for (const auto &epoch : epochs_) {
         if (epoch->state() != EngineState::active || !epoch->open()) return true;
         for (const auto &target : epoch->targets()) {
@@ -495,6 +528,8 @@ void Window::start_target(Epoch &epoch, int rank, TargetState &state) {
 // reached its target yet, numbers it for the target's remote completion.
 Status Window::run(Operation &operation, std::uint64_t byte_offset) {
     TargetView view{&transport_, byte_offset, config_.hardware_atomics};
+    if (operation.call().notify)  // the index was checked against the capacity at the call
+        view.notify_offset = layout_.notification(static_cast<std::uint32_t>(operation.call().notify_index));
     Status status = operation.execute(view);
     if (operation.needs_flush()) peer_flushes_[operation.call().target].last_run = ++runs_;
     return status;
@@ -754,6 +789,7 @@ bool Window::flush_done(Flush &flush) {
 
 bool Window::progress() {
     bool moved = transport_.poll() > 0;
+    if (notify_.pending()) moved |= notify_.check();
     if (idle()) return moved;  // the common case of a sweep over many windows
     for (bool again = true; again;) {
         again = false;

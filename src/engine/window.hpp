@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/epoch.hpp"
+#include "engine/notify.hpp"
 #include "engine/operation.hpp"
 #include "engine/request.hpp"
 #include "sync/control_region.hpp"
@@ -81,8 +82,13 @@ class Window {
     Status test(bool *flag);
 
     // request may be null (non-R calls). On an error found by Operation::check, *cause
-    // (if given) names it.
+    // (if given) names it. A notifying call (call.notify) is err_notification when its
+    // index lies outside the target's counters (as the target last published them);
+    // it notifies even when it moves no data.
     Status rma(const RmaCall &call, Request **request, const char **cause = nullptr);
+
+    // Notified RMA, target side (MPIX_Win_notify_*): this rank's counters and thresholds.
+    NotifyCounters &notifications() { return notify_; }
 
     // Dynamic windows: publish/withdraw a region in our directory of attached regions
     // (the transport's; err_arg: wraps around the address space; err_range: overlaps an
@@ -95,10 +101,12 @@ class Window {
     bool has_open_epoch() const;
     // Window free: ends the open fence epoch, if any.
     void close_fence();
-    bool idle() const { return epochs_.empty() && flushes_.empty() && transport_flushes_ == 0; }
+    bool idle() const {
+        return epochs_.empty() && flushes_.empty() && transport_flushes_ == 0 && !notify_.pending();
+    }
     // Something waits for a peer's write or a transport completion: an epoch not yet
     // active or closed and not yet complete, a lock being acquired, released or
-    // flushed, calls queued, a flush. An open epoch that is active with nothing queued
+    // flushed, calls queued, a flush, a notification threshold. An open epoch that is active with nothing queued
     // (between two fences, a granted lock) waits for the application only.
     bool waiting() const;
     // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
@@ -171,6 +179,7 @@ class Window {
     bool flush_done(Flush &flush);
     std::uint64_t control_word(std::size_t offset) const;
     void notify(int peer, std::size_t offset, Notices &notices);
+    Status check_notify(const RmaCall &call);
 
     transport::Transport &transport_;
     const sync::ControlLayout &layout_;
@@ -197,6 +206,9 @@ class Window {
     std::uint64_t runs_ = 0;               // operations that needed a flush (PeerFlush)
     std::vector<PeerFlush> peer_flushes_;  // by peer
     int transport_flushes_ = 0;            // in flight
+    NotifyCounters notify_;
+    // Per target: how many notification counters it had when we last read its count.
+    std::vector<std::uint32_t> notify_known_;
 };
 
 }  // namespace nbrma::engine

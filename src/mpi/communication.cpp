@@ -1,5 +1,7 @@
 // Communication calls: each becomes an engine RmaCall. The _c (large-count) forms
 // share the path; MPI_Count and MPI_Aint are both 64-bit here.
+#include <cstdio>
+
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
@@ -15,6 +17,7 @@ static_assert(sizeof(MPI_Count) == sizeof(MPI_Aint), "counts share one path");
 
 int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *request,
           bool wants_request) {
+    char why[160];
     WindowState *state = window_find(win);
     if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
     if (wants_request && !request)
@@ -36,6 +39,12 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
             case Status::err_range: detail = "target data outside the target window"; break;
             case Status::err_count: detail = "negative count, or data beyond 64 bits"; break;
             case Status::err_type: detail = "origin and target data sizes differ, or bad type"; break;
+            case Status::err_notification:
+                std::snprintf(why, sizeof why,
+                              "notification index %d outside the target's counters (it has "
+                              "fewer: MPIX_Win_notify_set_num)", call.notify_index);
+                detail = why;
+                break;
             default: break;
         }
         return raise(call_name, win, status, detail);
@@ -58,33 +67,42 @@ RmaCall make(RmaKind kind, const void *origin, MPI_Aint origin_count, MPI_Dataty
     return call;
 }
 
+// MPIX_*_notify: the call's notification index (none: null).
+RmaCall &notifying(RmaCall &call, const int *notify) {
+    if (notify) {
+        call.notify = true;
+        call.notify_index = *notify;
+    }
+    return call;
+}
+
 int put(const char *name, const void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,
         int target, MPI_Aint disp, MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
-        MPI_Request *request, bool r) {
-    return issue(name, win,
-                 make(RmaKind::put, origin, origin_count, origin_type, target, disp, target_count,
-                      target_type),
-                 request, r);
+        MPI_Request *request, bool r, const int *notify = nullptr) {
+    RmaCall call = make(RmaKind::put, origin, origin_count, origin_type, target, disp,
+                        target_count, target_type);
+    return issue(name, win, notifying(call, notify), request, r);
 }
 
 int get(const char *name, void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,
         int target, MPI_Aint disp, MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
-        MPI_Request *request, bool r) {
+        MPI_Request *request, bool r, const int *notify = nullptr) {
     RmaCall call = make(RmaKind::get, nullptr, 0, MPI_DATATYPE_NULL, target, disp, target_count,
                         target_type);
     call.result = origin;
     call.result_count = origin_count;
     call.result_type = origin_type;
-    return issue(name, win, call, request, r);
+    return issue(name, win, notifying(call, notify), request, r);
 }
 
 int accumulate(const char *name, const void *origin, MPI_Aint origin_count,
                MPI_Datatype origin_type, int target, MPI_Aint disp, MPI_Aint target_count,
-               MPI_Datatype target_type, MPI_Op op, MPI_Win win, MPI_Request *request, bool r) {
+               MPI_Datatype target_type, MPI_Op op, MPI_Win win, MPI_Request *request, bool r,
+               const int *notify = nullptr) {
     RmaCall call = make(RmaKind::accumulate, origin, origin_count, origin_type, target, disp,
                         target_count, target_type);
     call.op = op;
-    return issue(name, win, call, request, r);
+    return issue(name, win, notifying(call, notify), request, r);
 }
 
 int get_accumulate(const char *name, const void *origin, MPI_Aint origin_count,
@@ -241,6 +259,45 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
     call.result_count = 1;
     call.result_type = datatype;
     return issue("MPI_Compare_and_swap", win, call, nullptr, false);
+}
+
+
+// ---- Notified RMA (seed 004): MPI_Put/MPI_Get/MPI_Accumulate plus the target's
+// notification counter, which grows by one once the data is there (put, accumulate) or
+// was read (get).
+int MPIX_Put_notify(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, int notification_idx, MPI_Win win) {
+    return put("MPIX_Put_notify", origin_addr, origin_count, origin_datatype, target_rank,
+               target_disp, target_count, target_datatype, win, nullptr, false, &notification_idx);
+}
+int MPIX_Rput_notify(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, int notification_idx, MPI_Win win,
+                     MPI_Request *request) {
+    return put("MPIX_Rput_notify", origin_addr, origin_count, origin_datatype, target_rank,
+               target_disp, target_count, target_datatype, win, request, true, &notification_idx);
+}
+int MPIX_Get_notify(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, int notification_idx, MPI_Win win) {
+    return get("MPIX_Get_notify", origin_addr, origin_count, origin_datatype, target_rank,
+               target_disp, target_count, target_datatype, win, nullptr, false, &notification_idx);
+}
+int MPIX_Rget_notify(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, int notification_idx, MPI_Win win,
+                     MPI_Request *request) {
+    return get("MPIX_Rget_notify", origin_addr, origin_count, origin_datatype, target_rank,
+               target_disp, target_count, target_datatype, win, request, true, &notification_idx);
+}
+int MPIX_Accumulate_notify(const void *origin_addr, int origin_count,
+                           MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                           int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                           int notification_idx, MPI_Win win) {
+    return accumulate("MPIX_Accumulate_notify", origin_addr, origin_count, origin_datatype,
+                      target_rank, target_disp, target_count, target_datatype, op, win, nullptr,
+                      false, &notification_idx);
 }
 
 }  // extern "C"

@@ -2,8 +2,40 @@
 
 #include "mpi/state.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+// MPIX_ERR_INVALID_NOTIFICATION (nbrma.h): a class of its own, added at MPI_Init.
+extern "C" {
+int nbrma_err_invalid_notification = MPI_ERR_OTHER;
+}
 
 namespace nbrma::mpi {
+
+// MPICH 4.0.2's MPI_Error_string crashes on an MPIR_Err_create_code code of a class
+// added with MPI_Add_error_class, so errors of nbrma's own class carry their message in
+// one of a ring of codes of that class, its string replaced at each use (MPI allows
+// that): a code's text stays right until notification_codes more such errors.
+static constexpr int notification_codes = 16;
+static int notification_code[notification_codes];
+static std::atomic<unsigned> notification_next{0};
+static bool notification_ready = false;
+
+void register_error_classes() {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    int klass = MPI_ERR_OTHER;
+    if (PMPI_Add_error_class(&klass) != MPI_SUCCESS) return;
+    PMPI_Add_error_string(klass,
+                          "MPIX_ERR_INVALID_NOTIFICATION: notification index or count outside "
+                          "the window's notification counters");
+    nbrma_err_invalid_notification = klass;
+    for (int &code : notification_code)
+        if (PMPI_Add_error_code(klass, &code) != MPI_SUCCESS) return;
+    notification_ready = true;
+}
 
 int error_class(Status status) {
     switch (status) {
@@ -21,6 +53,7 @@ int error_class(Status status) {
         case Status::err_lock_type: return MPI_ERR_LOCKTYPE;
         case Status::err_info: return MPI_ERR_INFO;
         case Status::err_comm: return MPI_ERR_COMM;
+        case Status::err_notification: return nbrma_err_invalid_notification;
         case Status::err_sync: return MPI_ERR_RMA_SYNC;
         case Status::err_conflict: return MPI_ERR_RMA_CONFLICT;
         case Status::err_unsupported: return MPI_ERR_UNSUPPORTED_OPERATION;
@@ -43,6 +76,14 @@ extern "C" int MPIR_Err_create_code(int last_code, int fatal, const char functio
 namespace {
 int error_code(const char *call, Status status, const char *detail) {
     const int klass = error_class(status);
+    if (status == Status::err_notification && notification_ready) {
+        const int code = notification_code[notification_next.fetch_add(1) % notification_codes];
+        std::string text = std::string("Invalid notification, error stack: ") + call + ": " +
+                           status_string(status) + (detail ? ": " : "") + (detail ? detail : "");
+        text.resize(std::min<std::size_t>(text.size(), MPI_MAX_ERROR_STRING - 1));
+        PMPI_Add_error_string(code, text.c_str());
+        return code;
+    }
     if (!MPIR_Err_create_code) return klass;
     return MPIR_Err_create_code(MPI_SUCCESS, 0, call, __LINE__, klass, "**fail", "%s: %s%s%s",
                                 call, status_string(status), detail ? ": " : "",

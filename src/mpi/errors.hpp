@@ -11,6 +11,9 @@ namespace nbrma::mpi {
 
 int error_class(Status status);
 
+// Adds nbrma's own error classes (MPIX_ERR_INVALID_NOTIFICATION) once, after MPI_Init.
+void register_error_classes();
+
 // Returns MPI_SUCCESS for non-errors; otherwise an error code of the right class whose
 // string reads "<call>: <cause>", after invoking the window's error handler (or
 // MPI_COMM_WORLD's when win is MPI_WIN_NULL / not an nbrma window, e.g. a freed one).

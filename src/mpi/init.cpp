@@ -11,6 +11,7 @@
 #include "common/threads.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
+#include "mpi/errors.hpp"
 #include "mpi/state.hpp"
 
 using namespace nbrma;
@@ -110,6 +111,7 @@ void setup_interrupt() {
 int after_init(int error, int provided) {
     if (error != MPI_SUCCESS) return error;
     if (provided == MPI_THREAD_MULTIPLE) threads::enable();
+    mpi::register_error_classes();
     setup_interrupt();
     return error;
 }

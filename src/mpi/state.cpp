@@ -13,6 +13,7 @@
 #include "engine/datatype.hpp"
 #include "engine/progress.hpp"
 #include "engine/reduce.hpp"
+#include "mpi/errors.hpp"
 
 namespace nbrma::mpi {
 
@@ -35,6 +36,7 @@ void poke_mpich() {
 // on the next application thread in nbrma (never on the progress thread).
 struct Grequest {
     engine::Request *request = nullptr;
+    engine::Window *cancellable = nullptr;  // a threshold's window: MPI_Cancel works
     MPI_Request handle = MPI_REQUEST_NULL;
     std::atomic<int> owners{2};
 };
@@ -51,6 +53,7 @@ Grequest *grequest_new(engine::Request *request) {
     Grequest *grequest = grequest_spares().take();
     if (!grequest) grequest = new Grequest();
     grequest->request = request;
+    grequest->cancellable = nullptr;
     grequest->handle = MPI_REQUEST_NULL;
     grequest->owners.store(2, std::memory_order_relaxed);
     return grequest;
@@ -71,11 +74,11 @@ void complete_hook(engine::Request *request) { threads::defer(mpi_complete, requ
 int query_fn(void *extra_state, MPI_Status *status) {
     auto *grequest = static_cast<Grequest *>(extra_state);
     PMPI_Status_set_elements(status, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(status, 0);
+    // Called once MPI_Grequest_complete ran, which is after the engine set the status.
+    PMPI_Status_set_cancelled(status, grequest->request->cancelled() ? 1 : 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    // Called once MPI_Grequest_complete ran, which is after the engine set the status.
-    status->MPI_ERROR = is_error(grequest->request->status()) ? MPI_ERR_OTHER : MPI_SUCCESS;
+    status->MPI_ERROR = error_class(grequest->request->status());
     return status->MPI_ERROR;
 }
 
@@ -86,7 +89,21 @@ int free_fn(void *extra_state) {
     return MPI_SUCCESS;
 }
 
-int cancel_fn(void *, int) { return MPI_SUCCESS; }  // epochs cannot be cancelled
+// Epochs and RMA calls cannot be cancelled; a pending notification threshold can: it
+// completes as cancelled (its MPI_Grequest_complete runs now, or, with threads, from the
+// next application thread in nbrma, e.g. the MPI_Wait that follows).
+int cancel_fn(void *extra_state, int complete) {
+    auto *grequest = static_cast<Grequest *>(extra_state);
+    if (complete || !grequest->cancellable) return MPI_SUCCESS;
+    {
+        threads::Guard guard;
+        // A threshold that completed has left the window's list (and the window may be
+        // gone: it fails its thresholds when freed), so this finds nothing then.
+        if (!grequest->request->complete())
+            (void)grequest->cancellable->notifications().cancel(grequest->request);
+    }
+    return MPI_SUCCESS;
+}
 
 // MPICH calls poll_fn and wait_fn outside its own lock: they may run the deferred
 // MPI_Grequest_complete calls (threads::drain), this request's included.
@@ -161,6 +178,7 @@ void ensure_initialized() {
     static std::once_flag once;
     std::call_once(once, [] {
         engine::progress_set_external(poke_mpich);
+        register_error_classes();  // MPI initialized by a path nbrma does not interpose
         // The tables behind datatype layouts and reductions ask MPICH for type sizes
         // once: build them here, on an application thread, not in a sweep.
         const engine::TypeLayout *layout = nullptr;
@@ -174,8 +192,9 @@ void ensure_initialized() {
     });
 }
 
-int request_wrap(engine::Request *request, MPI_Request *handle) {
+int request_wrap(engine::Request *request, MPI_Request *handle, engine::Window *cancellable) {
     Grequest *grequest = grequest_new(request);
+    grequest->cancellable = cancellable;
     int error = MPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, grequest,
                                     &grequest->handle);
     if (error != MPI_SUCCESS) {
@@ -222,6 +241,7 @@ void parse_info(MPI_Info info, WindowInfo *out) {
         if (end != value && *end == '\0' && bytes >= 0) out->accumulate_granularity = value;
     }
     if (get("nbrma_transport")) out->transport = value;
+    if (get("nbrma_notify_max")) out->notify_max = value;
     static const char *const reorder_keys[4][2] = {
         {"access_after_access_reorder", "MPI_WIN_ACCESS_AFTER_ACCESS_REORDER"},
         {"access_after_exposure_reorder", "MPI_WIN_ACCESS_AFTER_EXPOSURE_REORDER"},

@@ -33,6 +33,9 @@ struct WindowInfo {
     // default) or "ucx" (every peer over UCX, self included); "" = not given (the
     // NBRMA_TRANSPORT environment variable decides). Anything else is refused.
     std::string transport;
+    // nbrma_notify_max: the capacity of the notification counters ("" = not given:
+    // NBRMA_NOTIFY_MAX or 65536 decide).
+    std::string notify_max;
 };
 
 struct WindowState {
@@ -69,8 +72,10 @@ void window_insert(WindowState *state);
 void window_erase(MPI_Win win);
 
 // Hands an engine request to the application as an MPI_Request (a generalized request
-// completed by nbrma's progress). Takes the MPI-side reference of `request`.
-int request_wrap(engine::Request *request, MPI_Request *handle);
+// completed by nbrma's progress). Takes the MPI-side reference of `request`. A
+// notification threshold names its window (`cancellable`): MPI_Cancel cancels it there.
+int request_wrap(engine::Request *request, MPI_Request *handle,
+                 engine::Window *cancellable = nullptr);
 
 // Blocking twin: waits for the request (progressing both engines), releases it.
 Status request_wait(engine::Request *request);

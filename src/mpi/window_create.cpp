@@ -34,8 +34,22 @@ struct PeerRecord {
     std::int32_t vnode;   // virtual node (NBRMA_VIRTUAL_NODES) within the node
     std::uint64_t probe;  // where peers can read this process's cross-memory probe word
     std::int32_t help_slot;  // NBRMA_PROGRESS=interrupt: slot in the node's help table, or -1
-    std::int32_t pad;
+    std::int32_t notify_max;  // notification counters' capacity (-1: a bad value given)
 };
+
+// The capacity of every rank's notification counters (MPIX_Win_notify_set_num's limit):
+// the info key nbrma_notify_max, else NBRMA_NOTIFY_MAX, else 65536; -1 if the value is
+// not a number from 0 to 2^24. Pages no counter touched cost no memory.
+constexpr long notify_max_limit = 1L << 24;
+std::int32_t notify_capacity(const WindowInfo &info, std::string *text) {
+    const char *environment = std::getenv("NBRMA_NOTIFY_MAX");
+    *text = !info.notify_max.empty() ? info.notify_max : environment ? environment : "";
+    if (text->empty()) return 65536;
+    char *end = nullptr;
+    const long value = std::strtol(text->c_str(), &end, 10);
+    if (end == text->c_str() || *end != '\0' || value < 0 || value > notify_max_limit) return -1;
+    return static_cast<std::int32_t>(value);
+}
 
 std::int64_t round_up(std::int64_t value, std::int64_t to) { return (value + to - 1) / to * to; }
 
@@ -317,6 +331,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                         ? static_cast<std::int32_t>(engine::interrupt::slot_index())
                         : -1,
                     0};
+    std::string notify_text;
+    mine.notify_max = notify_capacity(state->info, &notify_text);
     if (flavor == Flavor::dynamic) {
         mine.size = 0;
         mine.base = 0;
@@ -342,7 +358,20 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                                "the communicator spans nodes: no shared memory between them");
     }
 
-    state->layout = std::make_unique<sync::ControlLayout>(nranks);
+    // Every rank's control region has the same layout: the capacity must agree.
+    bool notify_agreed = true;
+    for (int r = 0; r < nranks; ++r) notify_agreed &= peers[r].notify_max == peers[0].notify_max;
+    if (!notify_agreed || peers[0].notify_max < 0) {
+        PMPI_Comm_free(&node);
+        const std::string why =
+            mine.notify_max < 0
+                ? "nbrma_notify_max / NBRMA_NOTIFY_MAX=\"" + notify_text +
+                      "\" is not a number of notification counters from 0 to 16777216"
+                : std::string("nbrma_notify_max / NBRMA_NOTIFY_MAX differs between ranks");
+        return creation_failed(call, *state, Status::err_info, why.c_str());
+    }
+    state->layout = std::make_unique<sync::ControlLayout>(
+        nranks, static_cast<std::uint32_t>(peers[0].notify_max));
     const std::int64_t control_bytes = static_cast<std::int64_t>(state->layout->size());
     std::int64_t total = control_bytes * local_count;
     std::vector<std::int64_t> offsets(nranks, 0);
@@ -563,7 +592,11 @@ int MPI_Win_free(MPI_Win *win) {
     if (!state) return raise("MPI_Win_free", MPI_WIN_NULL, Status::err_win);
     if (locked([&] { return state->engine->has_open_epoch(); }))
         return raise("MPI_Win_free", *win, Status::err_sync, "an epoch is still open");
-    locked([&] { state->engine->close_fence(); });  // the epoch the last fence opened ends here
+    locked([&] {
+        state->engine->close_fence();  // the epoch the last fence opened ends here
+        // Notification thresholds still pending can never complete now.
+        state->engine->notifications().fail_all(Status::err_win);
+    });
     Backoff backoff;
     // closed epochs whose requests were not waited for
     while (!locked([&] { return state->engine->idle(); })) {
@@ -635,6 +668,8 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
                   info.alloc_shared_noncontig ? "true" : "false");
     PMPI_Info_set(*info_used, "mpi_accumulate_granularity", info.accumulate_granularity.c_str());
     PMPI_Info_set(*info_used, "nbrma_transport", state->all_ucx ? "ucx" : "shm");
+    PMPI_Info_set(*info_used, "nbrma_notify_max",
+                  std::to_string(state->layout->notify_capacity()).c_str());
     static const char *const reorder_keys[4] = {
         NBRMA_INFO_ACCESS_AFTER_ACCESS_REORDER, NBRMA_INFO_ACCESS_AFTER_EXPOSURE_REORDER,
         NBRMA_INFO_EXPOSURE_AFTER_EXPOSURE_REORDER, NBRMA_INFO_EXPOSURE_AFTER_ACCESS_REORDER};

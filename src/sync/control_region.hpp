@@ -1,7 +1,7 @@
 // Layout of a rank's control region: the per-window memory that peers write
 // one-sidedly (lock word, accumulate lock, matching counters, lock-queue nodes,
-// the directory header of dynamic windows). One layout for every transport: shm maps
-// it, sim allocates it, ucx registers it.
+// the directory header of dynamic windows, the notification counters). One layout for
+// every transport: shm maps it, sim allocates it, ucx registers it.
 #ifndef NBRMA_SYNC_CONTROL_REGION_HPP
 #define NBRMA_SYNC_CONTROL_REGION_HPP
 
@@ -15,7 +15,9 @@ namespace nbrma::sync {
 //   0   lock word (this rank as lock target; layout in lock_word.hpp)
 //   8   accumulate lock (0 free, holder rank + 1): element-wise atomicity of
 //       accumulates that cannot be one 64-bit atomic
-//   16  (unused; the bell of NBRMA_PROGRESS=interrupt lives in the node's help table)
+//   16  notification counters this rank has now (MPIX_Win_notify_set_num): origins
+//       read it to check an index (the bell of NBRMA_PROGRESS=interrupt lives in the
+//       node's help table)
 //   64  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (transport/directory.hpp)
 //   ..  per-peer matching counters (DESIGN §4), 32 bytes each, all monotone and
@@ -29,10 +31,14 @@ namespace nbrma::sync {
 //         +0  grant  — written 1 by whoever hands this rank the lock on that target
 //         +8  next   — written by an exclusive successor: (rank + 1) | (readers << 32)
 //         +16 reader flags — one byte per rank: "I wait behind your exclusive lock"
+//   ..  notification counters (DESIGN §8), notify_capacity of them, 8 bytes each, only
+//       ever fetch-added by origins (MPIX_Put_notify ...) and read or set by this rank.
+//       Pages nobody touched cost nothing (shm and ucx map them lazily).
 class ControlLayout {
   public:
     static constexpr std::size_t lock_word = 0;
     static constexpr std::size_t accumulate_lock = 8;
+    static constexpr std::size_t notify_num = 16;
     static constexpr std::size_t directory = 64;
     static constexpr std::size_t directory_bytes = 1024;
     static constexpr std::size_t counter_bytes = 32;
@@ -40,9 +46,11 @@ class ControlLayout {
     // epochs wait on: writes there ring the rank's bell (NBRMA_PROGRESS=interrupt).
     static constexpr std::size_t watched = directory + directory_bytes;
 
-    explicit ControlLayout(int nranks) : nranks_(nranks) {}
+    explicit ControlLayout(int nranks, std::uint32_t notify_capacity = 0)
+        : nranks_(nranks), notify_capacity_(notify_capacity) {}
 
     int nranks() const { return nranks_; }
+    std::uint32_t notify_capacity() const { return notify_capacity_; }
 
     std::size_t counters() const { return watched; }
     std::size_t counter(int peer) const { return counters() + peer * counter_bytes; }
@@ -59,13 +67,19 @@ class ControlLayout {
         return node(target) + 16 + reader;
     }
 
-    std::size_t size() const { return round_up(nodes() + nranks_ * node_stride(), 64); }
+    std::size_t notifications() const { return round_up(nodes() + nranks_ * node_stride(), 64); }
+    std::size_t notification(std::uint32_t index) const { return notifications() + 8 * index; }
+
+    std::size_t size() const {
+        return round_up(notifications() + 8 * std::size_t{notify_capacity_}, 64);
+    }
 
   private:
     static std::size_t round_up(std::size_t value, std::size_t to) {
         return (value + to - 1) / to * to;
     }
     int nranks_;
+    std::uint32_t notify_capacity_;
 };
 
 }  // namespace nbrma::sync

@@ -71,6 +71,13 @@ class Transport {
     // accumulate lock protocol for element-wise atomicity).
     virtual bool supports_atomics(int peer, Region region) const = 0;
 
+    // Reads the 8-byte word at `offset` of peer's control region now, without a
+    // transfer, where the transport maps it (shm, sim): true. False where only get()
+    // reaches it (ucx).
+    virtual bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) {
+        return false;
+    }
+
     // Order: operations to `peer` posted before the fence are complete at the target
     // before any posted after it is performed.
     virtual Status fence(int peer) = 0;

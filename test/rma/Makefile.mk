@@ -38,7 +38,8 @@ check_PROGRAMS += \
 	test/rma/threads_requests \
 	test/rma/progress_thread \
 	test/rma/helper_life \
-	test/rma/request_get_status
+	test/rma/request_get_status \
+	test/rma/notify
 
 test_rma_put_get_flavors_SOURCES = test/rma/put_get_flavors.c
 test_rma_put_get_flavors_CPPFLAGS = $(RMATEST_CPPFLAGS)
@@ -197,3 +198,7 @@ test_rma_request_get_status_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_request_get_status_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
 test_rma_request_get_status_LDFLAGS = $(RMATEST_PTHREAD)
 test_rma_request_get_status_LDADD = $(RMATEST_LDADD)
+
+test_rma_notify_SOURCES = test/rma/notify.c
+test_rma_notify_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_notify_LDADD = $(RMATEST_LDADD)

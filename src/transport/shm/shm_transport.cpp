@@ -110,6 +110,16 @@ Status ShmTransport::get(int peer, void *destination, std::size_t length, Remote
     return Status::ok;
 }
 
+bool ShmTransport::peek_control(int peer, std::uint64_t offset, std::uint64_t *value) {
+    if (peer < 0 || peer >= static_cast<int>(peers_.size()) || offset % 8 != 0) return false;
+    Status status;
+    auto *word = reinterpret_cast<std::uint64_t *>(
+        mapped(peer, RemoteAddress{Region::control, offset}, 8, &status));
+    if (is_error(status) || !word) return false;
+    *value = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    return true;
+}
+
 Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                             std::uint64_t compare, std::uint64_t *result, Completion *) {
     Status status;

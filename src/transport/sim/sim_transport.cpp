@@ -83,6 +83,14 @@ bool SimTransport::supports_atomics(int peer, Region region) const {
     return peer >= 0 && peer < world_.size();
 }
 
+bool SimTransport::peek_control(int peer, std::uint64_t offset, std::uint64_t *value) {
+    if (peer < 0 || peer >= world_.size() || offset % 8 != 0 ||
+        is_error(world_.check(peer, Region::control, offset, 8)))
+        return false;
+    *value = world_.load64(peer, Region::control, offset);
+    return true;
+}
+
 Status SimTransport::fence(int peer) {
     if (peer < 0 || peer >= world_.size()) return Status::err_rank;
     world_.fence(rank_, peer);

@@ -64,6 +64,8 @@ class SimTransport final : public Transport {
     Status atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                   std::uint64_t compare, std::uint64_t *result, Completion *completion) override;
     bool supports_atomics(int peer, Region region) const override;
+    // A direct load of the peer's control word (as over shared memory).
+    bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override;
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override;

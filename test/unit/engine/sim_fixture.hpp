@@ -58,6 +58,9 @@ class DataNow final : public transport::Transport {
     bool supports_atomics(int peer, transport::Region region) const override {
         return inner_.supports_atomics(peer, region);
     }
+    bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override {
+        return inner_.peek_control(peer, offset, value);
+    }
     Status fence(int peer) override { return inner_.fence(peer); }
     Status flush(int peer, transport::Completion *completion) override {
         return inner_.flush(peer, completion);
