@@ -7,13 +7,14 @@
  * "mpich" series: MPICH 4.0.2's own RMA, blocking calls only). bench_main.c parses the
  * options and runs one group per job:
  *
- *   bench_{nbrma,mpich} --group latency|patterns|transactions|lu|reorder|progress [--quick]
+ *   bench_{nbrma,mpich} --group latency|patterns|transactions|lu|reorder|progress|notify
+ *                       [--quick]
  *                       [--thread-multiple] [...]
  *   bench_{nbrma,mpich} --list --group G     the rows G reports, without MPI
  *
  * The driver (nbrma-bench) starts every group of both binaries under mpiexec.mpich,
  * with the ranks a group needs (latency 2, patterns 3, reorder 3, transactions 4, lu 4,
- * progress 3;
+ * progress 3, notify 3;
  * a group run with fewer ranks than it needs says so on stderr and exits 2), and
  * merges their lines:
  *
@@ -27,7 +28,8 @@
  * size); <unit> is usec, sec, tps (transactions per second) or the like.
  * Series: "mpich", "nbrma-blocking", "nbrma-nonblocking", "nbrma-nonblocking+aaar"
  * (access_after_access_reorder on), and later ones (the progress group: "nbrma-inline",
- * "nbrma-thread", "mpich", "mpich-async", "ideal"; see progress.c).
+ * "nbrma-thread", "mpich", "mpich-async", "ideal"; see progress.c; the notify group:
+ * "nbrma-notify", see notify.c).
  * --thread-multiple starts MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) (and fails, exit
  * status 2, if MPI provides less), for the cost of thread safety (maint/bench_thread_cost.sh)
  * and for MPICH's asynchronous progress (MPICH_ASYNC_PROGRESS=1 needs it). A CHECK without a
@@ -69,6 +71,7 @@ int bench_transactions(const struct bench_options *options);
 int bench_lu(const struct bench_options *options);
 int bench_reorder(const struct bench_options *options);
 int bench_progress(const struct bench_options *options);
+int bench_notify(const struct bench_options *options);
 
 /* The rows a group reports (ROW lines, no MPI), for --list. */
 void bench_list_latency(void);
@@ -77,6 +80,7 @@ void bench_list_transactions(void);
 void bench_list_lu(void);
 void bench_list_reorder(void);
 void bench_list_progress(void);
+void bench_list_notify(void);
 
 /* Output (any rank may call; lines are flushed at once). */
 void bench_result(const char *series, const char *benchmark, const char *parameter, double value,
