@@ -382,7 +382,7 @@ Status Window::detach(const void *base) { return transport_.detach(base); }
 // concurrent with anything; a lock epoch admits a companion once its lock is held.
 // Beyond that, the reorder info keys let an epoch pass an earlier active one.
 bool Window::waiting() const {
-    if (!flushes_.empty() || transport_flushes_ != 0 || notify_.pending()) return true;
+    if (!flushes_.empty() || transport_flushes_ != 0) return true;
     for (const auto &epoch : epochs_) {
         if (epoch->state() != EngineState::active || !epoch->open()) return true;
         for (const auto &target : epoch->targets()) {

@@ -106,8 +106,12 @@ class Window {
     }
     // Something waits for a peer's write or a transport completion: an epoch not yet
     // active or closed and not yet complete, a lock being acquired, released or
-    // flushed, calls queued, a flush, a notification threshold. An open epoch that is active with nothing queued
-    // (between two fences, a granted lock) waits for the application only.
+    // flushed, calls queued, a flush. An open epoch that is active with nothing queued
+    // (between two fences, a granted lock) waits for the application only. So does a
+    // notification threshold: only an application thread can hand its completion to
+    // MPICH (MPI_Grequest_complete), in the wait or test that checks the counter
+    // anyway, so waking the progress thread for it (NBRMA_PROGRESS=interrupt) would
+    // be futile every time.
     bool waiting() const;
     // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
     // epochs, complete flushes. True if anything moved.

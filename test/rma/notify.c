@@ -26,6 +26,12 @@
  *                MPI_Request_free of pending thresholds.
  *   resize       set_num keeps values up to the smaller size, zeroes counters that come
  *                back, fails thresholds on counters that go away; 65536 counters.
+ *   interrupt    (only when named; sets NBRMA_PROGRESS=interrupt for the whole run) a
+ *                threshold pending on rank 1 while rank 0 sends it 50 notifications, 2 ms
+ *                apart, and rank 1 computes: the helper wakes rank 1's progress thread 0
+ *                times (the thread could not complete the request anyway: only an
+ *                application thread hands completions to MPICH), and the threshold
+ *                completes at rank 1's MPI_Wait.
  *   errors       every error path: a bad index at the origin (and the target's memory
  *                and counters untouched), negative/too large counts, bad indices on the
  *                local calls, a threshold on a freed window, a threshold pending when its
@@ -40,6 +46,9 @@
 #ifdef NO_NBRMA
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "interrupt") == 0)
+            setenv("NBRMA_PROGRESS", "interrupt", 1);
     rt_init(&argc, &argv);
     if (rt_rank() == 0)
         printf("SKIP: notified RMA is nbrma's\n");
@@ -639,6 +648,53 @@ static void resize(void)
     rt_win_free(&w);
 }
 
+/* ------------------------------------------------------------------ interrupt mode */
+#define INTERRUPT_NOTIFICATIONS 50
+
+static void spin_ms(int ms)
+{
+    const double end = MPI_Wtime() + ms * 1e-3;
+    while (MPI_Wtime() < end)
+        ;
+}
+
+static void interrupt_mode(void)
+{
+    rt_win_t w;
+    rt_win_create(RT_ALLOCATE, 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    MPI_CHK(MPIX_Win_notify_set_num(w.win, 1));
+    unsigned long long wakeups0 = 0, wakeups1 = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (me == 1)
+        MPI_CHK(MPIX_Win_notify_ithreshold(w.win, 0, INTERRUPT_NOTIFICATIONS, &request));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHK(nbrma_get_counter("interrupt_wakeups", &wakeups0));
+    if (me == 0) {
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, w.win));
+        for (int i = 0; i < INTERRUPT_NOTIFICATIONS; i++) {
+            MPI_CHK(MPIX_Put_notify(NULL, 0, MPI_BYTE, 1, 0, 0, MPI_BYTE, 0, w.win));
+            MPI_CHK(MPI_Win_flush(1, w.win));
+            spin_ms(2);
+        }
+        MPI_CHK(MPI_Win_unlock(1, w.win));
+        MPI_CHK(MPI_Send(NULL, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD));
+    } else if (me == 1) {
+        /* computes, no MPI call, until the notifications are surely there (over UCX
+         * they land in rank 1's own progress: read the counter after MPI_Wait) */
+        spin_ms(2 * INTERRUPT_NOTIFICATIONS + 50);
+        MPI_CHK(nbrma_get_counter("interrupt_wakeups", &wakeups1));
+        MPI_CHK(MPI_Recv(NULL, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_CHK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+        CHECK(counter(w.win, 0) == INTERRUPT_NOTIFICATIONS, "interrupt: counter %lld",
+              (long long) counter(w.win, 0));
+        CHECK(wakeups1 == wakeups0,
+              "interrupt: the helper woke the progress thread %llu times for a threshold",
+              wakeups1 - wakeups0);
+    }
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    rt_win_free(&w);
+}
+
 /* ------------------------------------------------------------------ errors */
 static void expect_notify_error(int rc, const char *call, const char *what)
 {
@@ -751,13 +807,16 @@ static void errors(void)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "interrupt") == 0)
+            setenv("NBRMA_PROGRESS", "interrupt", 1);
     rt_init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN); /* failing requests */
     me = rt_rank();
     np = rt_nprocs();
     rt_select_flavors(argc, argv, sel_flavor);
     static const char *parts[] = { "producer", "halo1d", "halo2d", "origins", "get",
-                                   "epochs",   "requests", "resize", "errors" };
+                                   "epochs",   "requests", "resize", "errors", "interrupt" };
     const int nparts = (int) (sizeof parts / sizeof parts[0]);
     int want[16] = { 0 }, any = 0;
     for (int i = 1; i < argc; i++)
@@ -765,7 +824,7 @@ int main(int argc, char **argv)
             if (strcmp(argv[i], parts[p]) == 0)
                 want[p] = any = 1;
     for (int p = 0; p < nparts; p++) {
-        if (any && !want[p])
+        if ((any && !want[p]) || (p == 9 && !want[p])) /* interrupt: only when named */
             continue;
         switch (p) {
         case 0: producer_consumer(); break;
@@ -789,6 +848,7 @@ int main(int argc, char **argv)
         case 6: requests(); break;
         case 7: resize(); break;
         case 8: errors(); break;
+        case 9: interrupt_mode(); break;
         }
     }
     return rt_finalize();
