@@ -21,7 +21,11 @@
  *   nbrma-notify  MPIX_Put_notify into the target's counter (one per neighbour side;
  *                prodcons: data and credits) and MPIX_Win_notify_ithreshold + MPI_Wait
  *                (halo: MPI_Waitall over both sides).
- * Both series run inside one MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch per run.
+ * Both series run inside one MPI_Win_lock_all(MPI_MODE_NOCHECK) epoch per run. The
+ * environment variable NBRMA_BENCH_SERIES_SUFFIX is appended to every series name:
+ * nbrma-bench sets it for its jobs over tcp ("-tcp": MPICH with MPIR_CVAR_NOLOCAL=1;
+ * "-ucx": nbrma with NBRMA_TRANSPORT=ucx), the seed's setting, where a flush costs a
+ * round trip.
  * Data checks: the first, middle and last byte of every ghost and message carry the
  * sender's stamp for that iteration or message; a CHECK line per series and benchmark.
  */
@@ -335,7 +339,10 @@ static int run_series(const struct bench_options *options, int which, MPI_Comm c
     int failed = 0;
     for (int s = 0; s < 2; s++) {
         const enum style style = s == 0 ? FLUSH_SIGNAL : NOTIFY;
-        const char *series = s == 0 ? BENCH_BLOCKING_SERIES : "nbrma-notify";
+        const char *suffix = getenv("NBRMA_BENCH_SERIES_SUFFIX");
+        char series[64];
+        snprintf(series, sizeof series, "%s%s", s == 0 ? BENCH_BLOCKING_SERIES : "nbrma-notify",
+                 suffix ? suffix : "");
 #ifndef NBRMA_NONBLOCKING_SERIES
         if (style == NOTIFY) continue;
 #endif
