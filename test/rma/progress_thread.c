@@ -14,7 +14,8 @@
  *                    NBRMA_PROGRESS and "bogus" (MPI_ERRORS_RETURN).
  *
  * Scenarios (rank 0 = origin O, rank 1 = target T; the computing rank never calls MPI
- * while it computes, COMPUTE_S seconds; the others watch flags in a page of POSIX shared
+ * while it computes, COMPUTE_S seconds, in thread modes longer until the others saw
+ * their events, up to COMPUTE_MAX_S; the others watch flags in a page of POSIX shared
  * memory, not times):
  *
  *   late post      O: MPIX_Win_istart toward T, puts + accumulate, MPIX_Win_icomplete,
@@ -54,6 +55,13 @@
 #include "rmathreads.h"
 
 #define COMPUTE_S 1.0
+/* Thread modes: the computing rank goes on computing past COMPUTE_S until the scenario's
+ * observers saw their events (sh->events), up to COMPUTE_MAX_S: on a loaded machine
+ * (make -j2 check runs two suites at once, 6+ processes on 2 cores) the progress
+ * threads may need longer than COMPUTE_S, and a fixed time made the test flaky (CI,
+ * runtests-mixed, progress_thread 3 interrupt). Without progress the events never come
+ * while it computes, so every check below still fails then. */
+#define COMPUTE_MAX_S 15.0
 #define DELAY_S 0.1
 #define NINTS 16
 #define TAG_HELD 401
@@ -68,6 +76,7 @@ static rt_win_t w;
 typedef struct {
     volatile int computing;   /* the computing rank: 1 while it computes, 2 after */
     volatile int target_done; /* late post / ifence: T's wait returned (with 1 = computing) */
+    volatile int events;      /* observers that saw their event (see COMPUTE_MAX_S) */
 } shared_t;
 static shared_t *sh;
 
@@ -81,16 +90,27 @@ static void reset(void)
     if (me == 0) {
         rt_flag_set(&sh->computing, 0);
         rt_flag_set(&sh->target_done, 0);
+        rt_flag_set(&sh->events, 0);
     }
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* The computing rank: no MPI call in here. */
-static void compute(void)
+/* The computing rank: no MPI call in here. COMPUTE_S seconds, and in thread modes on
+ * until `events` observers saw their event (or COMPUTE_MAX_S). */
+static void compute(int events)
 {
     rt_flag_set(&sh->computing, 1);
+    const double start = rt_now();
     rt_compute(COMPUTE_S);
+    while (threaded && rt_flag_get(&sh->events) < events && rt_now() - start < COMPUTE_MAX_S)
+        rt_compute(0.01);
     rt_flag_set(&sh->computing, 2);
+}
+
+/* An observer saw its event (after reading the computing rank's state). */
+static void observed(void)
+{
+    __atomic_fetch_add(&sh->events, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Another rank: waits (no MPI call needed) until the computing rank computes. */
@@ -142,7 +162,7 @@ static void late_post(MPI_Group g1, MPI_Group g0)
         MPI_CHK(MPI_Accumulate(&vals[2], 1, MPI_INT, 1, rt_disp(&w, 1, 2), 1, MPI_INT, MPI_SUM,
                                w.win));
         MPI_CHK(MPIX_Win_icomplete(w.win, &close));
-        compute();
+        compute(1);
         int td = rt_flag_get(&sh->target_done);
         single_test(&close, sc, "icomplete");
         MPI_CHK(MPI_Wait(&open, MPI_STATUS_IGNORE));
@@ -156,6 +176,7 @@ static void late_post(MPI_Group g1, MPI_Group g0)
         MPI_CHK(MPI_Win_wait(w.win));
         int state = rt_flag_get(&sh->computing);
         rt_flag_set(&sh->target_done, state);
+        observed();
         overlap(state, sc, "the target's MPI_Win_wait returned");
         CHECK(mem[0] == 111 && mem[1] == 222 && mem[2] == -1 + 333,
               "%s: after MPI_Win_wait the target holds %d %d %d, expected 111 222 332", sc,
@@ -190,7 +211,7 @@ static void lock_handover(void)
         MPI_CHK(MPI_Put(&val, 1, MPI_INT, 1, rt_disp(&w, 1, 1), 1, MPI_INT, w.win));
         MPI_CHK(MPI_Get(&got, 1, MPI_INT, 1, rt_disp(&w, 1, 0), 1, MPI_INT, w.win));
         MPI_CHK(MPIX_Win_iunlock(1, w.win, &ur));
-        compute();
+        compute(1);
         single_test(&ur, sc, "iunlock");
         MPI_CHK(MPI_Wait(&lr, MPI_STATUS_IGNORE));
         CHECK(got == 777, "%s: the get read %d, expected 777 (written by the lock holder)", sc,
@@ -208,6 +229,8 @@ static void lock_handover(void)
         }
         if (!seen)
             state = 2;
+        else
+            observed();
         overlap(state, sc, "the origin's put reached the target");
     }
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
@@ -234,7 +257,7 @@ static void pending_ifence(void)
         MPI_CHK(MPIX_Win_ifence(0, w.win, &r[1]));
         MPI_CHK(MPI_Put(&b, 1, MPI_INT, 1, rt_disp(&w, 1, 1), 1, MPI_INT, w.win));
         MPI_CHK(MPIX_Win_ifence(MPI_MODE_NOSUCCEED, w.win, &r[2]));
-        compute();
+        compute(np - 1);
         int td = rt_flag_get(&sh->target_done);
         int flag = 0;
         MPI_CHK(MPI_Testall(3, r, &flag, MPI_STATUSES_IGNORE));
@@ -261,6 +284,7 @@ static void pending_ifence(void)
             CHECK(mem[0] == 1234 && mem[1] == 5678, "%s: after its last fence the target "
                   "holds %d %d, expected 1234 5678", sc, mem[0], mem[1]);
         }
+        observed();
         char ev[64];
         snprintf(ev, sizeof(ev), "rank %d's last fence returned", me);
         overlap(state, sc, ev);
@@ -276,7 +300,7 @@ static void busy_target(int round)
     reset();
     if (me == 1) {
         int seen[64];
-        compute();
+        compute(np - 1);
         for (int p = 0; p < np; p++) {
             if (p == 1)
                 continue;
@@ -319,6 +343,7 @@ static void busy_target(int round)
             MPI_CHK(MPI_Wait(&r, MPI_STATUS_IGNORE));
         }
         int state = rt_flag_get(&sh->computing);
+        observed();
         CHECK(got == val, "%s: get read %d, expected %d", sc, got, val);
         MPI_CHK(MPI_Send(&state, 1, MPI_INT, 1, TAG_PEER, MPI_COMM_WORLD));
     }
