@@ -8,9 +8,12 @@
  *                boundaries to its neighbours and waits for theirs. usec per iteration,
  *                the slowest rank's, best of 3 runs. Ghosts are double-buffered by the
  *                iteration's parity, so a fast rank cannot overwrite what a slow one
- *                still reads.
+ *                still reads. At most 200 iterations (--quick; else 1000) per run, fewer
+ *                where 5 warm-up iterations say a run would take over 0.1 s (0.5 s).
  *   prodcons     rank 0 sends messages to rank 1 through a ring of 64 slots in rank 1's
- *                window; rank 1 hands each slot back. Messages per second, best of 3.
+ *                window; rank 1 hands each slot back. Messages per second, best of 3
+ *                runs of at most 5000 (20000) messages, fewer where a warm-up of 128
+ *                says a run would take over 0.1 s (0.5 s).
  * Series:
  *   mpich, nbrma-blocking  the seed's "existing implementation": MPI_Put of the data,
  *                MPI_Win_flush, MPI_Put of a signal (the iteration or message count) into
@@ -87,7 +90,9 @@ static void wait_counter(MPI_Win win, int idx, long long value) {
 struct halo {
     MPI_Comm comm;
     int me, n, left, right; /* neighbours on the line, or -1 */
-    int bytes, iterations;
+    int bytes, iterations; /* iterations: at most, unless fixed (--iterations) */
+    int fixed;
+    double seconds; /* a run's time budget: fewer iterations where they are slow */
     int it; /* iterations so far, across sizes: signal words and counters only grow */
     MPI_Win win, signal_win; /* ghosts[parity][side]; signal words[side] */
     unsigned char *ghosts, *send; /* send[parity][side] */
@@ -151,12 +156,20 @@ static void halo_iteration(struct halo *h, enum style style, int it) {
  * runs of the slowest rank's time per iteration. */
 static double halo_run(struct halo *h, enum style style) {
     double best = 1e30;
+    int iterations = h->iterations;
     for (int repeat = 0; repeat < REPEATS; repeat++) {
+        double warm_start = MPI_Wtime(), warm_time = 0;
         for (int warm = 0; warm < 5; warm++) halo_iteration(h, style, ++h->it);
+        warm_time = (MPI_Wtime() - warm_start) / 5;
+        BENCH_MPI(MPI_Allreduce(MPI_IN_PLACE, &warm_time, 1, MPI_DOUBLE, MPI_MAX, h->comm));
+        if (!h->fixed && repeat == 0 && warm_time * iterations > h->seconds) {
+            iterations = (int)(h->seconds / warm_time);
+            if (iterations < 10) iterations = 10;
+        }
         BENCH_MPI(MPI_Barrier(h->comm));
         const double start = MPI_Wtime();
-        for (int i = 0; i < h->iterations; i++) halo_iteration(h, style, ++h->it);
-        double mine = (MPI_Wtime() - start) / h->iterations * 1e6, slowest = 0;
+        for (int i = 0; i < iterations; i++) halo_iteration(h, style, ++h->it);
+        double mine = (MPI_Wtime() - start) / iterations * 1e6, slowest = 0;
         BENCH_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, h->comm));
         if (slowest < best) best = slowest;
     }
@@ -186,13 +199,11 @@ static int halo_benchmark(const struct bench_options *options, int which, MPI_Co
     BENCH_MPI(MPI_Barrier(comm));
     BENCH_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, h.win));
     BENCH_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, h.signal_win));
-    const long long budget = options->quick ? 16LL << 20 : 64LL << 20; /* bytes per rank */
+    h.fixed = options->iterations > 0;
+    h.seconds = options->quick ? 0.1 : 0.5;
     for (int k = 0; k < NUM_HALO_SIZES; k++) {
         h.bytes = halo_sizes[k];
-        const int base = options->iterations > 0 ? options->iterations : options->quick ? 200 : 1000;
-        h.iterations = base;
-        if ((long long)h.iterations * h.bytes > budget) h.iterations = (int)(budget / h.bytes);
-        if (h.iterations < 20) h.iterations = 20;
+        h.iterations = h.fixed ? options->iterations : options->quick ? 200 : 1000;
         const double usec = halo_run(&h, style);
         if (h.me == 0) {
             char parameter[32];
@@ -292,12 +303,14 @@ static int prodcons_benchmark(const struct bench_options *options, MPI_Comm comm
     BENCH_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, signal_win));
     int mismatches = 0;
     long long first = 0;
-    const int messages =
-        options->iterations > 0 ? options->iterations : options->quick ? 5000 : 20000;
+    const int fixed = options->iterations > 0;
+    const double seconds = options->quick ? 0.1 : 0.5; /* a run's budget */
     for (int k = 0; k < NUM_MESSAGE_SIZES; k++) {
         double best = 0;
-        (void)prodcons_run(comm, me, message_sizes[k], SLOTS * 2, style, win, slots, signal_win,
-                           signals, out, &first, &mismatches); /* warm-up */
+        const double warm = prodcons_run(comm, me, message_sizes[k], SLOTS * 2, style, win, slots,
+                                         signal_win, signals, out, &first, &mismatches);
+        int messages = fixed ? options->iterations : options->quick ? 5000 : 20000;
+        if (!fixed && messages > warm * seconds) messages = warm * seconds > 500 ? (int)(warm * seconds) : 500;
         for (int repeat = 0; repeat < REPEATS; repeat++) {
             const double rate = prodcons_run(comm, me, message_sizes[k], messages, style, win, slots,
                                              signal_win, signals, out, &first, &mismatches);
