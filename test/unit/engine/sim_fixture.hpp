@@ -106,11 +106,13 @@ class DataNow final : public transport::Transport {
 };
 
 // n ranks, each with an allocate-flavor window of `window_bytes` bytes (disp_unit 1)
-// over a DataNow transport on one SimWorld.
+// over a DataNow transport on one SimWorld; `notify_capacity` notification counters in
+// every control region (none unless a test of notified RMA asks).
 struct SimRanks {
     static constexpr std::size_t default_window_bytes = 4096;
-    explicit SimRanks(int n, std::size_t window_bytes = default_window_bytes)
-        : layout(n), world(n, layout.size(), window_bytes) {
+    explicit SimRanks(int n, std::size_t window_bytes = default_window_bytes,
+                      std::uint32_t notify_capacity = 0)
+        : layout(n, notify_capacity), world(n, layout.size(), window_bytes) {
         WindowConfig config;
         config.flavor = Flavor::allocate;
         config.sizes.assign(n, window_bytes);
