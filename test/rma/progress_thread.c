@@ -41,6 +41,8 @@
  *                  through UCX over tcp (runtests-ucx, runtests-mixed) T's progress thread
  *                  serves them. T checks the data afterwards.
  *
+ * Before them, "nothing waits": O computes 300 ms with no epoch pending while T posts an
+ * exposure to it (ringing O's bell): the helper must not wake O's thread.
  * Then nbrma_get_counter("progress_thread_sweeps") > 0 on O (thread modes; T's count
  * is only printed: serving a UCX peer need not count as a sweep that moved something),
  * or 0 on every rank (inline). In thread modes the window's creation added a thread to
@@ -418,6 +420,37 @@ static void bogus(void)
     CHECK(sum == np, "MPI_Allreduce after the failed creations gave %d", sum);
 }
 
+/* ------------------------------------------------------------------ nothing waits */
+/* Rank 0 has no epoch pending and computes 300 ms; meanwhile rank 1 posts an exposure
+ * to it, which rings rank 0's bell (the grant counter is a watched word). Nothing of
+ * rank 0 waits for it, so in interrupt mode the helper must not wake rank 0's thread
+ * (issue 11: a run where nothing waits shows zero wake-ups). Then rank 0 starts,
+ * puts and completes; rank 1's MPI_Win_wait returns with the data. */
+static void nothing_waits(MPI_Group g1, MPI_Group g0)
+{
+    int *mem = (int *) w.base;
+    reset();
+    if (me == 0) {
+        unsigned long long before = 0, after = 0;
+        int value = 4242;
+        MPI_CHK(nbrma_get_counter("interrupt_wakeups", &before));
+        rt_flag_set(&sh->computing, 1);
+        rt_compute(0.3);
+        MPI_CHK(nbrma_get_counter("interrupt_wakeups", &after));
+        CHECK(after == before, "nothing waits: the helper woke rank 0's thread %llu times while "
+              "it had no epoch pending", after - before);
+        MPI_CHK(MPI_Win_start(g1, 0, w.win));
+        MPI_CHK(MPI_Put(&value, 1, MPI_INT, 1, rt_disp(&w, 1, 3), 1, MPI_INT, w.win));
+        MPI_CHK(MPI_Win_complete(w.win));
+    } else if (me == 1) {
+        await_compute();
+        MPI_CHK(MPI_Win_post(g0, 0, w.win));
+        MPI_CHK(MPI_Win_wait(w.win));
+        CHECK(mem[3] == 4242, "nothing waits: the put holds %d", mem[3]);
+    }
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* NBRMA_PROGRESS=interrupt: the helper (or, for peers over UCX, the worker's events)
  * woke the origin's thread: it computed while its epochs waited on the target's post,
  * the hand-over, the others' fences. Futile helper wake-ups (the sweep after them moved
@@ -503,6 +536,7 @@ int main(int argc, char **argv)
                   &w);
     int tasks_with = count_tasks();
 
+    nothing_waits(g1, g0);
     late_post(g1, g0);
     lock_handover();
     pending_ifence();
