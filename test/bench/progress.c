@@ -31,6 +31,11 @@
  *       taken), tells O1, holds the lock D, unlocks; O1 (rank 1) then asks for the lock,
  *       puts, unlocks and computes W: the grant arrives while O1 computes. Value = O1's
  *       time from its lock call to the epoch complete and the work done.
+ *   late_fence W  (seed 002 Fig 12, fence) the origin (rank 0) tells the others it
+ *       starts (zero-byte messages), opens a fence epoch, puts into rank 2, closes it
+ *       (MPI_MODE_NOSUCCEED) and computes W; rank 2 enters its fences D after that
+ *       message, rank 1 at once (blocking fences). Value = the origin's time from the
+ *       messages until the epoch is complete and the work done.
  *   work_alone W  the work alone, timed on rank 0 with nothing pending (W and a little:
  *       the loop's last chunk and the clock reads).
  *   excess <benchmark>  (usec) at the largest W, the median over the iterations of the
@@ -45,7 +50,7 @@
  *       excess shows.
  * The "ideal" series is work_alone of the first job that reports it (bench_mpich, the
  * first job nbrma-bench runs), on the rows whose ideal is the work (late_post,
- * late_unlock_first, lock_overlap). Work sizes run in turn, each one's work_alone just
+ * late_unlock_first, lock_overlap, late_fence). Work sizes run in turn, each one's work_alone just
  * before its patterns, so the rows compared are measured close together on a machine
  * whose load drifts.
  *
@@ -80,8 +85,8 @@
 #define BYTES (4 * MIB) /* one put; the window has two such slots a rank */
 
 static const char *const benchmark_names[] = {"late_post", "late_unlock", "lock_overlap",
-                                              "work_alone", "latency"};
-enum benchmark { LATE_POST, LATE_UNLOCK, LOCK_OVERLAP, WORK_ALONE, LATENCY, NUM_BENCH };
+                                              "late_fence", "work_alone", "latency"};
+enum benchmark { LATE_POST, LATE_UNLOCK, LOCK_OVERLAP, LATE_FENCE, WORK_ALONE, LATENCY, NUM_BENCH };
 
 static const double work_sizes[] = {0, 500, 1000, 2000}; /* usec, × --scale */
 #define NUM_WORK ((int)(sizeof work_sizes / sizeof work_sizes[0]))
@@ -96,11 +101,16 @@ enum row {
     ROW_UNLOCK_FIRST,
     ROW_UNLOCK_SECOND,
     ROW_LOCK_OVERLAP,
+    ROW_LATE_FENCE,
     ROW_WORK,
     NUM_ROWS
 };
 static const char *const row_names[] = {"late_post", "late_unlock_first", "late_unlock_second",
-                                        "lock_overlap", "work_alone"};
+                                        "lock_overlap", "late_fence", "work_alone"};
+/* The rows whose ideal is the work, with overlap and excess rows. */
+static const enum row overlap_rows[] = {ROW_LATE_POST, ROW_UNLOCK_FIRST, ROW_LOCK_OVERLAP,
+                                        ROW_LATE_FENCE};
+#define NUM_OVERLAP_ROWS ((int)(sizeof overlap_rows / sizeof overlap_rows[0]))
 
 struct run {
     const char *series;
@@ -252,6 +262,51 @@ static void late_post(struct run *r, int w) {
     }
     const enum row rows[] = {ROW_LATE_POST};
     report(r, "late_post", rows, 1, w, &l, 1);
+}
+
+/* ---- late_fence: origin rank 0, late rank 2, rank 1 on time ------------------------- */
+
+static void late_fence(struct run *r, int w) {
+    enum { ORIGIN = 0, TARGET = 2 };
+    double work = work_sizes[w] * r->scale;
+    struct bench_loop l = start_loop(r, "late_fence");
+    while (bench_loop_next(&l, r->rank, r->rank == ORIGIN ? 0 : IDLE_POLL_USEC)) {
+        int it = l.i;
+        unsigned char value = bench_stamp(it, 30 + w);
+        if (r->rank == ORIGIN) {
+            memset(r->buffer, value, BYTES);
+            MPI_Request opening = MPI_REQUEST_NULL, closing = MPI_REQUEST_NULL;
+            double t0 = MPI_Wtime();
+            /* The others enter the fence after this message, the target D late. */
+            for (int p = 1; p < r->size; p++)
+                BENCH_MPI(MPI_Send(NULL, 0, MPI_BYTE, p, it, MPI_COMM_WORLD));
+            BENCH_SYNC(r->nonblocking, &opening, MPI_Win_fence(0, r->win),
+                       MPIX_Win_ifence(0, r->win, &opening));
+            BENCH_MPI(MPI_Put(r->buffer, BYTES, MPI_BYTE, TARGET, BYTES, BYTES, MPI_BYTE, r->win));
+            if (r->nonblocking) {
+                BENCH_SYNC(1, &closing, MPI_Win_fence(MPI_MODE_NOSUCCEED, r->win),
+                           MPIX_Win_ifence(MPI_MODE_NOSUCCEED, r->win, &closing));
+                work_for(r, &l, work);
+                bench_finish(&opening);
+                bench_finish(&closing);
+            } else {
+                work_for(r, &l, work);
+                BENCH_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, r->win));
+            }
+            record(r, &l, 0, (MPI_Wtime() - t0) * 1e6);
+        } else {
+            MPI_Request hello;
+            BENCH_MPI(MPI_Irecv(NULL, 0, MPI_BYTE, ORIGIN, it, MPI_COMM_WORLD, &hello));
+            bench_wait_polling(&hello, TARGET_POLL_USEC);
+            if (r->rank == TARGET) bench_sleep(r->late);
+            BENCH_MPI(MPI_Win_fence(0, r->win));
+            BENCH_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, r->win));
+            if (r->rank == TARGET && !bench_all_equal(r->base + BYTES, BYTES, value))
+                r->mismatches++;
+        }
+    }
+    const enum row rows[] = {ROW_LATE_FENCE};
+    report(r, "late_fence", rows, 1, w, &l, 1);
 }
 
 /* ---- late_unlock: O0 = rank 0 (computes), O1 = rank 1, target T = rank 2 ------------- */
@@ -478,11 +533,11 @@ static double clamp_percent(double x) { return x < 0 ? 0 : x > 100 ? 100 : x; }
 /* Rank 0, after every row: the overlap rows and the ideal series. */
 static void report_overlap(struct run *r, const struct bench_options *options) {
     char param[24];
-    const enum row ideal_rows[] = {ROW_LATE_POST, ROW_UNLOCK_FIRST, ROW_LOCK_OVERLAP};
-    for (int k = 0; k < 3; k++) {
-        enum row row = ideal_rows[k];
+    for (int k = 0; k < NUM_OVERLAP_ROWS; k++) {
+        enum row row = overlap_rows[k];
         const char *bench = row == ROW_LATE_POST      ? benchmark_names[LATE_POST]
                             : row == ROW_LOCK_OVERLAP ? benchmark_names[LOCK_OVERLAP]
+                            : row == ROW_LATE_FENCE   ? benchmark_names[LATE_FENCE]
                                                       : benchmark_names[LATE_UNLOCK];
         if (!bench_selected(options, bench)) continue;
         for (int w = 1; w < NUM_WORK; w++) {
@@ -552,6 +607,7 @@ int bench_progress(const struct bench_options *options) {
         if (bench_selected(options, benchmark_names[LATE_POST])) late_post(&r, w);
         if (bench_selected(options, benchmark_names[LATE_UNLOCK])) late_unlock(&r, w);
         if (bench_selected(options, benchmark_names[LOCK_OVERLAP])) lock_overlap(&r, w);
+        if (bench_selected(options, benchmark_names[LATE_FENCE])) late_fence(&r, w);
     }
     if (rank == 0) report_overlap(&r, options);
 
@@ -634,7 +690,6 @@ void bench_list_progress(void) {
             snprintf(param, sizeof param, "%d", latency_bytes[b]);
             bench_row(latency_names[kind], param, "usec");
         }
-    const enum row overlap_rows[] = {ROW_LATE_POST, ROW_UNLOCK_FIRST, ROW_LOCK_OVERLAP};
-    for (int k = 0; k < 3; k++) bench_row("overlap", row_names[overlap_rows[k]], "%");
-    for (int k = 0; k < 3; k++) bench_row("excess", row_names[overlap_rows[k]], "usec");
+    for (int k = 0; k < NUM_OVERLAP_ROWS; k++) bench_row("overlap", row_names[overlap_rows[k]], "%");
+    for (int k = 0; k < NUM_OVERLAP_ROWS; k++) bench_row("excess", row_names[overlap_rows[k]], "usec");
 }
