@@ -351,15 +351,14 @@ Status Window::check_notify(const RmaCall &call) {
     const auto index = static_cast<std::uint32_t>(call.notify_index);
     std::uint32_t &known = notify_known_[call.target];
     std::uint64_t count = 0;
-    if (transport_.peek_control(call.target, sync::ControlLayout::notify_num, &count)) {
-        known = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, layout_.notify_capacity()));
-    } else if (index >= known) {
+    if (!transport_.peek_control(call.target, sync::ControlLayout::notify_num, &count)) {
+        if (index < known) return Status::ok;
         Status status = read_word(transport_, call.target,
                                   RemoteAddress{Region::control, sync::ControlLayout::notify_num},
                                   &count);
         if (is_error(status)) return status;
-        known = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, layout_.notify_capacity()));
     }
+    known = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, layout_.notify_capacity()));
     return index < known ? Status::ok : Status::err_notification;
 }
 
