@@ -1,4 +1,5 @@
 #include "common/log.hpp"
+#include "common/settings.hpp"
 
 #include <atomic>
 #include <cstdarg>
@@ -18,7 +19,7 @@ Counters &counters() {
 
 int verbose_level() {
     static const int level = [] {
-        const char *value = std::getenv("NBRMA_VERBOSE");
+        const char *value = settings::env(settings::Id::verbose);
         return value ? std::atoi(value) : 0;
     }();
     return level;

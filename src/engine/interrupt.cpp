@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "transport/shm/shm_segment.hpp"
 
 extern char **environ;
@@ -90,7 +91,7 @@ void join(unsigned slot) {
 }
 
 std::string find_helper() {
-    if (const char *path = std::getenv("NBRMA_HELPER")) return path;
+    if (const char *path = settings::env(settings::Id::helper)) return path;
     Dl_info info{};
     if (!dladdr(reinterpret_cast<void *>(&find_helper), &info) || !info.dli_fname) return "";
     std::string directory = info.dli_fname;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/interrupt.hpp"
@@ -351,7 +352,7 @@ Status wait_request(Request *request) {
 }
 
 bool progress_mode_from_environment(ProgressMode *mode, const char **value) {
-    const char *text = std::getenv("NBRMA_PROGRESS");
+    const char *text = settings::env(settings::Id::progress);
     *value = text ? text : "";
     if (!text || !*text || std::strcmp(text, "inline") == 0) {
         *mode = ProgressMode::inline_mode;

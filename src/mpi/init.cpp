@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
@@ -31,7 +32,7 @@ Status &interrupt_failure_status() {
 
 // NBRMA_HELPERS: helpers per node, 1 (the default) to helper::max_helpers.
 bool helpers_from_environment(unsigned *helpers) {
-    const char *text = std::getenv("NBRMA_HELPERS");
+    const char *text = settings::env(settings::Id::helpers);
     *helpers = 1;
     if (!text || !*text) return true;
     char *end = nullptr;
@@ -72,7 +73,7 @@ void setup_interrupt() {
         shared.status = static_cast<int>(Status::err_transport);  // MPI_ERR_OTHER
         if (!helpers_ok) {
             shared.status = static_cast<int>(Status::err_info);  // a bad setting, as NBRMA_PROGRESS
-            why = std::string("NBRMA_HELPERS=\"") + std::getenv("NBRMA_HELPERS") +
+            why = std::string("NBRMA_HELPERS=\"") + settings::env(settings::Id::helpers) +
                   "\" is not a number of helpers per node from 1 to " +
                   std::to_string(helper::max_helpers);
         } else if (is_error(engine::interrupt::create_table(static_cast<unsigned>(node_size),

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/datatype.hpp"
@@ -229,28 +230,29 @@ void parse_info(MPI_Info info, WindowInfo *out) {
         return flag != 0;
     };
     auto truth = [&]() { return std::strcmp(value, "true") == 0 || std::strcmp(value, "1") == 0; };
-    if (get("accumulate_ordering")) out->accumulate_ordering = value;
-    if (get("accumulate_ops")) out->accumulate_ops = value;
-    if (get("no_locks")) out->no_locks = truth();
-    if (get("alloc_shared_noncontig")) out->alloc_shared_noncontig = truth();
-    if (get("same_size")) out->same_size = truth();
-    if (get("same_disp_unit")) out->same_disp_unit = truth();
-    if (get("mpi_accumulate_granularity")) {
+    using settings::Id;
+    if (get(settings::name(Id::accumulate_ordering))) out->accumulate_ordering = value;
+    if (get(settings::name(Id::accumulate_ops))) out->accumulate_ops = value;
+    if (get(settings::name(Id::no_locks))) out->no_locks = truth();
+    if (get(settings::name(Id::alloc_shared_noncontig))) out->alloc_shared_noncontig = truth();
+    if (get(settings::name(Id::same_size))) out->same_size = truth();
+    if (get(settings::name(Id::same_disp_unit))) out->same_disp_unit = truth();
+    if (get(settings::name(Id::accumulate_granularity))) {
         char *end = nullptr;
         const long long bytes = std::strtoll(value, &end, 10);
         if (end != value && *end == '\0' && bytes >= 0) out->accumulate_granularity = value;
     }
-    if (get("nbrma_transport")) out->transport = value;
-    if (get("nbrma_notify_max")) out->notify_max = value;
-    static const char *const reorder_keys[4][2] = {
-        {"access_after_access_reorder", "MPI_WIN_ACCESS_AFTER_ACCESS_REORDER"},
-        {"access_after_exposure_reorder", "MPI_WIN_ACCESS_AFTER_EXPOSURE_REORDER"},
-        {"exposure_after_exposure_reorder", "MPI_WIN_EXPOSURE_AFTER_EXPOSURE_REORDER"},
-        {"exposure_after_access_reorder", "MPI_WIN_EXPOSURE_AFTER_ACCESS_REORDER"},
-    };
-    for (int i = 0; i < 4; ++i)
-        for (const char *key : reorder_keys[i])
-            if (get(key)) out->reorder[i] = truth();
+    if (get(settings::name(Id::transport))) out->transport = value;
+    if (get(settings::name(Id::notify_max))) out->notify_max = value;
+    // The reorder keys, by engine::Reorder, under their name and the paper's spelling.
+    static const Id reorder_keys[4] = {
+        Id::access_after_access_reorder, Id::access_after_exposure_reorder,
+        Id::exposure_after_exposure_reorder, Id::exposure_after_access_reorder};
+    for (int i = 0; i < 4; ++i) {
+        const settings::Setting &key = settings::get(reorder_keys[i]);
+        if (get(key.name)) out->reorder[i] = truth();
+        if (get(key.alias)) out->reorder[i] = truth();
+    }
 }
 
 }  // namespace nbrma::mpi

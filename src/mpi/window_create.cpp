@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "common/yield.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
@@ -42,7 +43,7 @@ struct PeerRecord {
 // not a number from 0 to 2^24. Pages no counter touched cost no memory.
 constexpr long notify_max_limit = 1L << 24;
 std::int32_t notify_capacity(const WindowInfo &info, std::string *text) {
-    const char *environment = std::getenv("NBRMA_NOTIFY_MAX");
+    const char *environment = settings::env(settings::Id::notify_max_env);
     *text = !info.notify_max.empty() ? info.notify_max : environment ? environment : "";
     if (text->empty()) return 65536;
     char *end = nullptr;
@@ -76,7 +77,7 @@ Status process_worker(transport::ucx::UcxWorker **out) {
 // through UCX as if on another machine. Memory stays per real node. -1: a bad value.
 int virtual_node() {
     static int node = [] {
-        const char *text = std::getenv("NBRMA_VIRTUAL_NODES");
+        const char *text = settings::env(settings::Id::virtual_nodes);
         if (!text || !*text) return 0;
         char *end = nullptr;
         const long k = std::strtol(text, &end, 10);
@@ -271,7 +272,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     // The transport choice, agreed by every rank (a bad value anywhere fails everywhere).
     std::string choice = state->info.transport;
     if (choice.empty()) {
-        const char *environment = std::getenv("NBRMA_TRANSPORT");
+        const char *environment = settings::env(settings::Id::transport_env);
         choice = environment ? environment : "";
     }
     const bool valid = choice.empty() || choice == "shm" || choice == "ucx";
@@ -659,22 +660,24 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
     // Every key MPI-4.0 defines for windows, with the value in effect (its default if
     // the user gave none), then nbrma's own.
     const WindowInfo &info = state->info;
-    PMPI_Info_set(*info_used, "no_locks", info.no_locks ? "true" : "false");
-    PMPI_Info_set(*info_used, "accumulate_ordering", info.accumulate_ordering.c_str());
-    PMPI_Info_set(*info_used, "accumulate_ops", info.accumulate_ops.c_str());
-    PMPI_Info_set(*info_used, "same_size", info.same_size ? "true" : "false");
-    PMPI_Info_set(*info_used, "same_disp_unit", info.same_disp_unit ? "true" : "false");
-    PMPI_Info_set(*info_used, "alloc_shared_noncontig",
-                  info.alloc_shared_noncontig ? "true" : "false");
-    PMPI_Info_set(*info_used, "mpi_accumulate_granularity", info.accumulate_granularity.c_str());
-    PMPI_Info_set(*info_used, "nbrma_transport", state->all_ucx ? "ucx" : "shm");
-    PMPI_Info_set(*info_used, "nbrma_notify_max",
-                  std::to_string(state->layout->notify_capacity()).c_str());
-    static const char *const reorder_keys[4] = {
-        NBRMA_INFO_ACCESS_AFTER_ACCESS_REORDER, NBRMA_INFO_ACCESS_AFTER_EXPOSURE_REORDER,
-        NBRMA_INFO_EXPOSURE_AFTER_EXPOSURE_REORDER, NBRMA_INFO_EXPOSURE_AFTER_ACCESS_REORDER};
-    for (int i = 0; i < 4; ++i)
-        PMPI_Info_set(*info_used, reorder_keys[i], info.reorder[i] ? "true" : "false");
+    using settings::Id;
+    auto set = [&](Id key, const char *value) {
+        PMPI_Info_set(*info_used, settings::name(key), value);
+    };
+    auto truth = [](bool value) { return value ? "true" : "false"; };
+    set(Id::no_locks, truth(info.no_locks));
+    set(Id::accumulate_ordering, info.accumulate_ordering.c_str());
+    set(Id::accumulate_ops, info.accumulate_ops.c_str());
+    set(Id::same_size, truth(info.same_size));
+    set(Id::same_disp_unit, truth(info.same_disp_unit));
+    set(Id::alloc_shared_noncontig, truth(info.alloc_shared_noncontig));
+    set(Id::accumulate_granularity, info.accumulate_granularity.c_str());
+    set(Id::transport, state->all_ucx ? "ucx" : "shm");
+    set(Id::notify_max, std::to_string(state->layout->notify_capacity()).c_str());
+    set(Id::access_after_access_reorder, truth(info.reorder[0]));
+    set(Id::access_after_exposure_reorder, truth(info.reorder[1]));
+    set(Id::exposure_after_exposure_reorder, truth(info.reorder[2]));
+    set(Id::exposure_after_access_reorder, truth(info.reorder[3]));
     return MPI_SUCCESS;
 }
 

@@ -1,4 +1,5 @@
 #include "transport/shm/cross_memory.hpp"
+#include "common/settings.hpp"
 
 #include <sys/prctl.h>
 #include <sys/uio.h>
@@ -42,7 +43,7 @@ int yama_ptrace_scope(const char *path) {
 }
 
 bool cross_memory_forbidden() {
-    const char *value = std::getenv("NBRMA_CMA");
+    const char *value = settings::env(settings::Id::cma);
     return value && std::strcmp(value, "0") == 0;
 }
 

@@ -1,4 +1,5 @@
 #include "transport/shm/shm_segment.hpp"
+#include "common/settings.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,7 +14,7 @@
 namespace nbrma::transport::shm {
 
 void test_die_at(const char *point) {
-    const char *at = std::getenv("NBRMA_TEST_DIE_AT");
+    const char *at = settings::env(settings::Id::test_die_at);
     if (!at || std::strcmp(at, point) != 0) return;
     std::fprintf(stderr, "nbrma: NBRMA_TEST_DIE_AT=%s: killing pid %d\n", point,
                  static_cast<int>(getpid()));

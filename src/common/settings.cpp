@@ -1,0 +1,116 @@
+// settings.cpp — the table of every environment variable and window info key nbrma reads
+// (see settings.hpp). Rows are in settings::Id order: the static_assert checks their
+// number, get() their order.
+#include "common/settings.hpp"
+
+#include <cstdlib>
+
+namespace nbrma::settings {
+
+namespace {
+
+using S = Scope;
+using A = Audience;
+
+const Setting rows[] = {
+    {Id::progress, "NBRMA_PROGRESS", S::environment, A::user, "inline",
+     "inline, thread, interrupt",
+     "how epochs advance: inside MPI calls only, also on a polling progress thread per "
+     "process, or on a progress thread the node's helper wakes when work waits",
+     nullptr},
+    {Id::helpers, "NBRMA_HELPERS", S::environment, A::user, "1", "1 to 16",
+     "interrupt mode: helper processes per node", nullptr},
+    {Id::helper, "NBRMA_HELPER", S::environment, A::user, "",
+     "a path to an executable",
+     "interrupt mode: the helper program to start instead of the nbrma-helper installed "
+     "beside libnbrma",
+     nullptr},
+    {Id::notify_max_env, "NBRMA_NOTIFY_MAX", S::environment, A::user, "65536", "0 to 16777216",
+     "capacity of the notification counters of windows created without the info key "
+     "nbrma_notify_max",
+     nullptr},
+    {Id::transport_env, "NBRMA_TRANSPORT", S::environment, A::user, "shm", "shm, ucx",
+     "how windows reach their peers: node-local peers over shared memory and remote ones "
+     "over UCX, or every peer over UCX (the info key nbrma_transport overrides it)",
+     nullptr},
+    {Id::ucx_prefix, "NBRMA_UCX_*", S::environment, A::user, "",
+     "any UCX_* setting (e.g. NBRMA_UCX_TLS=rc,self)",
+     "UCX settings for nbrma's own UCX context only, overriding UCX_*", nullptr},
+    {Id::cma, "NBRMA_CMA", S::environment, A::user, "1", "0, 1",
+     "0: never use cross-memory attach nor prctl(PR_SET_PTRACER); MPI_Win_create and "
+     "dynamic windows with node-local peers then fail at creation",
+     nullptr},
+    {Id::verbose, "NBRMA_VERBOSE", S::environment, A::user, "0", "0, 1, 2",
+     "1: each rank prints its counters to stderr at MPI_Finalize and notes its progress "
+     "thread's start and stop; 2: also debug traces",
+     nullptr},
+    {Id::virtual_nodes, "NBRMA_VIRTUAL_NODES", S::environment, A::test, "", "1 to 4096",
+     "test mode: each node's ranks form k virtual nodes (world rank mod k) that reach each "
+     "other through UCX, as if on different machines",
+     nullptr},
+    {Id::test_die_at, "NBRMA_TEST_DIE_AT", S::environment, A::test, "",
+     "creator_created, peer_before_open, peer_opened, peer_agreed",
+     "test hook: a process reaching this point of window creation kills itself with "
+     "SIGKILL",
+     nullptr},
+
+    {Id::accumulate_ordering, "accumulate_ordering", S::window_info, A::user,
+     "rar,raw,war,waw", "none, or a comma-separated subset of rar, raw, war, waw",
+     "orderings that accumulates from one origin to one target must keep", nullptr},
+    {Id::accumulate_ops, "accumulate_ops", S::window_info, A::user, "same_op_no_op",
+     "same_op, same_op_no_op",
+     "the promise that concurrent accumulates to a location use one operation", nullptr},
+    {Id::no_locks, "no_locks", S::window_info, A::user, "false", "true, false",
+     "true: the application promises never to lock the window", nullptr},
+    {Id::alloc_shared_noncontig, "alloc_shared_noncontig", S::window_info, A::user, "false",
+     "true, false",
+     "true: MPI_Win_allocate_shared need not place the ranks' parts contiguously", nullptr},
+    {Id::same_size, "same_size", S::window_info, A::user, "false", "true, false",
+     "a hint that every rank gives the same size (accepted, not used)", nullptr},
+    {Id::same_disp_unit, "same_disp_unit", S::window_info, A::user, "false", "true, false",
+     "a hint that every rank gives the same displacement unit (accepted, not used)", nullptr},
+    {Id::accumulate_granularity, "mpi_accumulate_granularity", S::window_info, A::user, "0",
+     "a byte count >= 0", "a hint on the atomicity granularity of accumulates (accepted, "
+     "not used)",
+     nullptr},
+    {Id::transport, "nbrma_transport", S::window_info, A::user, "shm", "shm, ucx",
+     "this window's transport: node-local peers over shared memory and remote ones over "
+     "UCX, or every peer over UCX (overrides NBRMA_TRANSPORT)",
+     nullptr},
+    {Id::notify_max, "nbrma_notify_max", S::window_info, A::user, "65536", "0 to 16777216",
+     "capacity of each rank's notification counters, the same on every rank (overrides "
+     "NBRMA_NOTIFY_MAX)",
+     nullptr},
+    {Id::access_after_access_reorder, "access_after_access_reorder", S::window_info, A::user,
+     "false", "true, false, 1, 0",
+     "an access epoch may activate while an earlier access epoch is still active (SC14)",
+     "MPI_WIN_ACCESS_AFTER_ACCESS_REORDER"},
+    {Id::access_after_exposure_reorder, "access_after_exposure_reorder", S::window_info,
+     A::user, "false", "true, false, 1, 0",
+     "an access epoch may activate while an earlier exposure epoch is still active (SC14)",
+     "MPI_WIN_ACCESS_AFTER_EXPOSURE_REORDER"},
+    {Id::exposure_after_exposure_reorder, "exposure_after_exposure_reorder", S::window_info,
+     A::user, "false", "true, false, 1, 0",
+     "an exposure epoch may activate while an earlier exposure epoch is still active (SC14)",
+     "MPI_WIN_EXPOSURE_AFTER_EXPOSURE_REORDER"},
+    {Id::exposure_after_access_reorder, "exposure_after_access_reorder", S::window_info,
+     A::user, "false", "true, false, 1, 0",
+     "an exposure epoch may activate while an earlier access epoch is still active (SC14)",
+     "MPI_WIN_EXPOSURE_AFTER_ACCESS_REORDER"},
+};
+
+static_assert(sizeof rows / sizeof rows[0] == count, "one row per settings::Id");
+
+}  // namespace
+
+const Setting *table() { return rows; }
+
+const Setting &get(Id id) {
+    const Setting &row = rows[static_cast<std::size_t>(id)];
+    if (row.id != id) std::abort();  // rows out of Id order: a programming error
+    return row;
+}
+
+const char *env(Id id) { return std::getenv(get(id).name); }
+
+}  // namespace nbrma::settings

@@ -1,0 +1,73 @@
+// settings.hpp — every tunable nbrma reads: its environment variables and its window info
+// keys, in ONE table. The code reads each setting through this table (settings::env,
+// settings::name), and everything that lists them is generated from it: nbrma-info's
+// text and JSON, the ENVIRONMENT and INFO KEYS sections of nbrma(7), and the MPI_T
+// control variables. Adding a setting is one row in settings.cpp plus its Id here.
+#ifndef NBRMA_COMMON_SETTINGS_HPP
+#define NBRMA_COMMON_SETTINGS_HPP
+
+#include <cstddef>
+
+namespace nbrma::settings {
+
+enum class Scope {
+    environment,  // an NBRMA_* environment variable, read by every process
+    window_info,  // a window info key (MPI_Win_create & co., MPI_Win_set_info)
+};
+
+// Who the setting is for: users tune it; tests and developers use the rest.
+enum class Audience { user, test };
+
+enum class Id : unsigned {
+    // environment variables
+    progress,
+    helpers,
+    helper,
+    notify_max_env,
+    transport_env,
+    ucx_prefix,
+    cma,
+    verbose,
+    virtual_nodes,
+    test_die_at,
+    // window info keys
+    accumulate_ordering,
+    accumulate_ops,
+    no_locks,
+    alloc_shared_noncontig,
+    same_size,
+    same_disp_unit,
+    accumulate_granularity,
+    transport,
+    notify_max,
+    access_after_access_reorder,
+    access_after_exposure_reorder,
+    exposure_after_exposure_reorder,
+    exposure_after_access_reorder,
+    count_  // not a setting
+};
+
+struct Setting {
+    Id id;
+    const char *name;           // "NBRMA_PROGRESS", "nbrma_transport"; a trailing '*' names a family
+    Scope scope;
+    Audience audience;
+    const char *default_value;  // as text; "" when unset means "not set"
+    const char *allowed;        // the values accepted, in words ("inline, thread, interrupt")
+    const char *meaning;        // one line
+    const char *alias;          // another spelling the code accepts (info keys), or nullptr
+};
+
+constexpr std::size_t count = static_cast<std::size_t>(Id::count_);
+
+// The whole table, in Id order.
+const Setting *table();
+const Setting &get(Id id);
+inline const char *name(Id id) { return get(id).name; }
+
+// The environment variable's value, or nullptr when unset (scope environment only).
+const char *env(Id id);
+
+}  // namespace nbrma::settings
+
+#endif
