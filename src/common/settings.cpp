@@ -76,11 +76,11 @@ const Setting rows[] = {
     {Id::transport, "nbrma_transport", S::window_info, A::user, "shm", "shm, ucx",
      "this window's transport: node-local peers over shared memory and remote ones over "
      "UCX, or every peer over UCX (overrides NBRMA_TRANSPORT)",
-     nullptr},
+     nullptr, Id::transport_env},
     {Id::notify_max, "nbrma_notify_max", S::window_info, A::user, "65536", "0 to 16777216",
      "capacity of each rank's notification counters, the same on every rank (overrides "
      "NBRMA_NOTIFY_MAX)",
-     nullptr},
+     nullptr, Id::notify_max_env},
     {Id::access_after_access_reorder, "access_after_access_reorder", S::window_info, A::user,
      "false", "true, false, 1, 0",
      "an access epoch may activate while an earlier access epoch is still active (SC14)",

@@ -56,6 +56,8 @@ struct Setting {
     const char *allowed;        // the values accepted, in words ("inline, thread, interrupt")
     const char *meaning;        // one line
     const char *alias;          // another spelling the code accepts (info keys), or nullptr
+    // Info keys: the environment variable read when the key is not given (none: count_).
+    Id fallback = Id::count_;
 };
 
 constexpr std::size_t count = static_cast<std::size_t>(Id::count_);
