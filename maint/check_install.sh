@@ -1,0 +1,94 @@
+#!/bin/sh
+# check_install.sh — part of `make check`: nbrma as a user gets it after `make install`.
+# Installs the build into a scratch directory (make install DESTDIR=...), checks the
+# installed tree holds the library, header, pkg-config file, helper, tools and man pages,
+# runs the installed nbrma-info, builds test/install/app.c with
+# `mpicc.mpich app.c $(pkg-config --cflags --libs nbrma)` against the installed tree only,
+# runs it on 2 ranks (inline, and interrupt mode, whose helper the installed library must
+# find beside itself), and runs the installed nbrma-bench with its results in the current
+# directory.
+#
+# Skipped (exit 77) in sanitizer builds (make check-asan): a program linked by plain
+# mpicc.mpich cannot load an ASan-built libnbrma. Ends with "N passed, N failed".
+set -u
+top_srcdir=$(cd "${top_srcdir:-.}" && pwd)
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+case "${CXXFLAGS:-} $(sed -n 's/^CXXFLAGS = //p' "$top_builddir/Makefile")" in
+    *-fsanitize=*) echo "sanitizer build: skipped"; exit 77 ;;
+esac
+MPICC=$(sed -n 's/^MPICC = //p' "$top_builddir/Makefile")
+MPIEXEC=$(sed -n 's/^MPIEXEC = //p' "$top_builddir/Makefile")
+prefix=$(sed -n 's/^prefix = //p' "$top_builddir/Makefile")
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/nbrma-install.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+root=$scratch/root
+tree=$root$prefix
+
+# 1. make install into the scratch root (not the jobserver of the make check around us).
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$top_builddir" install DESTDIR="$root" \
+    >"$scratch/install.log" 2>&1; then
+    ok
+else
+    fail "make install DESTDIR=$root:"
+    tail -20 "$scratch/install.log"
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+
+# 2. The installed tree.
+missing=""
+for file in lib/libnbrma.so include/nbrma.h lib/pkgconfig/nbrma.pc libexec/nbrma-helper \
+    bin/nbrma-info bin/nbrma-bench libexec/nbrma/bench_nbrma libexec/nbrma/bench_mpich; do
+    [ -e "$tree/$file" ] || missing="$missing $file"
+done
+if [ -z "$missing" ]; then ok; else fail "not installed:$missing"; fi
+
+# 3. The installed nbrma-info, its JSON parsed.
+if "$tree/bin/nbrma-info" --json >"$scratch/info.json" 2>&1 &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["settings"]' \
+        "$scratch/info.json"; then
+    ok
+else
+    fail "installed nbrma-info --json: $(head -3 "$scratch/info.json")"
+fi
+
+# 4. An application built against the installed tree with pkg-config, run on nbrma.
+flags=$(PKG_CONFIG_PATH="$tree/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root" \
+    pkg-config --cflags --libs nbrma)
+case "$flags" in *"$root"*) ok ;; *) fail "pkg-config nbrma gave '$flags'" ;; esac
+if (cd "$scratch" && $MPICC "$top_srcdir/test/install/app.c" $flags -o app) \
+    >"$scratch/build.log" 2>&1; then
+    ok
+else
+    fail "building app.c against the installed tree: $(cat "$scratch/build.log")"
+fi
+for progress in inline interrupt; do
+    if [ -x "$scratch/app" ] &&
+        LD_LIBRARY_PATH="$tree/lib" NBRMA_PROGRESS=$progress timeout 60 \
+            $MPIEXEC -n 2 "$scratch/app" >"$scratch/run.log" 2>&1 &&
+        grep -q "^No Errors" "$scratch/run.log"; then
+        ok
+    else
+        fail "app on the installed library, NBRMA_PROGRESS=$progress: $(head -5 "$scratch/run.log")"
+    fi
+done
+
+# 5. The installed nbrma-bench finds its programs, runs one row on both, and writes its
+#    results into the current directory.
+mkdir -p "$scratch/cwd"
+if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" "$tree/bin/nbrma-bench" \
+    --groups latency --only osu_put_lock --iterations 200 --no-plots --csv results.csv) \
+    >"$scratch/bench.log" 2>&1 &&
+    grep -q "^osu_put_lock,nbrma-blocking," "$scratch/cwd/results.csv" &&
+    grep -q "^osu_put_lock,mpich," "$scratch/cwd/results.csv"; then
+    ok
+else
+    fail "installed nbrma-bench: $(tail -5 "$scratch/bench.log")"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
