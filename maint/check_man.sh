@@ -7,7 +7,9 @@
 #   - a section-3 page's SYNOPSIS prototype differs from the declaration in
 #     include/nbrma.h (whitespace aside), or a parameter of it has no entry in the page's
 #     INPUT/OUTPUT PARAMETERS;
-#   - a page does not render without warnings (groff -ww -man -z; package groff-base).
+#   - a page does not render without warnings (groff -ww -man -z; package groff-base);
+#   - a source maint/man/<page>.txt gives no page (not listed in maint/man/Makefile.mk),
+#     or a page refers to an nbrma page, as name(section), that does not exist.
 # Needs top_srcdir and top_builddir (set by `make check`; default: the current directory).
 set -u
 
@@ -84,6 +86,18 @@ done
 
 for page in nbrma.7 nbrma-info.1 nbrma-bench.1; do
     [ -f "$mandir/$page" ] || fail "no man page $mandir/$page (its source: maint/man/$page.txt)"
+done
+
+# Every source is built (listed in maint/man/Makefile.mk), and every page of nbrma's
+# that a page refers to, as name(section), exists.
+for source in "$srcdir"/maint/man/*.[1-8].txt; do
+    page=$(basename "$source" .txt)
+    [ -f "$mandir/$page" ] || fail "$source has no page $mandir/$page (not in maint/man/Makefile.mk?)"
+done
+for reference in $(cat "$mandir"/*.[1-8] 2>/dev/null |
+    grep -o '\(MPIX_[A-Za-z_]*\|nbrma[a-z_-]*\)\(\\fR\)\{0,1\}([1-8])' | sed 's/\\fR//' | sort -u); do
+    page=$(echo "$reference" | sed 's/(\([1-8]\))$/.\1/')
+    [ -f "$mandir/$page" ] || fail "a page refers to $reference, which has no page"
 done
 
 # One groff run for every page: its warnings name the file and line.
