@@ -42,7 +42,9 @@ fi
 # 2. The installed tree.
 missing=""
 for file in lib/libnbrma.so include/nbrma.h lib/pkgconfig/nbrma.pc libexec/nbrma-helper \
-    bin/nbrma-info bin/nbrma-bench libexec/nbrma/bench_nbrma libexec/nbrma/bench_mpich; do
+    bin/nbrma-info bin/nbrma-bench libexec/nbrma/bench_nbrma libexec/nbrma/bench_mpich \
+    share/man/man1/nbrma-info.1 share/man/man1/nbrma-bench.1 share/man/man7/nbrma.7 \
+    share/man/man3/MPIX_Win_ilock.3 share/man/man3/nbrma_get_counter.3; do
     [ -e "$tree/$file" ] || missing="$missing $file"
 done
 if [ -z "$missing" ]; then ok; else fail "not installed:$missing"; fi

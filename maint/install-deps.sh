@@ -3,7 +3,8 @@
 # benchmarks need (Debian 12 "bookworm": MPICH 4.0.2, UCX 1.13). libasan8, libubsan1 and
 # libtsan2 (gcc 12's sanitizer runtimes, for make check-asan and make check-tsan) come
 # with g++ anyway; they are listed so that a missing one is installed rather than found
-# at link time. python3 parses nbrma-info's JSON in make check (maint/check_nbrma_info.sh).
+# at link time. python3 parses nbrma-info's JSON (maint/check_nbrma_info.sh) and groff-base
+# renders the man pages (maint/check_man.sh) in make check.
 #
 # Idempotent: when every package is already installed it does nothing and touches no
 # package index. Otherwise it runs apt-get as root, or through sudo; it runs
@@ -13,7 +14,7 @@ set -eu
 
 packages="mpich libmpich-dev libucx-dev ucx-utils libhwloc-dev libibverbs-dev
           googletest libgtest-dev autoconf automake libtool pkg-config make g++
-          libasan8 libubsan1 libtsan2 gnuplot-nox python3"
+          libasan8 libubsan1 libtsan2 gnuplot-nox python3 groff-base"
 
 missing=""
 for package in $packages; do
