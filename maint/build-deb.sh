@@ -11,7 +11,8 @@
 # build products are not packaged) into OUTDIR/nbrma-<version>/, runs
 # `dpkg-buildpackage -us -uc -b` there (unsigned, binary only; the test suite does not
 # run, see debian/rules), so the .deb, .buildinfo and .changes files land in OUTDIR, runs
-# lintian on the .changes file and prints the directory.
+# lintian on the .changes file and prints the directory; exits 1 if lintian reports an
+# error (E:), after printing it.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,8 +54,9 @@ src="$out/nbrma-$upstream"
 rm -rf "$src"
 mkdir -p "$src"
 if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    # shellcheck disable=SC2016  # $f is the inner sh's: tracked files deleted in the tree are left out
     (cd "$top" && git ls-files -z --cached --others --exclude-standard |
-        xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+        xargs -0 sh -c 'for f; do if [ -e "$f" ]; then printf "%s\0" "$f"; fi; done' sh |
         tar --null -T - -cf -) | tar -C "$src" -xf -
 else
     (cd "$top" && tar --exclude=./build-deb -cf - .) | tar -C "$src" -xf -
@@ -64,7 +66,12 @@ fi
 (cd "$src" && dpkg-buildpackage -us -uc -b)
 changes="$out/nbrma_${version}_$(dpkg-architecture -qDEB_HOST_ARCH).changes"
 echo "build-deb: lintian $changes"
-lintian --display-info "$changes" || true
+lintian_status=0
+lintian --display-info "$changes" || lintian_status=$?
 rm -rf "$src"
 echo "build-deb: packages in $out:"
 ls -1 "$out"
+if [ "$lintian_status" -ne 0 ]; then
+    echo "build-deb: lintian reported errors (exit status $lintian_status)" >&2
+    exit 1
+fi
