@@ -101,6 +101,12 @@ std::string find_helper() {
         const std::string path = directory + candidate;
         if (access(path.c_str(), X_OK) == 0) return path;
     }
+#ifdef NBRMA_LIBEXECDIR
+    // Installed where libexec is not ../libexec of libdir (Debian: /usr/lib/<multiarch>
+    // and /usr/libexec): the configured libexecdir.
+    const std::string installed = NBRMA_LIBEXECDIR "/nbrma-helper";
+    if (access(installed.c_str(), X_OK) == 0) return installed;
+#endif
     return "";
 }
 
@@ -109,7 +115,8 @@ Status start_helpers(const std::string &name, std::size_t bytes, std::string *wh
     const std::string path = find_helper();
     if (path.empty()) {
         *why = "the helper program nbrma-helper is not next to libnbrma.so, in ../libexec or "
-               "in ..; set NBRMA_HELPER to its path";
+               "in .. of its directory, or in the libexecdir it was configured with; set "
+               "NBRMA_HELPER to its path";
         return Status::err_other;
     }
     const unsigned k = self.header->helpers;

@@ -47,7 +47,8 @@ unsigned helper_count();
 // Size of the node's help table (0 if none).
 std::size_t table_bytes();
 // The helper program: NBRMA_HELPER, else nbrma-helper next to libnbrma.so, in
-// ../libexec or .. of its directory (the build tree). Empty if none is found.
+// ../libexec or .. of its directory (the build tree), else in the configured libexecdir
+// (NBRMA_LIBEXECDIR). Empty if none is found.
 std::string find_helper();
 
 // ---- the progress thread, around its sleep
