@@ -108,8 +108,8 @@ else
     if [ -n "$interposed" ]; then
         grep -rnE "\b($interposed)\b" "$top_srcdir/src" --include='*.cpp' --include='*.hpp' |
             grep -vE '^[^:]*:[0-9]+:[[:space:]]*(//|\*)' > "$work/direct_calls"
-        while read -r line; do
-            problem "(f) ${line#"$top_srcdir"/}: calls nbrma's own PMPI_ name; use nbrma::mpich:: (src/mpi/mpich.hpp)"
+        while IFS=: read -r file number code; do
+            problem "(f) ${file#"$top_srcdir"/}:$number: calls nbrma's own PMPI_ name (use nbrma::mpich::, src/mpi/mpich.hpp):$code"
         done < "$work/direct_calls"
     fi
 fi

@@ -31,7 +31,10 @@
 
 namespace nbrma::mpich {
 
-#define NBRMA_MPICH_DECLARE(name) extern decltype(&::PMPI_##name) name;
+// Hidden: libnbrma's own, reached without a GOT load (a call costs a load and an
+// indirect call, as many instructions as the PLT stub it replaces).
+#define NBRMA_MPICH_DECLARE(name) \
+    extern __attribute__((visibility("hidden"))) decltype(&::PMPI_##name) name;
 NBRMA_MPICH_FUNCTIONS(NBRMA_MPICH_DECLARE)
 #undef NBRMA_MPICH_DECLARE
 
