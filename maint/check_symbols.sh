@@ -9,6 +9,10 @@
 #   (b) an `nbrma` entry is not a defined (T) dynamic symbol of libnbrma.so,
 #   (c) an `mpich` entry is defined by libnbrma.so (the table is stale),
 #   (d) include/nbrma.h declares an MPIX_ function the table does not list,
+#   (e) an MPI_ function libnbrma.so defines lacks its PMPI_ twin at the same address,
+#       or a PMPI_ function it defines has no MPI_ one (src/mpi/pmpi.hpp),
+#   (f) src/ names the PMPI_ twin of a function libnbrma.so defines (that is nbrma
+#       itself again: MPICH's implementation is nbrma::mpich::name, src/mpi/mpich.hpp),
 # or when the table itself is malformed (bad handler, duplicate name).
 # For testing, NBRMA_SO / MPICH_SO may name other shared objects.
 set -u
@@ -83,6 +87,31 @@ else
     for name in $(comm -12 "$work/mpich" "$work/nbrma_defined"); do
         problem "(c) $name is marked mpich but $(basename "$nbrma_so") defines it: update maint/rma_api.txt"
     done
+
+    # ---- (e) MPI_name and PMPI_name are one function ----
+    nm -D --defined-only "$nbrma_so" | awk '$2 == "T" && $3 ~ /^P?MPI_/ { sub(/@.*/, "", $3); print $3, $1 }' |
+        sort -u > "$work/nbrma_addresses"
+    awk -v lib="$(basename "$nbrma_so")" '
+        { address[$1] = $2 }
+        END {
+            for (name in address) {
+                if (name ~ /^MPI_/ && address["P" name] != address[name])
+                    printf "(e) %s: %s does not define P%s at the same address (NBRMA_PMPI)\n", name, lib, name
+                if (name ~ /^PMPI_/ && !((substr(name, 2)) in address))
+                    printf "(e) %s: %s defines it without %s\n", name, lib, substr(name, 2)
+            }
+        }' "$work/nbrma_addresses" | sort > "$work/twins"
+    while read -r line; do problem "$line"; done < "$work/twins"
+
+    # ---- (f) src/ never calls nbrma's own PMPI_ names ----
+    interposed=$(sed -n 's/^\(MPI_[A-Za-z_0-9]*\) .*/P\1/p' "$work/nbrma_addresses" | paste -sd'|' -)
+    if [ -n "$interposed" ]; then
+        grep -rnE "\b($interposed)\b" "$top_srcdir/src" --include='*.cpp' --include='*.hpp' |
+            grep -vE '^[^:]*:[0-9]+:[[:space:]]*(//|\*)' > "$work/direct_calls"
+        while IFS=: read -r file number code; do
+            problem "(f) ${file#"$top_srcdir"/}:$number: calls nbrma's own PMPI_ name (use nbrma::mpich::, src/mpi/mpich.hpp):$code"
+        done < "$work/direct_calls"
+    fi
 fi
 
 total=$(wc -l < "$work/all")

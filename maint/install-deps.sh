@@ -14,7 +14,8 @@ set -eu
 
 packages="mpich libmpich-dev libucx-dev ucx-utils libhwloc-dev libibverbs-dev
           googletest libgtest-dev autoconf automake libtool pkg-config make g++
-          libasan8 libubsan1 libtsan2 gnuplot-nox python3 groff-base"
+          libasan8 libubsan1 libtsan2 gnuplot-nox python3 groff-base
+          gfortran"
 
 missing=""
 for package in $packages; do

@@ -4,6 +4,7 @@
 
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
+#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 
 using namespace nbrma;
@@ -301,3 +302,23 @@ int MPIX_Accumulate_notify(const void *origin_addr, int origin_count,
 }
 
 }  // extern "C"
+
+// The profiling names (src/mpi/pmpi.hpp).
+NBRMA_PMPI(Accumulate)
+NBRMA_PMPI(Accumulate_c)
+NBRMA_PMPI(Compare_and_swap)
+NBRMA_PMPI(Fetch_and_op)
+NBRMA_PMPI(Get)
+NBRMA_PMPI(Get_accumulate)
+NBRMA_PMPI(Get_accumulate_c)
+NBRMA_PMPI(Get_c)
+NBRMA_PMPI(Put)
+NBRMA_PMPI(Put_c)
+NBRMA_PMPI(Raccumulate)
+NBRMA_PMPI(Raccumulate_c)
+NBRMA_PMPI(Rget)
+NBRMA_PMPI(Rget_accumulate)
+NBRMA_PMPI(Rget_accumulate_c)
+NBRMA_PMPI(Rget_c)
+NBRMA_PMPI(Rput)
+NBRMA_PMPI(Rput_c)

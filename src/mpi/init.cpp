@@ -13,6 +13,8 @@
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
+#include "mpi/mpich.hpp"
+#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 
 using namespace nbrma;
@@ -83,13 +85,13 @@ void setup_interrupt() {
         std::snprintf(shared.name, sizeof shared.name, "%s", why.empty() ? name.c_str() : "");
         shared.bytes = bytes;
     }
-    PMPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, node);
+    mpich::Bcast(&shared, sizeof shared, MPI_BYTE, 0, node);
     bool mapped = shared.name[0] != 0;
     if (mapped && node_rank != 0)
         mapped = !is_error(engine::interrupt::open_table(shared.name, shared.bytes));
     if (mapped) engine::interrupt::join(static_cast<unsigned>(node_rank));
     int all_mapped = mapped, everyone = 0;
-    PMPI_Allreduce(&all_mapped, &everyone, 1, MPI_INT, MPI_MIN, node);
+    mpich::Allreduce(&all_mapped, &everyone, 1, MPI_INT, MPI_MIN, node);
     if (node_rank == 0) {
         if (everyone && is_error(engine::interrupt::start_helpers(shared.name, shared.bytes, &why)))
             everyone = 0;
@@ -98,7 +100,7 @@ void setup_interrupt() {
                   "/proc/<pid>/fd/<n>: same user, one PID namespace)";
         std::snprintf(shared.why, sizeof shared.why, "%s", everyone ? "" : why.c_str());
     }
-    PMPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, node);
+    mpich::Bcast(&shared, sizeof shared, MPI_BYTE, 0, node);
     if (node_rank == 0) engine::interrupt::withdraw();
     PMPI_Comm_free(&node);
     if (shared.why[0]) {
@@ -127,7 +129,7 @@ const char *mpi::interrupt_failure(Status *status) {
 extern "C" {
 
 int MPI_Init(int *argc, char ***argv) {
-    const int error = PMPI_Init(argc, argv);
+    const int error = mpich::Init(argc, argv);
     int provided = MPI_THREAD_SINGLE;
     if (error == MPI_SUCCESS) PMPI_Query_thread(&provided);  // MPIR_CVAR_DEFAULT_THREAD_LEVEL
     return after_init(error, provided);
@@ -135,7 +137,7 @@ int MPI_Init(int *argc, char ***argv) {
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     int level = MPI_THREAD_SINGLE;
-    const int error = PMPI_Init_thread(argc, argv, required, &level);
+    const int error = mpich::Init_thread(argc, argv, required, &level);
     if (provided) *provided = level;
     return after_init(error, level);
 }
@@ -158,9 +160,14 @@ int MPI_Finalize(void) {
             static_cast<unsigned long long>(c.lock_grants),
             static_cast<unsigned long long>(c.progress_thread_sweeps));
     }
-    const int error = PMPI_Finalize();
+    const int error = mpich::Finalize();
     engine::interrupt::reap_helpers(2000);
     return error;
 }
 
 }  // extern "C"
+
+// The profiling names (src/mpi/pmpi.hpp).
+NBRMA_PMPI(Init)
+NBRMA_PMPI(Init_thread)
+NBRMA_PMPI(Finalize)

@@ -21,10 +21,13 @@
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/progress.hpp"
+#include "mpi/mpich.hpp"
+#include "mpi/pmpi.hpp"
 
 using nbrma::Backoff;
 using nbrma::engine::progress_sweep;
 using nbrma::engine::progress_wanted;
+namespace mpich = nbrma::mpich;
 
 namespace {
 
@@ -43,8 +46,8 @@ int progress_until(Test test, Block block) {
 }
 
 int wait_one(MPI_Request *request, MPI_Status *status) {
-    return progress_until([&](int *done) { return PMPI_Test(request, done, status); },
-                          [&] { return PMPI_Wait(request, status); });
+    return progress_until([&](int *done) { return mpich::Test(request, done, status); },
+                          [&] { return mpich::Wait(request, status); });
 }
 
 // The nonblocking twin of a blocking call has been started into `request` (or failed
@@ -62,54 +65,55 @@ extern "C" {
 int MPI_Wait(MPI_Request *request, MPI_Status *status) { return wait_one(request, status); }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-    return progress_until([&](int *done) { return PMPI_Testall(count, requests, done, statuses); },
-                          [&] { return PMPI_Waitall(count, requests, statuses); });
+    return progress_until(
+        [&](int *done) { return mpich::Testall(count, requests, done, statuses); },
+        [&] { return mpich::Waitall(count, requests, statuses); });
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
     return progress_until(
-        [&](int *done) { return PMPI_Testany(count, requests, index, done, status); },
-        [&] { return PMPI_Waitany(count, requests, index, status); });
+        [&](int *done) { return mpich::Testany(count, requests, index, done, status); },
+        [&] { return mpich::Waitany(count, requests, index, status); });
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
     return progress_until(
         [&](int *done) {
-            const int error = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+            const int error = mpich::Testsome(incount, requests, outcount, indices, statuses);
             *done = *outcount != 0;  // MPI_UNDEFINED (nothing active) also ends the wait
             return error;
         },
-        [&] { return PMPI_Waitsome(incount, requests, outcount, indices, statuses); });
+        [&] { return mpich::Waitsome(incount, requests, outcount, indices, statuses); });
 }
 
 // The tests sweep once before asking MPICH, so a poll loop over two-sided requests
 // moves nbrma's epochs too.
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
     if (progress_wanted()) progress_sweep();
-    return PMPI_Test(request, flag, status);
+    return mpich::Test(request, flag, status);
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
     if (progress_wanted()) progress_sweep();
-    return PMPI_Testall(count, requests, flag, statuses);
+    return mpich::Testall(count, requests, flag, statuses);
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
     if (progress_wanted()) progress_sweep();
-    return PMPI_Testany(count, requests, index, flag, status);
+    return mpich::Testany(count, requests, index, flag, status);
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
     if (progress_wanted()) progress_sweep();
-    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    return mpich::Testsome(incount, requests, outcount, indices, statuses);
 }
 
 // A poll loop on MPI_Iprobe is a wait too: sweep before asking MPICH, as the tests do.
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
     if (progress_wanted()) progress_sweep();
-    return PMPI_Iprobe(source, tag, comm, flag, status);
+    return mpich::Iprobe(source, tag, comm, flag, status);
 }
 
 // MPICH's MPI_Request_get_status does not run a generalized request's poll_fn: sweep,
@@ -117,26 +121,26 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
     if (progress_wanted()) progress_sweep();
     nbrma::threads::drain();
-    return PMPI_Request_get_status(request, flag, status);
+    return mpich::Request_get_status(request, flag, status);
 }
 
 // ---- blocking point-to-point
 
 int MPI_Recv(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
-    if (!progress_wanted()) return PMPI_Recv(buffer, count, type, source, tag, comm, status);
+    if (!progress_wanted()) return mpich::Recv(buffer, count, type, source, tag, comm, status);
     MPI_Request request;
     return finish(PMPI_Irecv(buffer, count, type, source, tag, comm, &request), &request, status);
 }
 
 int MPI_Send(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-    if (!progress_wanted()) return PMPI_Send(buffer, count, type, dest, tag, comm);
+    if (!progress_wanted()) return mpich::Send(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Isend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
 int MPI_Ssend(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-    if (!progress_wanted()) return PMPI_Ssend(buffer, count, type, dest, tag, comm);
+    if (!progress_wanted()) return mpich::Ssend(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Issend(buffer, count, type, dest, tag, comm, &request), &request);
 }
@@ -145,8 +149,8 @@ int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type
                  int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
                  int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
     if (!progress_wanted())
-        return PMPI_Sendrecv(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
-                             recv_count, recv_type, source, recv_tag, comm, status);
+        return mpich::Sendrecv(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
+                               recv_count, recv_type, source, recv_tag, comm, status);
     MPI_Request requests[2];
     int error =
         PMPI_Irecv(recv_buffer, recv_count, recv_type, source, recv_tag, comm, &requests[0]);
@@ -167,8 +171,9 @@ int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
-    return progress_until([&](int *found) { return PMPI_Iprobe(source, tag, comm, found, status); },
-                          [&] { return PMPI_Probe(source, tag, comm, status); });
+    return progress_until(
+        [&](int *found) { return mpich::Iprobe(source, tag, comm, found, status); },
+        [&] { return mpich::Probe(source, tag, comm, status); });
 }
 
 // ---- blocking collectives (always the nonblocking twin; see the file comment)
@@ -230,3 +235,28 @@ int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type
 }
 
 }  // extern "C"
+
+// The profiling names (src/mpi/pmpi.hpp).
+NBRMA_PMPI(Wait)
+NBRMA_PMPI(Waitall)
+NBRMA_PMPI(Waitany)
+NBRMA_PMPI(Waitsome)
+NBRMA_PMPI(Test)
+NBRMA_PMPI(Testall)
+NBRMA_PMPI(Testany)
+NBRMA_PMPI(Testsome)
+NBRMA_PMPI(Iprobe)
+NBRMA_PMPI(Probe)
+NBRMA_PMPI(Request_get_status)
+NBRMA_PMPI(Recv)
+NBRMA_PMPI(Send)
+NBRMA_PMPI(Ssend)
+NBRMA_PMPI(Sendrecv)
+NBRMA_PMPI(Barrier)
+NBRMA_PMPI(Bcast)
+NBRMA_PMPI(Reduce)
+NBRMA_PMPI(Allreduce)
+NBRMA_PMPI(Gather)
+NBRMA_PMPI(Allgather)
+NBRMA_PMPI(Scatter)
+NBRMA_PMPI(Alltoall)

@@ -15,6 +15,7 @@
 #include "engine/progress.hpp"
 #include "engine/reduce.hpp"
 #include "mpi/errors.hpp"
+#include "mpi/mpich.hpp"
 
 namespace nbrma::mpi {
 
@@ -26,7 +27,7 @@ std::unordered_map<MPI_Win, WindowState *> &table() {
 
 void poke_mpich() {
     int flag = 0;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    mpich::Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
 // ---- generalized request callbacks

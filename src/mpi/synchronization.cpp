@@ -6,6 +6,7 @@
 
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
+#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
 
@@ -286,3 +287,20 @@ int MPI_Win_test(MPI_Win win, int *flag) {
 }
 
 }  // extern "C"
+
+// The profiling names (src/mpi/pmpi.hpp).
+NBRMA_PMPI(Win_complete)
+NBRMA_PMPI(Win_fence)
+NBRMA_PMPI(Win_flush)
+NBRMA_PMPI(Win_flush_all)
+NBRMA_PMPI(Win_flush_local)
+NBRMA_PMPI(Win_flush_local_all)
+NBRMA_PMPI(Win_lock)
+NBRMA_PMPI(Win_lock_all)
+NBRMA_PMPI(Win_post)
+NBRMA_PMPI(Win_start)
+NBRMA_PMPI(Win_sync)
+NBRMA_PMPI(Win_test)
+NBRMA_PMPI(Win_unlock)
+NBRMA_PMPI(Win_unlock_all)
+NBRMA_PMPI(Win_wait)

@@ -14,6 +14,8 @@
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
+#include "mpi/mpich.hpp"
+#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
 #include "transport/shm/shm_transport.hpp"
@@ -92,7 +94,7 @@ int virtual_node() {
 // True on every rank iff `ok` on every rank.
 bool everyone(bool ok, MPI_Comm comm) {
     int mine = ok ? 1 : 0, all = 0;
-    PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
+    mpich::Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
     return all != 0;
 }
 
@@ -101,14 +103,14 @@ bool everyone(bool ok, MPI_Comm comm) {
 // operations target it.
 void barrier_serving(MPI_Comm comm, transport::Transport &transport) {
     if (!transport.needs_target_progress()) {
-        PMPI_Barrier(comm);
+        mpich::Barrier(comm);
         return;
     }
     MPI_Request request;
     PMPI_Ibarrier(comm, &request);
     Backoff backoff;
     for (int done = 0;;) {
-        PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        mpich::Test(&request, &done, MPI_STATUS_IGNORE);
         if (done) return;
         if (locked([&] { return transport.poll(); }) == 0) backoff.pause();
     }
@@ -145,7 +147,7 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
     std::vector<std::uint8_t> mine = locked([&] { return ucx->exposure(); });
     int length = static_cast<int>(mine.size());
     std::vector<int> lengths(nranks), displacements(nranks, 0);
-    PMPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, state.comm);
+    mpich::Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, state.comm);
     for (int r = 1; r < nranks; ++r) displacements[r] = displacements[r - 1] + lengths[r - 1];
     std::vector<std::uint8_t> records(static_cast<std::size_t>(displacements[nranks - 1]) +
                                       lengths[nranks - 1]);
@@ -172,7 +174,7 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
     MPI_Request barrier;
     PMPI_Ibarrier(state.comm, &barrier);
     for (int done = 0; !done;) {
-        PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        mpich::Test(&barrier, &done, MPI_STATUS_IGNORE);
         if (!done && locked([&] { return worker->progress(); }) == 0) backoff.pause();
     }
     if (!everyone(!is_error(status), state.comm)) {
@@ -204,13 +206,14 @@ Status enable_cross_memory(WindowState &state, const std::vector<PeerRecord> &pe
     std::vector<int> readable(nranks, 0), readable_by_some(nranks, 0);
     for (int r = 0; r < nranks; ++r)
         if (allowed && scope == 1 && is_local[r] && r != rank) readable[r] = probe(r) == cma_ok;
-    PMPI_Allreduce(readable.data(), readable_by_some.data(), nranks, MPI_INT, MPI_MAX, state.comm);
+    mpich::Allreduce(readable.data(), readable_by_some.data(), nranks, MPI_INT, MPI_MAX,
+                     state.comm);
     if (allowed) state.ptracer.acquire(scope, readable_by_some[rank] != 0);
-    PMPI_Barrier(state.comm);  // consent is in place everywhere
+    mpich::Barrier(state.comm);  // consent is in place everywhere
     int verdict = needed && !allowed ? cma_forbidden : cma_ok, agreed = cma_ok;
     for (int r = 0; r < nranks && allowed && verdict == cma_ok; ++r)
         if (is_local[r] && r != rank) verdict = probe(r);
-    PMPI_Allreduce(&verdict, &agreed, 1, MPI_INT, MPI_MAX, state.comm);
+    mpich::Allreduce(&verdict, &agreed, 1, MPI_INT, MPI_MAX, state.comm);
     switch (agreed) {
         case cma_ok:
             return Status::ok;
@@ -312,7 +315,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     int local = 0, leader = rank;
     PMPI_Comm_split_type(state->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     PMPI_Comm_size(node, &local);
-    PMPI_Bcast(&leader, 1, MPI_INT, 0, node);
+    mpich::Bcast(&leader, 1, MPI_INT, 0, node);
     if (nranks > sync::LockWord::max_ranks) {
         PMPI_Comm_free(&node);
         return creation_failed(call, *state, Status::err_unsupported,
@@ -340,7 +343,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         mine.disp_unit = 1;
     }
     std::vector<PeerRecord> peers(nranks);
-    PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE, state->comm);
+    mpich::Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE,
+                     state->comm);
     std::vector<bool> is_local(nranks);
     std::vector<bool> shm_reach(nranks);       // local, and in our virtual node
     std::vector<int> local_index(nranks, -1);  // position in the node's segment
@@ -399,7 +403,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         if (!is_error(status))
             std::snprintf(name, sizeof name, "%s", state->segment->name().c_str());
     }
-    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node);
+    mpich::Bcast(name, sizeof name, MPI_CHAR, 0, node);
     PMPI_Comm_free(&node);
     if (node_rank != 0 && name[0])
         status = state->segment->open(name, static_cast<std::size_t>(total));
@@ -487,8 +491,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                                                         : MPI_WIN_FLAVOR_DYNAMIC;
 
     int error = flavor == Flavor::dynamic
-                    ? PMPI_Win_create_dynamic(info, comm, &state->handle)
-                    : PMPI_Win_create(base, size, disp_unit, info, comm, &state->handle);
+                    ? mpich::Win_create_dynamic(info, comm, &state->handle)
+                    : mpich::Win_create(base, size, disp_unit, info, comm, &state->handle);
     if (error != MPI_SUCCESS) {
         PMPI_Comm_free(&state->comm);
         return error;
@@ -575,7 +579,7 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     if (is_error(status))
         return raise("MPI_Win_attach", win, status,
                      "cannot publish or register the region for remote access");
-    return PMPI_Win_attach(win, base, size);
+    return mpich::Win_attach(win, base, size);
 }
 
 int MPI_Win_detach(MPI_Win win, const void *base) {
@@ -583,7 +587,7 @@ int MPI_Win_detach(MPI_Win win, const void *base) {
     if (!state) return raise("MPI_Win_detach", MPI_WIN_NULL, Status::err_win);
     Status status = locked([&] { return state->engine->detach(base); });
     if (is_error(status)) return raise("MPI_Win_detach", win, status, "address was not attached");
-    return PMPI_Win_detach(win, base);
+    return mpich::Win_detach(win, base);
 }
 
 int MPI_Win_free(MPI_Win *win) {
@@ -606,7 +610,7 @@ int MPI_Win_free(MPI_Win *win) {
     barrier_serving(state->comm, *state->transport);  // no peer touches our memory any more
     engine::progress_unregister(state->engine.get());
     window_erase(*win);  // before the handle can be reused
-    int error = PMPI_Win_free(win);
+    int error = mpich::Win_free(win);
     PMPI_Comm_free(&state->comm);
     if (state->group != MPI_GROUP_NULL) PMPI_Group_free(&state->group);
     locked([&] { delete state; });  // its transports share the UCX worker
@@ -689,7 +693,23 @@ int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
         for (int key = 0; key < 4; ++key)
             state->engine->set_reorder(static_cast<engine::Reorder>(key), state->info.reorder[key]);
     });
-    return PMPI_Win_set_info(win, info);
+    return mpich::Win_set_info(win, info);
 }
 
 }  // extern "C"
+
+// The profiling names (src/mpi/pmpi.hpp).
+NBRMA_PMPI(Win_create)
+NBRMA_PMPI(Win_create_c)
+NBRMA_PMPI(Win_allocate)
+NBRMA_PMPI(Win_allocate_c)
+NBRMA_PMPI(Win_allocate_shared)
+NBRMA_PMPI(Win_allocate_shared_c)
+NBRMA_PMPI(Win_create_dynamic)
+NBRMA_PMPI(Win_attach)
+NBRMA_PMPI(Win_detach)
+NBRMA_PMPI(Win_free)
+NBRMA_PMPI(Win_get_info)
+NBRMA_PMPI(Win_set_info)
+NBRMA_PMPI(Win_shared_query)
+NBRMA_PMPI(Win_shared_query_c)

@@ -1,0 +1,43 @@
+// MPICH's own implementation of the MPI functions nbrma defines, for nbrma to call.
+//
+// nbrma defines every MPI_ function it interposes under its profiling name PMPI_ too
+// (src/mpi/pmpi.hpp), because MPICH's Fortran bindings (mpi_f08) and its ROMIO call
+// the PMPI_ names. Inside nbrma, PMPI_Win_free would therefore be nbrma's own
+// MPI_Win_free again: nbrma reaches MPICH's through nbrma::mpich::Win_free instead, a
+// pointer resolved once when libnbrma is loaded (src/mpi/mpich.cpp), before any thread
+// or MPI call can run. A call through it costs what the PLT call to PMPI_Win_free cost.
+// maint/check_symbols.sh fails if src/ calls an interposed PMPI_ name directly.
+//
+// The functions of MPICH that nbrma does not define are called by their PMPI_ names
+// as before (PMPI_Comm_rank, PMPI_Type_get_envelope, ...).
+#ifndef NBRMA_MPI_MPICH_HPP
+#define NBRMA_MPI_MPICH_HPP
+
+#include <mpi.h>
+
+// The interposed functions nbrma calls MPICH's implementation of. Adding one here is
+// all it takes to call it as nbrma::mpich::name.
+// clang-format off
+#define NBRMA_MPICH_FUNCTIONS(X)                                                           \
+    X(Init) X(Init_thread) X(Finalize)                                                     \
+    X(Wait) X(Waitall) X(Waitany) X(Waitsome)                                              \
+    X(Test) X(Testall) X(Testany) X(Testsome)                                              \
+    X(Iprobe) X(Probe) X(Request_get_status)                                               \
+    X(Recv) X(Send) X(Ssend) X(Sendrecv)                                                   \
+    X(Barrier) X(Bcast) X(Allreduce) X(Allgather)                                          \
+    X(Win_create) X(Win_create_dynamic) X(Win_attach) X(Win_detach) X(Win_free)            \
+    X(Win_get_attr) X(Win_set_info)
+// clang-format on
+
+namespace nbrma::mpich {
+
+// Hidden: libnbrma's own, reached without a GOT load (a call costs a load and an
+// indirect call, as many instructions as the PLT stub it replaces).
+#define NBRMA_MPICH_DECLARE(name) \
+    extern __attribute__((visibility("hidden"))) decltype(&::PMPI_##name) name;
+NBRMA_MPICH_FUNCTIONS(NBRMA_MPICH_DECLARE)
+#undef NBRMA_MPICH_DECLARE
+
+}  // namespace nbrma::mpich
+
+#endif  // NBRMA_MPI_MPICH_HPP
