@@ -13,13 +13,15 @@
 // be tied to them. A handle of one of nbrma's variables is a pointer to an nbrma-owned
 // object kept in a table: a handle found there is nbrma's, any other goes to MPICH.
 //
-// Every entry point first asks MPICH for its count: that answers
-// MPI_T_ERR_NOT_INITIALIZED before MPI_T_init_thread and after the last MPI_T_finalize.
+// Every entry point first checks that MPI_T is initialized (nbrma counts MPI_T_init_thread
+// and MPI_T_finalize itself), then asks MPICH for its count.
 // nbrma's tables are guarded by one mutex (MPI_T may be called from any thread, before
 // MPI_Init and after MPI_Finalize); counters are read under the progress lock as well,
-// taken after that mutex, never before. No MPICH call is made with the mutex held.
+// taken after that mutex, never before. The mutex is held around no MPICH call but
+// PMPI_T_init_thread and PMPI_T_finalize (which keeps them in step with nbrma's count).
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -58,9 +60,24 @@ struct CvarHandle {
     std::string value;
 };
 
+// MPI_T_init_thread calls not yet finalized (MPICH's own count, which MPI_Init does not
+// touch). Checked before any call into MPICH: after its last MPI_T_finalize MPICH 4.0.2
+// takes a destroyed mutex under MPI_THREAD_MULTIPLE and aborts, instead of answering
+// MPI_T_ERR_NOT_INITIALIZED.
+std::atomic<int> initialized{0};
+
+bool is_initialized() { return initialized.load(std::memory_order_acquire) > 0; }
+
+// MPICH's number of performance (control) variables: nbrma's indices start there.
+int mpich_pvar_count(int *count) {
+    return is_initialized() ? PMPI_T_pvar_get_num(count) : MPI_T_ERR_NOT_INITIALIZED;
+}
+int mpich_cvar_count(int *count) {
+    return is_initialized() ? PMPI_T_cvar_get_num(count) : MPI_T_ERR_NOT_INITIALIZED;
+}
+
 struct Tables {
     std::mutex mutex;
-    int initialized = 0;  // MPI_T_init_thread calls not yet finalized
     std::unordered_set<MPI_T_pvar_session> sessions;
     std::unordered_map<const void *, std::unique_ptr<PvarHandle>> pvars;
     std::unordered_map<const void *, std::unique_ptr<CvarHandle>> cvars;
@@ -224,25 +241,22 @@ extern "C" {
 // ---------------------------------------------------------------- setup
 
 int MPI_T_init_thread(int required, int *provided) {
+    Tables &t = tables();
+    std::lock_guard<std::mutex> lock(t.mutex);  // orders it with MPI_T_finalize
     const int error = PMPI_T_init_thread(required, provided);
-    if (error == MPI_SUCCESS) {
-        Tables &t = tables();
-        std::lock_guard<std::mutex> lock(t.mutex);
-        ++t.initialized;
-    }
+    if (error == MPI_SUCCESS) initialized.fetch_add(1, std::memory_order_release);
     return error;
 }
 
 int MPI_T_finalize(void) {
+    Tables &t = tables();
+    std::lock_guard<std::mutex> lock(t.mutex);
+    if (!is_initialized()) return MPI_T_ERR_NOT_INITIALIZED;
     const int error = PMPI_T_finalize();
-    if (error == MPI_SUCCESS) {
-        Tables &t = tables();
-        std::lock_guard<std::mutex> lock(t.mutex);
-        if (t.initialized > 0 && --t.initialized == 0) {  // every handle and session ends
-            t.sessions.clear();
-            t.pvars.clear();
-            t.cvars.clear();
-        }
+    if (error == MPI_SUCCESS && initialized.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        t.sessions.clear();  // every session and handle ends with the last MPI_T_finalize
+        t.pvars.clear();
+        t.cvars.clear();
     }
     return error;
 }
@@ -250,8 +264,9 @@ int MPI_T_finalize(void) {
 // ---------------------------------------------------------------- performance variables
 
 int MPI_T_pvar_get_num(int *num_pvar) {
-    const int error = PMPI_T_pvar_get_num(num_pvar);
-    if (error == MPI_SUCCESS && num_pvar) *num_pvar += static_cast<int>(counter_count());
+    if (!num_pvar) return is_initialized() ? MPI_T_ERR_INVALID : MPI_T_ERR_NOT_INITIALIZED;
+    const int error = mpich_pvar_count(num_pvar);
+    if (error == MPI_SUCCESS) *num_pvar += static_cast<int>(counter_count());
     return error;
 }
 
@@ -260,7 +275,7 @@ int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosit
                         char *desc, int *desc_len, int *bind, int *readonly, int *continuous,
                         int *atomic) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (pvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
     if (pvar_index < mpich)
         return PMPI_T_pvar_get_info(pvar_index, name, name_len, verbosity, var_class, datatype,
@@ -287,7 +302,7 @@ int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosit
 
 int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (!name || !pvar_index) return MPI_T_ERR_INVALID;
     const int error = PMPI_T_pvar_get_index(name, var_class, pvar_index);
     if (error != MPI_T_ERR_INVALID_NAME) return error;
@@ -304,6 +319,7 @@ int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index) {
 }
 
 int MPI_T_pvar_session_create(MPI_T_pvar_session *session) {
+    if (!is_initialized()) return MPI_T_ERR_NOT_INITIALIZED;
     const int error = PMPI_T_pvar_session_create(session);
     if (error == MPI_SUCCESS) {
         Tables &t = tables();
@@ -314,6 +330,7 @@ int MPI_T_pvar_session_create(MPI_T_pvar_session *session) {
 }
 
 int MPI_T_pvar_session_free(MPI_T_pvar_session *session) {
+    if (!is_initialized()) return MPI_T_ERR_NOT_INITIALIZED;
     if (!session) return PMPI_T_pvar_session_free(session);
     const MPI_T_pvar_session freed = *session;
     const int error = PMPI_T_pvar_session_free(session);
@@ -330,7 +347,7 @@ int MPI_T_pvar_session_free(MPI_T_pvar_session *session) {
 int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle,
                             MPI_T_pvar_handle *handle, int *count) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (pvar_index >= 0 && pvar_index < mpich)
         return PMPI_T_pvar_handle_alloc(session, pvar_index, obj_handle, handle, count);
     Tables &t = tables();
@@ -350,7 +367,7 @@ int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *ob
 
 int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (!handle) return MPI_T_ERR_INVALID_HANDLE;
     {
         Tables &t = tables();
@@ -369,7 +386,7 @@ int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle
 
 int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
     bool forward = false;
     if (int error = pvar_action(session, handle, Action::start, &forward)) return error;
@@ -378,7 +395,7 @@ int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
 
 int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
     bool forward = false;
     if (int error = pvar_action(session, handle, Action::stop, &forward)) return error;
@@ -387,7 +404,7 @@ int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
 
 int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
     bool forward = false;
     if (int error = pvar_action(session, handle, Action::reset, &forward)) return error;
@@ -396,7 +413,7 @@ int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
 
 int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (handle == MPI_T_PVAR_HANDLE_NULL || handle == MPI_T_PVAR_ALL_HANDLES)
         return MPI_T_ERR_INVALID_HANDLE;
     {
@@ -415,7 +432,7 @@ int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *
 
 int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (handle == MPI_T_PVAR_HANDLE_NULL || handle == MPI_T_PVAR_ALL_HANDLES)
         return MPI_T_ERR_INVALID_HANDLE;
     {
@@ -436,7 +453,7 @@ int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const
 
 int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
     int mpich = 0;
-    if (int error = PMPI_T_pvar_get_num(&mpich)) return error;
+    if (int error = mpich_pvar_count(&mpich)) return error;
     if (handle == MPI_T_PVAR_HANDLE_NULL || handle == MPI_T_PVAR_ALL_HANDLES)
         return MPI_T_ERR_INVALID_HANDLE;
     {
@@ -462,8 +479,9 @@ int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, v
 // ---------------------------------------------------------------- control variables
 
 int MPI_T_cvar_get_num(int *num_cvar) {
-    const int error = PMPI_T_cvar_get_num(num_cvar);
-    if (error == MPI_SUCCESS && num_cvar) *num_cvar += static_cast<int>(cvar_settings().size());
+    if (!num_cvar) return is_initialized() ? MPI_T_ERR_INVALID : MPI_T_ERR_NOT_INITIALIZED;
+    const int error = mpich_cvar_count(num_cvar);
+    if (error == MPI_SUCCESS) *num_cvar += static_cast<int>(cvar_settings().size());
     return error;
 }
 
@@ -471,7 +489,7 @@ int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosit
                         MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc,
                         int *desc_len, int *bind, int *scope) {
     int mpich = 0;
-    if (int error = PMPI_T_cvar_get_num(&mpich)) return error;
+    if (int error = mpich_cvar_count(&mpich)) return error;
     if (cvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
     if (cvar_index < mpich)
         return PMPI_T_cvar_get_info(cvar_index, name, name_len, verbosity, datatype, enumtype,
@@ -493,7 +511,7 @@ int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosit
 
 int MPI_T_cvar_get_index(const char *name, int *cvar_index) {
     int mpich = 0;
-    if (int error = PMPI_T_cvar_get_num(&mpich)) return error;
+    if (int error = mpich_cvar_count(&mpich)) return error;
     if (!name || !cvar_index) return MPI_T_ERR_INVALID;
     const int error = PMPI_T_cvar_get_index(name, cvar_index);
     if (error != MPI_T_ERR_INVALID_NAME) return error;
@@ -510,7 +528,7 @@ int MPI_T_cvar_get_index(const char *name, int *cvar_index) {
 int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle,
                             int *count) {
     int mpich = 0;
-    if (int error = PMPI_T_cvar_get_num(&mpich)) return error;
+    if (int error = mpich_cvar_count(&mpich)) return error;
     if (cvar_index >= 0 && cvar_index < mpich)
         return PMPI_T_cvar_handle_alloc(cvar_index, obj_handle, handle, count);
     if (cvar_index < 0 || static_cast<std::size_t>(cvar_index - mpich) >= cvar_settings().size())
@@ -529,7 +547,7 @@ int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle 
 
 int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) {
     int mpich = 0;
-    if (int error = PMPI_T_cvar_get_num(&mpich)) return error;
+    if (int error = mpich_cvar_count(&mpich)) return error;
     if (!handle || *handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
     {
         Tables &t = tables();
@@ -544,7 +562,7 @@ int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) {
 
 int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) {
     int mpich = 0;
-    if (int error = PMPI_T_cvar_get_num(&mpich)) return error;
+    if (int error = mpich_cvar_count(&mpich)) return error;
     if (handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
     {
         Tables &t = tables();
@@ -560,7 +578,7 @@ int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) {
 
 int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
     int mpich = 0;
-    if (int error = PMPI_T_cvar_get_num(&mpich)) return error;
+    if (int error = mpich_cvar_count(&mpich)) return error;
     if (handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
     {
         Tables &t = tables();

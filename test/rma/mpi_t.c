@@ -22,11 +22,14 @@
  *   described and read; MPI_T_PVAR_ALL_HANDLES start/stop reach MPICH's session; MPICH's
  *   first pvar is read in nbrma's session when MPICH has any (Debian's 4.0.2 has none).
  *
+ * `mpi_t threads`: the same with MPI_THREAD_MULTIPLE while 3 more threads make and use
+ * sessions, handles and control variable handles over and over.
  * `mpi_t list` also prints nbrma's variables with their descriptions (rank 0).
  */
 #include <stdint.h>
 
 #include "rmatest.h"
+#include "rmathreads.h"
 
 #define NPUTS 5
 #define NEPOCHS 3
@@ -118,6 +121,51 @@ static void check_cvar_string(const char *name, const char *expected)
     rc = MPI_T_cvar_handle_free(&handle);
     CHECK(rc == MPI_SUCCESS && handle == MPI_T_CVAR_HANDLE_NULL,
           "MPI_T_cvar_handle_free(%s) = %d", name, rc);
+}
+
+/* `mpi_t threads`: MPI_T from several threads at once (MPI_THREAD_MULTIPLE) while the main
+ * thread runs the counting checks: each thread makes its own sessions, handles and control
+ * variable handles over and over (every 0.2 ms); its counter handle never goes backwards. */
+#define CHURN_THREADS 3
+static int churn_stop;
+
+static void *churn(void *unused)
+{
+    (void) unused;
+    int rounds = 0;
+    while (!__atomic_load_n(&churn_stop, __ATOMIC_ACQUIRE) || rounds < 20) {
+        MPI_T_pvar_session session;
+        MPI_T_pvar_handle ops, helpers;
+        MPI_T_cvar_handle cvar;
+        int ops_index, helpers_index, cvar_index, count, rc = MPI_SUCCESS;
+        unsigned long long before = 0, after = 0, direct = 0;
+        char value[64] = "";
+        rc |= MPI_T_pvar_get_index("nbrma_rma_ops", MPI_T_PVAR_CLASS_COUNTER, &ops_index);
+        rc |= MPI_T_pvar_get_index("nbrma_helpers", MPI_T_PVAR_CLASS_LEVEL, &helpers_index);
+        rc |= MPI_T_pvar_session_create(&session);
+        rc |= MPI_T_pvar_handle_alloc(session, ops_index, NULL, &ops, &count);
+        rc |= MPI_T_pvar_handle_alloc(session, helpers_index, NULL, &helpers, &count);
+        rc |= MPI_T_pvar_start(session, MPI_T_PVAR_ALL_HANDLES);
+        rc |= MPI_T_pvar_read(session, ops, &before);
+        rc |= MPI_T_pvar_readreset(session, ops, &after);
+        rc |= MPI_T_pvar_read(session, helpers, &direct);
+        TCHECK(after >= before, "thread: readreset %llu after read %llu", after, before);
+        rc |= MPI_T_pvar_stop(session, MPI_T_PVAR_ALL_HANDLES);
+        rc |= MPI_T_pvar_handle_free(session, &ops);
+        rc |= MPI_T_pvar_session_free(&session); /* frees `helpers` */
+        rc |= MPI_T_cvar_get_index("NBRMA_NOTIFY_MAX", &cvar_index);
+        rc |= MPI_T_cvar_handle_alloc(cvar_index, NULL, &cvar, &count);
+        if (count <= (int) sizeof value)
+            rc |= MPI_T_cvar_read(cvar, value);
+        rc |= MPI_T_cvar_handle_free(&cvar);
+        TCHECK(rc == MPI_SUCCESS && strcmp(value, "1024") == 0,
+               "thread: round %d: rc %d, NBRMA_NOTIFY_MAX \"%s\"", rounds, rc, value);
+        rounds++;
+        /* a tool samples now and then: back-to-back rounds on an oversubscribed node would
+         * mostly measure the progress lock handed between spinning threads */
+        nanosleep(&(struct timespec){ 0, 200 * 1000 }, NULL);
+    }
+    return NULL;
 }
 
 /* `mpi_t list`: rank 0 prints nbrma's variables as a tool enumerates them (README). */
@@ -487,9 +535,14 @@ int main(int argc, char **argv)
     early_rc[1] = MPI_T_cvar_get_num(&n);
     early_rc[2] = MPI_T_pvar_session_create(&(MPI_T_pvar_session){ 0 });
     early_rc[3] = MPI_T_cvar_handle_alloc(0, NULL, &(MPI_T_cvar_handle){ 0 }, &n);
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+    const int threads = rt_has_arg(argc, argv, "threads");
+    if (MPI_T_init_thread(threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided) !=
+        MPI_SUCCESS)
         return 1;
-    rt_init(&argc, &argv);
+    if (threads)
+        rt_init_multiple(&argc, &argv);
+    else
+        rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     for (int i = 0; i < 4; i++)
@@ -497,7 +550,7 @@ int main(int argc, char **argv)
               i, early_rc[i]);
 
     check_order();
-    if (me == 0 && argc > 1 && strcmp(argv[1], "list") == 0)
+    if (me == 0 && rt_has_arg(argc, argv, "list"))
         list_variables();
     check_pvar_info();
     check_cvars();
@@ -507,7 +560,13 @@ int main(int argc, char **argv)
     MPI_CHK(MPI_Win_allocate(sizeof(int) * 16, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                              &base, &win));
     MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    pthread_t churners[CHURN_THREADS];
+    for (int i = 0; threads && i < CHURN_THREADS; i++)
+        pthread_create(&churners[i], NULL, churn, NULL);
     check_counting(win, me, np);
+    __atomic_store_n(&churn_stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; threads && i < CHURN_THREADS; i++)
+        pthread_join(churners[i], NULL);
     MPI_CHK(MPI_Win_free(&win));
 
     {   /* after the last MPI_T_finalize, a handle that was valid is refused */
@@ -522,6 +581,10 @@ int main(int argc, char **argv)
         CHECK(rc == MPI_T_ERR_NOT_INITIALIZED, "read after MPI_T_finalize = %d", rc);
         rc = MPI_T_pvar_get_num(&n);
         CHECK(rc == MPI_T_ERR_NOT_INITIALIZED, "pvar_get_num after MPI_T_finalize = %d", rc);
+        rc = MPI_T_cvar_read(MPI_T_CVAR_HANDLE_NULL, &value);
+        CHECK(rc == MPI_T_ERR_NOT_INITIALIZED, "cvar_read after MPI_T_finalize = %d", rc);
+        rc = MPI_T_finalize();
+        CHECK(rc == MPI_T_ERR_NOT_INITIALIZED, "a second MPI_T_finalize = %d", rc);
     }
     return rt_finalize();
 }
