@@ -9,6 +9,9 @@
 // MPICH on every call, so nbrma's indices follow should MPICH's counts grow; tools find
 // variables by name (MPI_T_*_get_index), as the standard advises.
 //
+// Categories: MPICH's are 0..K-1, nbrma adds one, "nbrma" at index K, holding all of its
+// performance and control variables (and no events or subcategories).
+//
 // Sessions are MPICH's (created through PMPI_T), recorded here so that nbrma's handles can
 // be tied to them. A handle of one of nbrma's variables is a pointer to an nbrma-owned
 // object kept in a table: a handle found there is nbrma's, any other goes to MPICH.
@@ -75,6 +78,11 @@ int mpich_pvar_count(int *count) {
 int mpich_cvar_count(int *count) {
     return is_initialized() ? PMPI_T_cvar_get_num(count) : MPI_T_ERR_NOT_INITIALIZED;
 }
+int mpich_category_count(int *count) {
+    return is_initialized() ? PMPI_T_category_get_num(count) : MPI_T_ERR_NOT_INITIALIZED;
+}
+
+constexpr const char *category_name = "nbrma";
 
 struct Tables {
     std::mutex mutex;
@@ -586,6 +594,92 @@ int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
         if (find_cvar(t, handle)) return MPI_T_ERR_CVAR_SET_NEVER;  // read at startup only
     }
     return PMPI_T_cvar_write(handle, buf);
+}
+
+// ---------------------------------------------------------------- categories
+
+int MPI_T_category_get_num(int *num_cat) {
+    if (!num_cat) return is_initialized() ? MPI_T_ERR_INVALID : MPI_T_ERR_NOT_INITIALIZED;
+    const int error = mpich_category_count(num_cat);
+    if (error == MPI_SUCCESS) *num_cat += 1;
+    return error;
+}
+
+int MPI_T_category_get_info(int cat_index, char *name, int *name_len, char *desc, int *desc_len,
+                            int *num_cvars, int *num_pvars, int *num_categories) {
+    int mpich = 0;
+    if (int error = mpich_category_count(&mpich)) return error;
+    if (cat_index >= 0 && cat_index < mpich)
+        return PMPI_T_category_get_info(cat_index, name, name_len, desc, desc_len, num_cvars,
+                                        num_pvars, num_categories);
+    if (cat_index != mpich) return MPI_T_ERR_INVALID_INDEX;
+    copy_string(name, name_len, category_name);
+    copy_string(desc, desc_len,
+                "nbrma, the RMA subsystem: its counters and its NBRMA_* environment variables");
+    set(num_cvars, static_cast<int>(cvar_settings().size()));
+    set(num_pvars, static_cast<int>(counter_count()));
+    set(num_categories, 0);
+    return MPI_SUCCESS;
+}
+
+int MPI_T_category_get_index(const char *name, int *cat_index) {
+    int mpich = 0;
+    if (int error = mpich_category_count(&mpich)) return error;
+    if (!name || !cat_index) return MPI_T_ERR_INVALID;
+    const int error = PMPI_T_category_get_index(name, cat_index);
+    if (error != MPI_T_ERR_INVALID_NAME) return error;
+    if (std::strcmp(name, category_name) != 0) return MPI_T_ERR_INVALID_NAME;
+    *cat_index = mpich;
+    return MPI_SUCCESS;
+}
+
+int MPI_T_category_get_pvars(int cat_index, int len, int indices[]) {
+    int mpich = 0, first = 0;
+    if (int error = mpich_category_count(&mpich)) return error;
+    if (cat_index >= 0 && cat_index < mpich)
+        return PMPI_T_category_get_pvars(cat_index, len, indices);
+    if (cat_index != mpich) return MPI_T_ERR_INVALID_INDEX;
+    if (int error = mpich_pvar_count(&first)) return error;
+    for (int i = 0; i < len && i < static_cast<int>(counter_count()); ++i) indices[i] = first + i;
+    return MPI_SUCCESS;
+}
+
+int MPI_T_category_get_cvars(int cat_index, int len, int indices[]) {
+    int mpich = 0, first = 0;
+    if (int error = mpich_category_count(&mpich)) return error;
+    if (cat_index >= 0 && cat_index < mpich)
+        return PMPI_T_category_get_cvars(cat_index, len, indices);
+    if (cat_index != mpich) return MPI_T_ERR_INVALID_INDEX;
+    if (int error = mpich_cvar_count(&first)) return error;
+    for (int i = 0; i < len && i < static_cast<int>(cvar_settings().size()); ++i)
+        indices[i] = first + i;
+    return MPI_SUCCESS;
+}
+
+int MPI_T_category_get_categories(int cat_index, int len, int indices[]) {
+    int mpich = 0;
+    if (int error = mpich_category_count(&mpich)) return error;
+    if (cat_index >= 0 && cat_index < mpich)
+        return PMPI_T_category_get_categories(cat_index, len, indices);
+    return cat_index == mpich ? MPI_SUCCESS : MPI_T_ERR_INVALID_INDEX;  // none below nbrma
+}
+
+int MPI_T_category_get_num_events(int cat_index, int *num_events) {
+    int mpich = 0;
+    if (int error = mpich_category_count(&mpich)) return error;
+    if (cat_index >= 0 && cat_index < mpich)
+        return PMPI_T_category_get_num_events(cat_index, num_events);
+    if (cat_index != mpich) return MPI_T_ERR_INVALID_INDEX;
+    set(num_events, 0);
+    return MPI_SUCCESS;
+}
+
+int MPI_T_category_get_events(int cat_index, int len, int indices[]) {
+    int mpich = 0;
+    if (int error = mpich_category_count(&mpich)) return error;
+    if (cat_index >= 0 && cat_index < mpich)
+        return PMPI_T_category_get_events(cat_index, len, indices);
+    return cat_index == mpich ? MPI_SUCCESS : MPI_T_ERR_INVALID_INDEX;  // nbrma has no events
 }
 
 }  // extern "C"

@@ -16,6 +16,7 @@
  * - Control variables: NBRMA_NOTIFY_MAX, set with setenv before MPI_T_init_thread, reads
  *   back; NBRMA_TEST_DIE_AT (unset) reads as its default ""; NBRMA_TRANSPORT reads as the
  *   suite mode's value or "shm"; writing is MPI_T_ERR_CVAR_SET_NEVER.
+ * - One category "nbrma" after MPICH's lists exactly those variables.
  * - Every error class: INVALID_INDEX, INVALID_NAME, INVALID_SESSION, INVALID_HANDLE (null,
  *   other session), PVAR_NO_STARTSTOP / PVAR_NO_WRITE on a continuous read-only variable.
  * - MPICH's side through the same calls: an MPICH cvar (MPIR_CVAR_ASYNC_PROGRESS) is found,
@@ -235,6 +236,59 @@ static void check_order(void)
         CHECK(strchr(name, '*') == NULL, "cvar %d is the family %s", i, name);
     }
     CHECK(first == mpich, "first NBRMA_ cvar at %d, MPICH has %d", first, mpich);
+}
+
+/* One category "nbrma" after MPICH's, holding exactly nbrma's variables. */
+static void check_categories(void)
+{
+    int mpich = 0, all = 0, index = -1, rc, num_cvars = -1, num_pvars = -1, num_cats = -1;
+    int pvar_first = 0, pvar_all = 0, cvar_first = 0, cvar_all = 0, events = -1;
+    char name[64];
+    int name_len = sizeof name;
+    MPI_CHK(PMPI_T_category_get_num(&mpich));
+    MPI_CHK(MPI_T_category_get_num(&all));
+    CHECK(all == mpich + 1, "categories: %d in all, %d MPICH's", all, mpich);
+    rc = MPI_T_category_get_index("nbrma", &index);
+    CHECK(rc == MPI_SUCCESS && index == mpich, "category_get_index(nbrma): rc %d index %d", rc,
+          index);
+    MPI_CHK(PMPI_T_pvar_get_num(&pvar_first));
+    MPI_CHK(MPI_T_pvar_get_num(&pvar_all));
+    MPI_CHK(PMPI_T_cvar_get_num(&cvar_first));
+    MPI_CHK(MPI_T_cvar_get_num(&cvar_all));
+    rc = MPI_T_category_get_info(mpich, name, &name_len, NULL, NULL, &num_cvars, &num_pvars,
+                                 &num_cats);
+    CHECK(rc == MPI_SUCCESS && strcmp(name, "nbrma") == 0 &&
+              num_pvars == pvar_all - pvar_first && num_cvars == cvar_all - cvar_first &&
+              num_cats == 0,
+          "category nbrma: rc %d name %s pvars %d cvars %d categories %d", rc, name, num_pvars,
+          num_cvars, num_cats);
+    if (rc == MPI_SUCCESS && num_pvars > 0 && num_pvars <= 64 && num_cvars > 0 &&
+        num_cvars <= 64) {
+        int indices[64];
+        MPI_CHK(MPI_T_category_get_pvars(mpich, num_pvars, indices));
+        for (int i = 0; i < num_pvars; i++)
+            CHECK(indices[i] == pvar_first + i, "category pvar %d is %d", i, indices[i]);
+        MPI_CHK(MPI_T_category_get_cvars(mpich, num_cvars, indices));
+        for (int i = 0; i < num_cvars; i++)
+            CHECK(indices[i] == cvar_first + i, "category cvar %d is %d", i, indices[i]);
+    }
+    rc = MPI_T_category_get_num_events(mpich, &events);
+    CHECK(rc == MPI_SUCCESS && events == 0, "category nbrma events: rc %d, %d", rc, events);
+    MPI_CHK(MPI_T_category_get_categories(mpich, 0, NULL));
+    /* MPICH's first category is still MPICH's */
+    name_len = sizeof name;
+    rc = MPI_T_category_get_info(0, name, &name_len, NULL, NULL, NULL, NULL, NULL);
+    CHECK(rc == MPI_SUCCESS && name[0] != '\0' && strcmp(name, "nbrma") != 0,
+          "MPICH's category 0: rc %d name %s", rc, name);
+    /* errors */
+    rc = MPI_T_category_get_info(all, name, &name_len, NULL, NULL, NULL, NULL, NULL);
+    CHECK(rc == MPI_T_ERR_INVALID_INDEX, "category_get_info(num) = %d", rc);
+    rc = MPI_T_category_get_pvars(-1, 0, NULL);
+    CHECK(rc == MPI_T_ERR_INVALID_INDEX, "category_get_pvars(-1) = %d", rc);
+    rc = MPI_T_category_get_cvars(all, 0, NULL);
+    CHECK(rc == MPI_T_ERR_INVALID_INDEX, "category_get_cvars(num) = %d", rc);
+    rc = MPI_T_category_get_index("nbrma_none", &index);
+    CHECK(rc == MPI_T_ERR_INVALID_NAME, "category_get_index(unknown) = %d", rc);
 }
 
 static void check_pvar_info(void)
@@ -554,6 +608,7 @@ int main(int argc, char **argv)
         list_variables();
     check_pvar_info();
     check_cvars();
+    check_categories();
 
     MPI_Win win;
     int *base;
