@@ -100,17 +100,12 @@ extern int nbrma_err_invalid_notification;
 #define NBRMA_INFO_ALLOC_SHARED_NONCONTIG "alloc_shared_noncontig"
 
 /* ---- Introspection -----------------------------------------------------------------
- * Process-wide counters, so a program (or a test) can prove its RMA ran on nbrma.
- * Names: "windows_created", "epochs_opened", "epochs_completed", "rma_ops",
- * "lock_grants", "progress_thread_sweeps" (sweeps of the progress thread that moved
- * something, NBRMA_PROGRESS=thread or interrupt; 0 in inline mode). NBRMA_PROGRESS=
- * interrupt adds: "interrupt_wakeups" (wake-ups of this rank's progress thread by the
- * node's helper), "interrupt_futile_wakeups" (those whose sweep moved nothing),
- * "interrupt_sweeps" (every sweep of the interrupt thread), "interrupt_event_wakeups"
- * (wake-ups by the UCX worker's event descriptor: peers over UCX), "helpers" (helper processes
- * on the node), "helper_pid" (the first helper's pid) and "help_table_bytes" (the node's
- * help table: a 64-byte slot per rank plus a header); all 0 in other modes. Returns
- * MPI_SUCCESS, or MPI_ERR_ARG for an unknown name. Safe from any thread. */
+ * Process-wide counters, so a program (or a test) can prove its RMA ran on nbrma:
+ * "windows_created", "epochs_opened", "epochs_completed", "rma_ops", "lock_grants", ...
+ * The names and meanings are one table (src/mpi/counter_table.cpp), also listed through the
+ * MPI tool interface as the performance variables "nbrma_<name>" with their descriptions
+ * (README "Tool interface (MPI_T)"). Returns MPI_SUCCESS, or MPI_ERR_ARG for an unknown
+ * name. Safe from any thread. */
 int nbrma_get_counter(const char *name, unsigned long long *value);
 
 /* Nonzero when the calling process runs its RMA on nbrma (always 1 in libnbrma). */

@@ -1,4 +1,4 @@
-// Process-wide counters (exposed by nbrma_get_counter) and NBRMA_VERBOSE logging,
+// Process-wide counters (exposed through src/mpi/counter_table.cpp) and NBRMA_VERBOSE logging,
 // so a user can check that RMA really ran on nbrma.
 #ifndef NBRMA_COMMON_LOG_HPP
 #define NBRMA_COMMON_LOG_HPP
@@ -11,7 +11,9 @@ struct Counters {
     std::uint64_t windows_created = 0;
     std::uint64_t epochs_opened = 0;
     std::uint64_t epochs_completed = 0;
+    std::uint64_t epochs_deferred = 0;  // not active when their opening call returned
     std::uint64_t rma_ops = 0;
+    std::uint64_t rma_ops_replayed = 0;  // recorded, then run when their target was ready
     std::uint64_t lock_grants = 0;
     std::uint64_t progress_thread_sweeps = 0;  // sweeps by the progress thread that moved
 };

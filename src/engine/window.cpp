@@ -153,8 +153,8 @@ Status Window::lock(int lock_type, int target, int assertions) {
         return Status::err_conflict;  // a window is never locked and exposed at once
     if (Status status = end_unused_fence(); is_error(status)) return status;
     LockMode mode = lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared;
-    open_epoch(EpochKind::lock, target, mode, assertions);
-    progress();  // acquisition starts now, not lazily at unlock
+    progress_opened(open_epoch(EpochKind::lock, target, mode, assertions).id());
+    // (acquisition starts now, not lazily at unlock)
     return Status::ok;
 }
 
@@ -169,8 +169,7 @@ Status Window::lock_all(int assertions) {
     if (open_of(EpochKind::exposure)) return Status::err_conflict;  // would lock our own window
     if (has_open_epoch()) return Status::err_sync;
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    open_epoch(EpochKind::lock_all, -1, LockMode::shared, assertions);
-    progress();
+    progress_opened(open_epoch(EpochKind::lock_all, -1, LockMode::shared, assertions).id());
     return Status::ok;
 }
 
@@ -209,15 +208,17 @@ Status Window::fence(int assertions, Request **request) {
     // No epoch before and none after (every rank must assertions both): no barrier at all.
     const bool barrier = !((assertions & MPI_MODE_NOPRECEDE) && (assertions & MPI_MODE_NOSUCCEED));
     if (previous) close_epoch(*previous, barrier ? nullptr : *request);
+    std::uint64_t opened = 0;  // epoch ids start at 1
     if (barrier) {
         Epoch &epoch = open_epoch(EpochKind::fence, -1, LockMode::shared, assertions);
+        opened = epoch.id();
         epoch.set_sequence(++fences_);
         epoch.on_active(*request);  // the fence returns once its barrier has passed
         if (assertions & MPI_MODE_NOSUCCEED) close_epoch(epoch, nullptr);
     } else if (!previous) {
         (*request)->finish(Status::ok);
     }
-    progress();
+    progress_opened(opened);
     return Status::ok;
 }
 
@@ -227,8 +228,9 @@ Status Window::start(const std::vector<int> &group, int assertions) {
     if (open_of(EpochKind::access) || open_of(EpochKind::lock) || open_of(EpochKind::lock_all))
         return Status::err_sync;
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    open_epoch(EpochKind::access, -1, LockMode::shared, assertions).set_group(group);
-    progress();
+    Epoch &epoch = open_epoch(EpochKind::access, -1, LockMode::shared, assertions);
+    epoch.set_group(group);
+    progress_opened(epoch.id());
     return Status::ok;
 }
 
@@ -245,8 +247,9 @@ Status Window::post(const std::vector<int> &group, int assertions) {
         return Status::err_conflict;  // a window is never locked and exposed at once
     if (Status status = end_unused_fence(); is_error(status)) return status;
     if (!(assertions & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    open_epoch(EpochKind::exposure, -1, LockMode::shared, assertions).set_group(group);
-    progress();
+    Epoch &epoch = open_epoch(EpochKind::exposure, -1, LockMode::shared, assertions);
+    epoch.set_group(group);
+    progress_opened(epoch.id());
     return Status::ok;
 }
 
@@ -571,6 +574,7 @@ bool Window::run_pending(Epoch &epoch, TargetState &state) {
     while (!state.pending.empty()) {
         std::unique_ptr<Operation> operation = std::move(state.pending.front());
         state.pending.pop_front();
+        ++counters().rma_ops_replayed;
         std::uint64_t byte_offset = 0;
         Status status = check_range(operation->call(), &byte_offset);
         if (!is_error(status)) status = run(*operation, byte_offset);
@@ -784,6 +788,16 @@ bool Window::flush_done(Flush &flush) {
     for (int rank = 0; rank < size(); ++rank)
         done &= remote_complete(rank, flush.upto, &flush.failure);
     return done;
+}
+
+// The progress() of an opening call: counts the epoch it opened (id; 0: none) as deferred
+// when it could not activate at once. An open epoch never completes, so it is still queued
+// (the last one: later ones are not opened yet) unless a fence closed it at once.
+void Window::progress_opened(std::uint64_t id) {
+    progress();
+    if (id != 0 && !epochs_.empty() && epochs_.back()->id() == id &&
+        epochs_.back()->state() == EngineState::deferred)
+        ++counters().epochs_deferred;
 }
 
 bool Window::progress() {

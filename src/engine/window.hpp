@@ -156,6 +156,9 @@ class Window {
     };
 
     Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assertions);
+    // progress() for an opening call; counts epoch `id` (0: none) in epochs_deferred when it
+    // is still waiting to activate.
+    void progress_opened(std::uint64_t id);
     void close_epoch(Epoch &epoch, Request *request);
     void retire(std::unique_ptr<Epoch> epoch);
     Status close_open(Epoch *epoch, Request **request);

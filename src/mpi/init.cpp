@@ -12,6 +12,7 @@
 #include "common/threads.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
+#include "mpi/counter_table.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/mpich.hpp"
 #include "mpi/pmpi.hpp"
@@ -148,17 +149,17 @@ int MPI_Finalize(void) {
     engine::interrupt::leave();
     threads::drain();
     if (verbose_level() >= 1) {
-        threads::Guard guard;
-        const Counters &c = counters();
-        log(1,
-            "windows_created=%llu epochs_opened=%llu epochs_completed=%llu rma_ops=%llu "
-            "lock_grants=%llu progress_thread_sweeps=%llu",
-            static_cast<unsigned long long>(c.windows_created),
-            static_cast<unsigned long long>(c.epochs_opened),
-            static_cast<unsigned long long>(c.epochs_completed),
-            static_cast<unsigned long long>(c.rma_ops),
-            static_cast<unsigned long long>(c.lock_grants),
-            static_cast<unsigned long long>(c.progress_thread_sweeps));
+        std::string line;
+        {
+            threads::Guard guard;
+            for (std::size_t i = 0; i < mpi::counter_count(); ++i) {
+                const mpi::CounterRow &row = mpi::counter_table()[i];
+                if (row.kind != mpi::CounterKind::count) continue;
+                line += (line.empty() ? "" : " ") + std::string(row.name) + "=" +
+                        std::to_string(row.read());
+            }
+        }
+        log(1, "%s", line.c_str());
     }
     const int error = mpich::Finalize();
     engine::interrupt::reap_helpers(2000);

@@ -26,7 +26,15 @@
     X(Recv) X(Send) X(Ssend) X(Sendrecv)                                                   \
     X(Barrier) X(Bcast) X(Allreduce) X(Allgather)                                          \
     X(Win_create) X(Win_create_dynamic) X(Win_attach) X(Win_detach) X(Win_free)            \
-    X(Win_get_attr) X(Win_set_info)
+    X(Win_get_attr) X(Win_set_info)                                                        \
+    X(T_category_get_categories) X(T_category_get_cvars) X(T_category_get_events)          \
+    X(T_category_get_index) X(T_category_get_info) X(T_category_get_num)                   \
+    X(T_category_get_num_events) X(T_category_get_pvars) X(T_cvar_get_index)               \
+    X(T_cvar_get_info) X(T_cvar_get_num) X(T_cvar_handle_alloc) X(T_cvar_handle_free)      \
+    X(T_cvar_read) X(T_cvar_write) X(T_finalize) X(T_init_thread) X(T_pvar_get_index)      \
+    X(T_pvar_get_info) X(T_pvar_get_num) X(T_pvar_handle_alloc) X(T_pvar_handle_free)      \
+    X(T_pvar_read) X(T_pvar_readreset) X(T_pvar_reset) X(T_pvar_session_create)            \
+    X(T_pvar_session_free) X(T_pvar_start) X(T_pvar_stop) X(T_pvar_write)
 // clang-format on
 
 namespace nbrma::mpich {

@@ -202,3 +202,11 @@ test_rma_request_get_status_LDADD = $(RMATEST_LDADD)
 test_rma_notify_SOURCES = test/rma/notify.c
 test_rma_notify_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_notify_LDADD = $(RMATEST_LDADD)
+
+# MPI_T: nbrma's counters and settings after MPICH's (src/mpi/tool_interface.cpp)
+check_PROGRAMS += test/rma/mpi_t
+test_rma_mpi_t_SOURCES = test/rma/mpi_t.c test/rma/rmathreads.h
+test_rma_mpi_t_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_mpi_t_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
+test_rma_mpi_t_LDFLAGS = $(RMATEST_PTHREAD)
+test_rma_mpi_t_LDADD = $(RMATEST_LDADD)

@@ -1,0 +1,73 @@
+// counter_table.cpp — the table of nbrma's counters (see counter_table.hpp).
+#include "mpi/counter_table.hpp"
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "engine/interrupt.hpp"
+
+namespace nbrma::mpi {
+
+namespace {
+
+using K = CounterKind;
+namespace interrupt = engine::interrupt;
+
+const CounterRow rows[] = {
+    {"windows_created", K::count, false, "windows this process created (every flavor)",
+     [] { return counters().windows_created; }},
+    {"epochs_opened", K::count, false,
+     "epochs opened: lock, lock_all, fence, start (access), post (exposure)",
+     [] { return counters().epochs_opened; }},
+    {"epochs_completed", K::count, false, "epochs that completed (closed and finished)",
+     [] { return counters().epochs_completed; }},
+    {"epochs_deferred", K::count, false,
+     "epochs that could not activate in their opening call (the window was busy with an "
+     "earlier one): queued, activated later",
+     [] { return counters().epochs_deferred; }},
+    {"rma_ops", K::count, false,
+     "communication calls issued: put, get, accumulates, atomics (R and notify forms too)",
+     [] { return counters().rma_ops; }},
+    {"rma_ops_replayed", K::count, false,
+     "communication calls recorded because their epoch or target lock was not ready, and "
+     "run later",
+     [] { return counters().rma_ops_replayed; }},
+    {"lock_grants", K::count, false, "locks acquired at a target (one per target of lock_all)",
+     [] { return counters().lock_grants; }},
+    {"progress_thread_sweeps", K::count, true,
+     "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
+     "interrupt)",
+     [] { return counters().progress_thread_sweeps; }},
+    {"interrupt_wakeups", K::count, true,
+     "wake-ups of this rank's progress thread by the node's helper (interrupt mode)",
+     [] { return interrupt::counters().wakeups.load(); }},
+    {"interrupt_futile_wakeups", K::count, true,
+     "helper wake-ups whose sweep moved nothing (interrupt mode)",
+     [] { return interrupt::counters().futile_wakeups.load(); }},
+    {"interrupt_sweeps", K::count, true, "every sweep of the interrupt-mode progress thread",
+     [] { return interrupt::counters().sweeps.load(); }},
+    {"interrupt_event_wakeups", K::count, true,
+     "wake-ups by the UCX worker's event descriptor (interrupt mode, peers over UCX)",
+     [] { return interrupt::counters().event_wakeups.load(); }},
+    {"helpers", K::level, true, "helper processes on the node (interrupt mode; else 0)",
+     [] { return static_cast<std::uint64_t>(interrupt::helper_count()); }},
+    {"helper_pid", K::other, true, "the node's first helper's process id (interrupt mode; else 0)",
+     [] { return static_cast<std::uint64_t>(interrupt::helper_pid(0)); }},
+    {"help_table_bytes", K::size, true,
+     "bytes of the node's help table: a 64-byte slot per rank plus a header (interrupt mode)",
+     [] { return static_cast<std::uint64_t>(interrupt::table_bytes()); }},
+};
+
+}  // namespace
+
+const CounterRow *counter_table() { return rows; }
+
+std::size_t counter_count() { return sizeof rows / sizeof rows[0]; }
+
+const CounterRow *counter_find(const char *name) {
+    for (const CounterRow &row : rows)
+        if (std::strcmp(row.name, name) == 0) return &row;
+    return nullptr;
+}
+
+}  // namespace nbrma::mpi
