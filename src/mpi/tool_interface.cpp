@@ -2,8 +2,8 @@
 // (MPI_T, MPI 4.0 chapter 15), after MPICH's own variables.
 //
 // Performance variables: MPICH's are indices 0..N-1 (N = MPICH's own count,
-// nbrma::mpich::T_pvar_get_num), nbrma's are N.. in the order of the counter table (counter_table.cpp), named "nbrma_" + the
-// counter's name. Control variables: MPICH's are 0..M-1, nbrma's M.. in the order of the
+// nbrma::mpich::T_pvar_get_num), nbrma's are N.. in the order of the counter table
+// (counter_table.cpp), named "nbrma_" + the counter's name. Control variables: MPICH's are 0..M-1, nbrma's M.. in the order of the
 // settings table (common/settings.cpp), one per environment variable, named as the
 // variable ("NBRMA_PROGRESS", as MPICH names its MPIR_CVAR_* ones). N and M are read from
 // MPICH on every call, so nbrma's indices follow should MPICH's counts grow; tools find
