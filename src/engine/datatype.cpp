@@ -67,11 +67,31 @@ void merge_leaves(Flat &into, const Flat &from) {
 // `blocklength` consecutive copies of `child` starting at byte `base`. A zero-length
 // block contributes no leaves: MPI's typemap then has no entry of that type, so it
 // must not make the basic type look mixed.
+// A child whose one segment fills its extent: n consecutive copies of it are one
+// segment, so flattening costs O(blocks), never O(bytes) (a 128 KiB block of MPI_BYTE is
+// one segment, not 131072 merged ones).
+bool dense(const Flat &child, MPI_Aint child_extent) {
+    return child.segments.size() == 1 &&
+           static_cast<std::int64_t>(child.segments[0].length) == child_extent;
+}
+
+// `count` dense copies of `child` from byte `base`: exactly the segment the copy-by-copy
+// loop would merge, with the same overflow checks (its last copy's offset).
+void append_dense(Flat &into, const Flat &child, MPI_Aint child_extent, std::int64_t base,
+                  std::int64_t count) {
+    const TypeSegment &s = child.segments[0];
+    const std::int64_t start = add(into, s.offset, base);
+    (void)add(into, start, mul(into, count - 1, child_extent));
+    const std::int64_t length = mul(into, count, child_extent);
+    if (!into.overflow) append_segment(into.segments, start, static_cast<std::size_t>(length));
+}
+
 void append_block(Flat &into, const Flat &child, MPI_Aint child_extent, std::int64_t base,
                   std::int64_t blocklength) {
     if (blocklength <= 0) return;
     merge_leaves(into, child);
     into.overflow |= child.overflow;
+    if (dense(child, child_extent)) return append_dense(into, child, child_extent, base, blocklength);
     for (std::int64_t j = 0; j < blocklength && !into.overflow; ++j) {
         const std::int64_t shift = add(into, base, mul(into, j, child_extent));
         for (const TypeSegment &s : child.segments)
@@ -82,26 +102,48 @@ void append_block(Flat &into, const Flat &child, MPI_Aint child_extent, std::int
 // Visits every point of a multi-dimensional index grid (subarray, darray); `dims` is
 // ordered outermost first, each entry the byte offsets taken along that dimension,
 // so typemap order is plain odometer order.
+// When the child is dense and the innermost dimension takes consecutive copies (offsets
+// o, o + extent, o + 2 extent, ...), each row is one segment: the odometer runs over the
+// outer dimensions only.
 void append_grid(Flat &into, const Flat &child,
-                 const std::vector<std::vector<std::int64_t>> &dims) {
+                 const std::vector<std::vector<std::int64_t>> &dims, MPI_Aint child_extent) {
     for (const auto &d : dims)
         if (d.empty()) return;
     merge_leaves(into, child);
     into.overflow |= child.overflow;
+    std::size_t walked = dims.size();  // the dimensions the odometer turns
+    std::int64_t row = 1;              // copies of the child per visited point
+    if (walked > 0 && dense(child, child_extent)) {
+        const std::vector<std::int64_t> &inner = dims.back();
+        bool consecutive = true;
+        for (std::size_t i = 1; i < inner.size() && consecutive; ++i) {
+            std::int64_t step = 0;
+            consecutive = !__builtin_sub_overflow(inner[i], inner[i - 1], &step) &&
+                          step == child_extent;
+        }
+        if (consecutive) {
+            walked = dims.size() - 1;
+            row = static_cast<std::int64_t>(inner.size());
+        }
+    }
     std::vector<std::size_t> position(dims.size(), 0);
     while (!into.overflow) {
         std::int64_t base = 0;
         for (std::size_t d = 0; d < dims.size(); ++d) base = add(into, base, dims[d][position[d]]);
-        for (const TypeSegment &s : child.segments)
-            append_segment(into.segments, add(into, s.offset, base), s.length);
-        std::size_t d = dims.size();
+        if (walked < dims.size()) {
+            append_dense(into, child, child_extent, base, row);
+        } else {
+            for (const TypeSegment &s : child.segments)
+                append_segment(into.segments, add(into, s.offset, base), s.length);
+        }
+        std::size_t d = walked;
         while (d > 0) {
             --d;
             if (++position[d] < dims[d].size()) break;
             position[d] = 0;
             if (d == 0) return;
         }
-        if (dims.empty()) return;
+        if (walked == 0) return;
     }
 }
 
@@ -431,7 +473,7 @@ Status flatten(MPI_Datatype type, Flat &out) {
             for (int d = 0; d < n; ++d)
                 for (int i = 0; i < subsizes[d]; ++i)
                     dims[d].push_back(mul(out, std::int64_t{starts[d]} + i, stride[d]));
-            append_grid(out, child, outermost_first(std::move(dims), order));
+            append_grid(out, child, outermost_first(std::move(dims), order), e);
             return Status::ok;
         }
         case MPI_COMBINER_DARRAY: {
@@ -451,7 +493,7 @@ Status flatten(MPI_Datatype type, Flat &out) {
                 for (std::int64_t i :
                      darray_indices(gsizes[d], distribs[d], dargs[d], psizes[d], coord[d]))
                     dims[d].push_back(mul(out, i, stride[d]));
-            append_grid(out, child, outermost_first(std::move(dims), order));
+            append_grid(out, child, outermost_first(std::move(dims), order), e);
             return Status::ok;
         }
         default:

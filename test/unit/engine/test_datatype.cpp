@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -385,6 +386,56 @@ TEST(DatatypeLayout, Subarray) {
     const TypeLayout *lf = get(ft.t);
     EXPECT_EQ(segs(*lf), (Segs{{20, 8}, {36, 8}, {52, 8}}));
     EXPECT_EQ(lf->extent, 80);
+}
+
+// Flattening costs O(contiguous blocks), never O(bytes) (issue 15: ARMCI-MPI builds fresh
+// MPI_BYTE subarray types for every strided put). A 2 GiB contiguous run of MPI_BYTE,
+// and 1000 of them spread out, are one segment each: walked byte by byte they took
+// seconds to minutes.
+TEST(DatatypeLayout, FlatteningIsLinearInBlocksNotBytes) {
+    MPI_Datatype big, spread, rows;
+    MPI_Type_contiguous(INT_MAX, MPI_BYTE, &big);
+    Type bigt(big);
+    EXPECT_EQ(segs(*get(bigt.t)), (Segs{{0, static_cast<std::size_t>(INT_MAX)}}));
+    MPI_Type_vector(1000, 1, 2, bigt.t, &spread);
+    Type spreadt(spread);
+    const TypeLayout *ls = get(spreadt.t);
+    ASSERT_EQ(ls->segments.size(), 1000u);
+    EXPECT_EQ(ls->segments[999].offset, 999 * 2 * static_cast<std::int64_t>(INT_MAX));
+    EXPECT_EQ(ls->size, 1000 * static_cast<std::size_t>(INT_MAX));
+    // ARMCI-MPI's pattern: 1024 rows of 1 MiB out of 2 MiB, MPI_BYTE, C order.
+    const int sizes[] = {1024, 1 << 21}, subsizes[] = {1024, 1 << 20}, starts[] = {0, 4096};
+    MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_C, MPI_BYTE, &rows);
+    Type rowst(rows);
+    const TypeLayout *lr = get(rowst.t);
+    ASSERT_EQ(lr->segments.size(), 1024u);
+    for (std::size_t i = 0; i < 1024; ++i) {
+        EXPECT_EQ(lr->segments[i].offset, static_cast<std::int64_t>(i) * (1 << 21) + 4096);
+        EXPECT_EQ(lr->segments[i].length, std::size_t{1} << 20);
+    }
+}
+
+// The row shortcut applies only where copies abut: a dense child along a consecutive
+// innermost dimension (either array order); otherwise every element stays its own block.
+TEST(DatatypeLayout, SubarrayRowsMergeOnlyWhereCopiesAbut) {
+    const int sizes[] = {6, 4}, subsizes[] = {3, 2}, starts[] = {1, 1};
+    MPI_Datatype f, gapped, r, d;
+    MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_FORTRAN, MPI_BYTE, &f);
+    Type ft(f);
+    EXPECT_EQ(segs(*get(ft.t)), (Segs{{7, 3}, {13, 3}}));
+    // A child with a hole (extent 8, 4 bytes of data): one segment per element.
+    MPI_Type_create_resized(MPI_INT, 0, 8, &r);
+    Type rt(r);
+    const int size1[] = {6}, sub1[] = {4}, start1[] = {1};
+    MPI_Type_create_subarray(1, size1, sub1, start1, MPI_ORDER_C, rt.t, &gapped);
+    Type gt(gapped);
+    EXPECT_EQ(segs(*get(gt.t)), (Segs{{8, 4}, {16, 4}, {24, 4}, {32, 4}}));
+    // A cyclic darray takes every other byte: the innermost offsets are not consecutive.
+    const int gsizes[] = {8}, distribs[] = {MPI_DISTRIBUTE_CYCLIC}, dargs[] = {1},
+              psizes[] = {2};
+    MPI_Type_create_darray(2, 1, 1, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_BYTE, &d);
+    Type dt(d);
+    EXPECT_EQ(segs(*get(dt.t)), (Segs{{1, 1}, {3, 1}, {5, 1}, {7, 1}}));
 }
 
 TEST(DatatypeSegments, MergeAcrossElementBoundaries) {
