@@ -244,6 +244,38 @@ int pvar_action(MPI_T_pvar_session session, MPI_T_pvar_handle handle, Action act
     return MPI_SUCCESS;
 }
 
+// MPI_T_pvar_start, stop and reset: on nbrma's handles here; MPICH's (and
+// MPI_T_PVAR_ALL_HANDLES of a session MPICH made) also go to `mpich_call`.
+int pvar_call(MPI_T_pvar_session session, MPI_T_pvar_handle handle, Action action,
+              int (*mpich_call)(MPI_T_pvar_session, MPI_T_pvar_handle)) {
+    int mpich = 0;
+    if (int error = mpich_pvar_count(&mpich)) return error;
+    if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
+    bool forward = false;
+    if (int error = pvar_action(session, handle, action, &forward)) return error;
+    return forward ? mpich_call(session, handle) : MPI_SUCCESS;
+}
+
+// MPI_T_pvar_read, write and readreset: `own` runs on nbrma's handle under the tables'
+// mutex (its session checked); any other handle goes to `mpich_call`.
+template <typename Own, typename Buffer>
+int pvar_access(MPI_T_pvar_session session, MPI_T_pvar_handle handle, Buffer buf, Own own,
+                int (*mpich_call)(MPI_T_pvar_session, MPI_T_pvar_handle, Buffer)) {
+    int mpich = 0;
+    if (int error = mpich_pvar_count(&mpich)) return error;
+    if (handle == MPI_T_PVAR_HANDLE_NULL || handle == MPI_T_PVAR_ALL_HANDLES)
+        return MPI_T_ERR_INVALID_HANDLE;
+    {
+        Tables &t = tables();
+        std::lock_guard<std::mutex> lock(t.mutex);
+        if (PvarHandle *h = find_pvar(t, handle)) {
+            if (int error = check_session(t, session, *h)) return error;
+            return own(*h);
+        }
+    }
+    return mpich_call(session, handle, buf);
+}
+
 }  // namespace
 
 extern "C" {
@@ -395,95 +427,52 @@ int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle
 }
 
 int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
-    int mpich = 0;
-    if (int error = mpich_pvar_count(&mpich)) return error;
-    if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
-    bool forward = false;
-    if (int error = pvar_action(session, handle, Action::start, &forward)) return error;
-    return forward ? nbrma::mpich::T_pvar_start(session, handle) : MPI_SUCCESS;
+    return pvar_call(session, handle, Action::start, nbrma::mpich::T_pvar_start);
 }
 
 int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
-    int mpich = 0;
-    if (int error = mpich_pvar_count(&mpich)) return error;
-    if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
-    bool forward = false;
-    if (int error = pvar_action(session, handle, Action::stop, &forward)) return error;
-    return forward ? nbrma::mpich::T_pvar_stop(session, handle) : MPI_SUCCESS;
+    return pvar_call(session, handle, Action::stop, nbrma::mpich::T_pvar_stop);
 }
 
 int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
-    int mpich = 0;
-    if (int error = mpich_pvar_count(&mpich)) return error;
-    if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
-    bool forward = false;
-    if (int error = pvar_action(session, handle, Action::reset, &forward)) return error;
-    return forward ? nbrma::mpich::T_pvar_reset(session, handle) : MPI_SUCCESS;
+    return pvar_call(session, handle, Action::reset, nbrma::mpich::T_pvar_reset);
 }
 
 int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
-    int mpich = 0;
-    if (int error = mpich_pvar_count(&mpich)) return error;
-    if (handle == MPI_T_PVAR_HANDLE_NULL || handle == MPI_T_PVAR_ALL_HANDLES)
-        return MPI_T_ERR_INVALID_HANDLE;
-    {
-        Tables &t = tables();
-        std::lock_guard<std::mutex> lock(t.mutex);
-        if (PvarHandle *h = find_pvar(t, handle)) {
-            if (int error = check_session(t, session, *h)) return error;
-            if (!buf) return MPI_T_ERR_INVALID;
-            const unsigned long long value = handle_value(*h);
-            std::memcpy(buf, &value, sizeof value);
-            return MPI_SUCCESS;
-        }
-    }
-    return nbrma::mpich::T_pvar_read(session, handle, buf);
+    auto own = [buf](PvarHandle &h) {
+        if (!buf) return MPI_T_ERR_INVALID;
+        const unsigned long long value = handle_value(h);
+        std::memcpy(buf, &value, sizeof value);
+        return MPI_SUCCESS;
+    };
+    return pvar_access(session, handle, buf, own, nbrma::mpich::T_pvar_read);
 }
 
 int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) {
-    int mpich = 0;
-    if (int error = mpich_pvar_count(&mpich)) return error;
-    if (handle == MPI_T_PVAR_HANDLE_NULL || handle == MPI_T_PVAR_ALL_HANDLES)
-        return MPI_T_ERR_INVALID_HANDLE;
-    {
-        Tables &t = tables();
-        std::lock_guard<std::mutex> lock(t.mutex);
-        if (PvarHandle *h = find_pvar(t, handle)) {
-            if (int error = check_session(t, session, *h)) return error;
-            if (!is_counter(*h->row)) return MPI_T_ERR_PVAR_NO_WRITE;
-            if (!buf) return MPI_T_ERR_INVALID;
-            unsigned long long value = 0;
-            std::memcpy(&value, buf, sizeof value);
-            write(*h, value);
-            return MPI_SUCCESS;
-        }
-    }
-    return nbrma::mpich::T_pvar_write(session, handle, buf);
+    auto own = [buf](PvarHandle &h) {
+        if (!is_counter(*h.row)) return MPI_T_ERR_PVAR_NO_WRITE;
+        if (!buf) return MPI_T_ERR_INVALID;
+        unsigned long long value = 0;
+        std::memcpy(&value, buf, sizeof value);
+        write(h, value);
+        return MPI_SUCCESS;
+    };
+    return pvar_access(session, handle, buf, own, nbrma::mpich::T_pvar_write);
 }
 
 int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
-    int mpich = 0;
-    if (int error = mpich_pvar_count(&mpich)) return error;
-    if (handle == MPI_T_PVAR_HANDLE_NULL || handle == MPI_T_PVAR_ALL_HANDLES)
-        return MPI_T_ERR_INVALID_HANDLE;
-    {
-        Tables &t = tables();
-        std::lock_guard<std::mutex> lock(t.mutex);
-        if (PvarHandle *h = find_pvar(t, handle)) {
-            if (int error = check_session(t, session, *h)) return error;
-            if (!is_counter(*h->row)) return MPI_T_ERR_PVAR_NO_WRITE;
-            if (!buf) return MPI_T_ERR_INVALID;
-            // One reading of the counter serves both: no event falls between the two.
-            const std::uint64_t now = counter_now(*h->row);
-            const unsigned long long value =
-                h->accumulated + (h->started ? now - h->base : 0);
-            std::memcpy(buf, &value, sizeof value);
-            h->accumulated = 0;
-            h->base = now;
-            return MPI_SUCCESS;
-        }
-    }
-    return nbrma::mpich::T_pvar_readreset(session, handle, buf);
+    auto own = [buf](PvarHandle &h) {
+        if (!is_counter(*h.row)) return MPI_T_ERR_PVAR_NO_WRITE;
+        if (!buf) return MPI_T_ERR_INVALID;
+        // One reading of the counter serves both: no event falls between the two.
+        const std::uint64_t now = counter_now(*h.row);
+        const unsigned long long value = h.accumulated + (h.started ? now - h.base : 0);
+        std::memcpy(buf, &value, sizeof value);
+        h.accumulated = 0;
+        h.base = now;
+        return MPI_SUCCESS;
+    };
+    return pvar_access(session, handle, buf, own, nbrma::mpich::T_pvar_readreset);
 }
 
 // ---------------------------------------------------------------- control variables
