@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -209,7 +208,7 @@ std::string current(const Setting &setting, bool *set) {
             *set = !list.empty();
             return list;
         }
-        if (const char *value = std::getenv(setting.name)) {
+        if (const char *value = nbrma::settings::env(setting.id)) {
             *set = true;
             return value;
         }
