@@ -13,7 +13,8 @@
 #   anything else (maint/check_symbols.sh): one test, by its .trs result.
 # A test whose harness result is FAIL/ERROR but whose log shows no failure (a crash, or a
 # sanitizer report after the last case) counts one more failure.
-# Prints a line per test, then ONE total line "N passed, N failed" (skips are shown per
+# Prints a line per test (with the first lines of each failure: the suites' FAIL lines,
+# GoogleTest's FAILED cases), then ONE total line "N passed, N failed" (skips are shown per
 # test, not counted); exits 1 if anything failed.
 set -u
 
@@ -68,8 +69,13 @@ for arg in "$@"; do
                 fi
                 ;;
         esac
-        [ "$failed" -eq 0 ] || found_failure=1
         echo "$label: $name ($kind): $passed passed, $failed failed, $skipped skipped$note"
+        if [ "$failed" -ne 0 ]; then
+            found_failure=1
+            # what failed, so a CI log that keeps only its end still names it
+            grep -E -A12 '^(FAIL |\[  FAILED  \] [^0-9])' "$log" 2>/dev/null | head -n 60 |
+                sed -e "s|^|    $label: |"
+        fi
         total_passed=$((total_passed + passed))
         total_failed=$((total_failed + failed))
     done
