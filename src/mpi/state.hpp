@@ -40,9 +40,10 @@ struct WindowInfo {
 
 struct WindowState {
     MPI_Win handle = MPI_WIN_NULL;
-    MPI_Comm comm = MPI_COMM_NULL;     // nbrma's duplicate, for its own collectives
+    MPI_Comm comm = MPI_COMM_NULL;     // nbrma's duplicate, only where UCX peers need
+                                       // serving during the barrier at free
     MPI_Comm parent = MPI_COMM_NULL;   // the user's: creation errors go to its handler
-    MPI_Group group = MPI_GROUP_NULL;  // the window's group, made at first PSCW call
+    MPI_Group group = MPI_GROUP_NULL;  // the window's group (PSCW groups are translated)
     engine::Flavor flavor = engine::Flavor::allocate;
     // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, DESIGN §1).
     void *base = nullptr;

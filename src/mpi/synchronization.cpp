@@ -47,7 +47,6 @@ int complete_request(MPI_Request *request) {
 // An MPI group as window ranks (PSCW groups may be subsets and permutations).
 Status window_ranks(WindowState *state, MPI_Group group, std::vector<int> *ranks) {
     if (group == MPI_GROUP_NULL) return Status::err_arg;
-    if (state->group == MPI_GROUP_NULL) PMPI_Comm_group(state->comm, &state->group);
     int n = 0;
     if (PMPI_Group_size(group, &n) != MPI_SUCCESS) return Status::err_arg;
     std::vector<int> in(n);

@@ -28,17 +28,55 @@ using engine::Flavor;
 
 namespace {
 
+// What each rank contributes to window creation's one exchange (an allgather on the
+// user's communicator): everything the ranks must agree on, so each decides alone and
+// all decide alike.
 struct PeerRecord {
     std::int64_t size;
     std::int64_t base;
+    std::uint64_t node_key;  // equal iff same node (node_key())
+    std::uint64_t probe;     // where peers can read this process's cross-memory probe word
     std::int32_t disp_unit;
     std::int32_t pid;
-    std::int32_t node;    // comm rank of the rank's node leader: equal iff same node
-    std::int32_t vnode;   // virtual node (NBRMA_VIRTUAL_NODES) within the node
-    std::uint64_t probe;  // where peers can read this process's cross-memory probe word
-    std::int32_t help_slot;  // NBRMA_PROGRESS=interrupt: slot in the node's help table, or -1
+    std::int32_t vnode;       // virtual node (NBRMA_VIRTUAL_NODES) within the node, -1: bad
+    std::int32_t help_slot;   // NBRMA_PROGRESS=interrupt: slot in the node's help table, or -1
     std::int32_t notify_max;  // notification counters' capacity (-1: a bad value given)
+    std::int32_t segment_fd;  // the memfd this rank prepared (ShmSegment), -1: none
+    std::int32_t yama_scope;  // Yama's ptrace_scope here (-1: no Yama)
+    std::uint32_t flags;      // PeerFlag
 };
+enum PeerFlag : std::uint32_t {
+    transport_valid = 1,  // nbrma_transport / NBRMA_TRANSPORT is "", "shm" or "ucx"
+    wants_ucx = 2,        // ... and is "ucx"
+    mode_valid = 4,       // NBRMA_PROGRESS is a progress mode
+    interrupt_ok = 8,     // NBRMA_PROGRESS=interrupt, and its helper runs (else: not interrupt)
+};
+
+// Two ranks share a node iff they run on one kernel under one host name (what
+// MPI_COMM_TYPE_SHARED means to MPICH's hydra, without its collective): a hash of the
+// host name and the kernel's boot id, computed once.
+std::uint64_t node_key() {
+    static const std::uint64_t key = [] {
+        std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
+        auto mix = [&](const char *text, std::size_t length) {
+            for (std::size_t i = 0; i < length; ++i) {
+                hash ^= static_cast<unsigned char>(text[i]);
+                hash *= 1099511628211ull;
+            }
+        };
+        char text[256] = {0};
+        gethostname(text, sizeof text - 1);
+        mix(text, std::strlen(text));
+        std::memset(text, 0, sizeof text);
+        if (FILE *file = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+            const std::size_t length = std::fread(text, 1, sizeof text - 1, file);
+            std::fclose(file);
+            mix(text, length);
+        }
+        return hash;
+    }();
+    return key;
+}
 
 // The capacity of every rank's notification counters (MPIX_Win_notify_set_num's limit):
 // the info key nbrma_notify_max, else NBRMA_NOTIFY_MAX, else 65536; -1 if the value is
@@ -188,56 +226,65 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
 // Cross-memory attach for a create/dynamic window whose node-local peers go through
 // the shm transport: consent to being read where Yama asks for it (the window holds a
 // share of PR_SET_PTRACER_ANY, withdrawn with the last such window; left alone when the
-// peers could read this process already), then prove it: every rank reads the probe
-// word of each node-local peer. The verdict is agreed, so every rank fails alike, at
-// creation rather than at the first RMA call. On failure `why` says what failed.
-Status enable_cross_memory(WindowState &state, const std::vector<PeerRecord> &peers,
-                           const std::vector<bool> &is_local, std::string *why) {
+// peers could read this process already), then prove it: read the probe word of each
+// node-local peer. Consent costs a round (who can be read already, then a barrier once
+// it is in place) only when some rank's Yama scope is 1, which every rank sees in the
+// exchange. Returns this rank's verdict (CmaVerdict); the caller agrees on it with the
+// others, so every rank fails alike, at creation rather than at the first RMA call.
+int cross_memory_verdict(WindowState &state, MPI_Comm comm, int rank,
+                         const std::vector<PeerRecord> &peers, const std::vector<bool> &is_local) {
     using namespace transport::shm;
-    int rank, nranks;
-    PMPI_Comm_rank(state.comm, &rank);
-    PMPI_Comm_size(state.comm, &nranks);
+    const int nranks = static_cast<int>(peers.size());
     bool needed = false;  // a peer on this node (a rank alone on its node reads no one)
-    for (int r = 0; r < nranks; ++r) needed |= is_local[r] && r != rank;
+    bool consent_round = false;
+    for (int r = 0; r < nranks; ++r) {
+        needed |= is_local[r] && r != rank;
+        consent_round |= peers[r].yama_scope == 1;
+    }
     const bool allowed = needed && !cross_memory_forbidden();
-    const int scope = yama_ptrace_scope();
+    const int scope = peers[rank].yama_scope;
     auto probe = [&](int r) { return probe_peer(peers[r].pid, peers[r].probe); };
-    // who can be read already (only Yama's scope 1 lets consent make a difference)
-    std::vector<int> readable(nranks, 0), readable_by_some(nranks, 0);
-    for (int r = 0; r < nranks; ++r)
-        if (allowed && scope == 1 && is_local[r] && r != rank) readable[r] = probe(r) == cma_ok;
-    mpich::Allreduce(readable.data(), readable_by_some.data(), nranks, MPI_INT, MPI_MAX,
-                     state.comm);
-    if (allowed) state.ptracer.acquire(scope, readable_by_some[rank] != 0);
-    mpich::Barrier(state.comm);  // consent is in place everywhere
-    int verdict = needed && !allowed ? cma_forbidden : cma_ok, agreed = cma_ok;
+    bool readable_by_some = false;
+    if (consent_round) {
+        // who can be read already (only Yama's scope 1 lets consent make a difference)
+        std::vector<int> readable(nranks, 0), by_some(nranks, 0);
+        for (int r = 0; r < nranks; ++r)
+            if (allowed && scope == 1 && is_local[r] && r != rank)
+                readable[r] = probe(r) == cma_ok;
+        mpich::Allreduce(readable.data(), by_some.data(), nranks, MPI_INT, MPI_MAX, comm);
+        readable_by_some = by_some[rank] != 0;
+    }
+    if (allowed) state.ptracer.acquire(scope, readable_by_some);
+    if (consent_round) mpich::Barrier(comm);  // consent is in place everywhere
+    int verdict = needed && !allowed ? cma_forbidden : cma_ok;
     for (int r = 0; r < nranks && allowed && verdict == cma_ok; ++r)
         if (is_local[r] && r != rank) verdict = probe(r);
-    mpich::Allreduce(&verdict, &agreed, 1, MPI_INT, MPI_MAX, state.comm);
-    switch (agreed) {
-        case cma_ok:
-            return Status::ok;
+    return verdict;
+}
+
+// Why an agreed cross-memory verdict other than cma_ok fails the window.
+std::string cross_memory_failure(int verdict, int scope, Status *status) {
+    using namespace transport::shm;
+    *status = verdict == cma_forbidden || verdict == cma_denied ? Status::err_unsupported
+                                                                : Status::err_transport;
+    switch (verdict) {
         case cma_forbidden:
-            *why =
-                "NBRMA_CMA=0 forbids cross-memory attach, which this window's memory "
-                "needs between ranks of a node (use MPI_Win_allocate or "
-                "nbrma_transport=ucx)";
-            return Status::err_unsupported;
+            return "NBRMA_CMA=0 forbids cross-memory attach, which this window's memory "
+                   "needs between ranks of a node (use MPI_Win_allocate or "
+                   "nbrma_transport=ucx)";
         case cma_denied:
-            *why =
-                "cross-memory attach (process_vm_readv) between ranks of a node is not "
-                "permitted (Yama ptrace_scope " +
-                std::to_string(scope) + "; use MPI_Win_allocate or nbrma_transport=ucx)";
-            return Status::err_unsupported;
+            return "cross-memory attach (process_vm_readv) between ranks of a node is not "
+                   "permitted (Yama ptrace_scope " +
+                   std::to_string(scope) + "; use MPI_Win_allocate or nbrma_transport=ucx)";
         default:
-            *why = "process_vm_readv cannot reach a rank of this node (another PID namespace?)";
-            return Status::err_transport;
+            return "process_vm_readv cannot reach a rank of this node (another PID namespace?)";
     }
 }
 
 // Fails the window creation on every rank alike: frees what was made, raises.
 int creation_failed(const char *call, WindowState &state, Status status, const char *why) {
-    PMPI_Comm_free(&state.comm);
+    if (state.comm != MPI_COMM_NULL) PMPI_Comm_free(&state.comm);
+    if (state.group != MPI_GROUP_NULL) PMPI_Group_free(&state.group);
     return raise_comm(call, state.parent, status, why);
 }
 
@@ -264,77 +311,56 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     auto state = std::make_unique<WindowState>();
     state->flavor = flavor;
     state->parent = comm;
-    // An invalid handle: MPICH has raised MPI_ERR_COMM on it already.
-    if (int error = PMPI_Comm_dup(comm, &state->comm); error != MPI_SUCCESS) return error;
-    parse_info(info, &state->info);
+    // nbrma's collectives here run on the user's communicator, in the order this
+    // collective call gives them on every rank; only a window whose peers need serving
+    // at free (UCX) keeps a duplicate (state->comm). An invalid handle: MPICH has raised
+    // MPI_ERR_COMM on it already.
     int rank, nranks;
-    PMPI_Comm_rank(state->comm, &rank);
-    PMPI_Comm_size(state->comm, &nranks);
+    if (int error = PMPI_Comm_rank(comm, &rank); error != MPI_SUCCESS) return error;
+    PMPI_Comm_size(comm, &nranks);
+    PMPI_Comm_group(comm, &state->group);
+    parse_info(info, &state->info);
     set_log_rank(rank);
+    if (nranks > sync::LockWord::max_ranks)
+        return creation_failed(call, *state, Status::err_unsupported,
+                               "too many ranks for the lock word");
 
-    // The transport choice, agreed by every rank (a bad value anywhere fails everywhere).
+    // The transport choice, NBRMA_PROGRESS (DESIGN §6) and NBRMA_VIRTUAL_NODES, checked at
+    // every creation: a bad value anywhere fails everywhere.
     std::string choice = state->info.transport;
     if (choice.empty()) {
         const char *environment = settings::env(settings::Id::transport_env);
         choice = environment ? environment : "";
     }
-    const bool valid = choice.empty() || choice == "shm" || choice == "ucx";
-    if (!everyone(valid, state->comm))
-        return creation_failed(call, *state, Status::err_info,
-                               "nbrma_transport / NBRMA_TRANSPORT must be \"shm\" or \"ucx\"");
-    state->all_ucx = !everyone(choice != "ucx", state->comm);
-    // NBRMA_PROGRESS (DESIGN §6), checked at every creation, agreed by every rank.
     engine::ProgressMode mode = engine::ProgressMode::inline_mode;
     const char *mode_text = "";
     const bool mode_ok = engine::progress_mode_from_environment(&mode, &mode_text);
-    if (!everyone(mode_ok, state->comm)) {
-        const std::string why =
-            mode_ok ? std::string(
-                          "NBRMA_PROGRESS differs between ranks (another rank has a "
-                          "value other than \"inline\", \"thread\" or \"interrupt\")")
-                    : "NBRMA_PROGRESS=\"" + std::string(mode_text) +
-                          "\" is not a progress mode (\"inline\", \"thread\" or \"interrupt\")";
-        return creation_failed(call, *state, Status::err_info, why.c_str());
-    }
     Status interrupt_status = Status::err_transport;
     const char *interrupt_why = mode == engine::ProgressMode::interrupt_mode
                                     ? interrupt_failure(&interrupt_status)
                                     : nullptr;
-    if (!everyone(!interrupt_why, state->comm)) {
-        const std::string why =
-            interrupt_why ? "NBRMA_PROGRESS=interrupt: " + std::string(interrupt_why)
-                          : std::string("NBRMA_PROGRESS=interrupt cannot run on another rank");
-        return creation_failed(call, *state, interrupt_status, why.c_str());
-    }
-    const int vnode = virtual_node();
-    if (!everyone(vnode >= 0, state->comm))
-        return creation_failed(call, *state, Status::err_info,
-                               "NBRMA_VIRTUAL_NODES must be a number from 1 to 4096");
-
-    MPI_Comm node;
-    int local = 0, leader = rank;
-    PMPI_Comm_split_type(state->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    PMPI_Comm_size(node, &local);
-    mpich::Bcast(&leader, 1, MPI_INT, 0, node);
-    if (nranks > sync::LockWord::max_ranks) {
-        PMPI_Comm_free(&node);
-        return creation_failed(call, *state, Status::err_unsupported,
-                               "too many ranks for the lock word");
-    }
-    set_local_ranks(local);
-
     const bool allocates = flavor == Flavor::allocate || flavor == Flavor::shared;
+    // The node's segment: every rank prepares a memfd, the node's first rank's is used.
+    state->segment = std::make_unique<transport::shm::ShmSegment>();
+    (void)state->segment->prepare();
     PeerRecord mine{static_cast<std::int64_t>(size),
                     static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user_base)),
+                    node_key(),
+                    transport::shm::probe_address(),
                     disp_unit,
                     static_cast<std::int32_t>(getpid()),
-                    leader,
-                    vnode,
-                    transport::shm::probe_address(),
+                    virtual_node(),
                     engine::interrupt::attached()
                         ? static_cast<std::int32_t>(engine::interrupt::slot_index())
                         : -1,
+                    0,
+                    state->segment->descriptor(),
+                    transport::shm::yama_ptrace_scope(),
                     0};
+    if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
+    if (choice == "ucx") mine.flags |= wants_ucx;
+    if (mode_ok) mine.flags |= mode_valid;
+    if (!interrupt_why) mine.flags |= interrupt_ok;
     std::string notify_text;
     mine.notify_max = notify_capacity(state->info, &notify_text);
     if (flavor == Flavor::dynamic) {
@@ -343,31 +369,61 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         mine.disp_unit = 1;
     }
     std::vector<PeerRecord> peers(nranks);
-    mpich::Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE,
-                     state->comm);
+    mpich::Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE, comm);
+
+    std::uint32_t all = ~0u, any = 0;
+    bool vnodes_valid = true, notify_agreed = true;
+    for (const PeerRecord &peer : peers) {
+        all &= peer.flags;
+        any |= peer.flags;
+        vnodes_valid &= peer.vnode >= 0;
+        notify_agreed &= peer.notify_max == peers[0].notify_max;
+    }
+    if (!(all & transport_valid))
+        return creation_failed(call, *state, Status::err_info,
+                               "nbrma_transport / NBRMA_TRANSPORT must be \"shm\" or \"ucx\"");
+    state->all_ucx = any & wants_ucx;
+    if (!(all & mode_valid)) {
+        const std::string why =
+            mode_ok ? std::string(
+                          "NBRMA_PROGRESS differs between ranks (another rank has a "
+                          "value other than \"inline\", \"thread\" or \"interrupt\")")
+                    : "NBRMA_PROGRESS=\"" + std::string(mode_text) +
+                          "\" is not a progress mode (\"inline\", \"thread\" or \"interrupt\")";
+        return creation_failed(call, *state, Status::err_info, why.c_str());
+    }
+    if (!(all & interrupt_ok)) {
+        const std::string why =
+            interrupt_why ? "NBRMA_PROGRESS=interrupt: " + std::string(interrupt_why)
+                          : std::string("NBRMA_PROGRESS=interrupt cannot run on another rank");
+        return creation_failed(call, *state, interrupt_status, why.c_str());
+    }
+    if (!vnodes_valid)
+        return creation_failed(call, *state, Status::err_info,
+                               "NBRMA_VIRTUAL_NODES must be a number from 1 to 4096");
+
+    const int vnode = mine.vnode;
+    int leader = -1;  // the node's first rank: its segment is the node's
     std::vector<bool> is_local(nranks);
     std::vector<bool> shm_reach(nranks);       // local, and in our virtual node
     std::vector<int> local_index(nranks, -1);  // position in the node's segment
     int local_count = 0;
     bool spans_nodes = false, spans_virtual = false;
     for (int r = 0; r < nranks; ++r) {
-        is_local[r] = peers[r].node == leader;
+        is_local[r] = peers[r].node_key == mine.node_key;
+        if (is_local[r] && leader < 0) leader = r;
         shm_reach[r] = is_local[r] && peers[r].vnode == vnode;
         if (is_local[r]) local_index[r] = local_count++;
-        spans_nodes |= peers[r].node != peers[0].node;
+        spans_nodes |= peers[r].node_key != peers[0].node_key;
         spans_virtual |= peers[r].vnode != peers[0].vnode;
     }
-    if (flavor == Flavor::shared && spans_nodes) {
-        PMPI_Comm_free(&node);
+    set_local_ranks(local_count);
+    if (flavor == Flavor::shared && spans_nodes)
         return creation_failed(call, *state, Status::err_unsupported,
                                "the communicator spans nodes: no shared memory between them");
-    }
 
     // Every rank's control region has the same layout: the capacity must agree.
-    bool notify_agreed = true;
-    for (int r = 0; r < nranks; ++r) notify_agreed &= peers[r].notify_max == peers[0].notify_max;
     if (!notify_agreed || peers[0].notify_max < 0) {
-        PMPI_Comm_free(&node);
         const std::string why =
             mine.notify_max < 0
                 ? "nbrma_notify_max / NBRMA_NOTIFY_MAX=\"" + notify_text +
@@ -391,35 +447,36 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         total = cursor;
     }
 
-    // One segment per node: its first rank creates it (an anonymous memfd: nothing in
-    // /dev/shm, whoever dies when), the node maps it, the creator's descriptor goes.
-    int node_rank = 0;
-    PMPI_Comm_rank(node, &node_rank);
-    state->segment = std::make_unique<transport::shm::ShmSegment>();
-    char name[128] = {0};
+    // One segment per node, the leader's memfd (nothing in /dev/shm, whoever dies
+    // when); the others open it by the name its descriptor gives and drop theirs; the
+    // leader drops its descriptor once every rank has mapped (agreed below).
     Status status = Status::ok;
-    if (node_rank == 0) {
+    if (rank == leader) {
         status = state->segment->create(static_cast<std::size_t>(total));
-        if (!is_error(status))
-            std::snprintf(name, sizeof name, "%s", state->segment->name().c_str());
+    } else {
+        state->segment->withdraw();
+        status = peers[leader].segment_fd < 0
+                     ? Status::err_transport
+                     : state->segment->open(transport::shm::ShmSegment::name_of(
+                                                peers[leader].pid, peers[leader].segment_fd),
+                                            static_cast<std::size_t>(total));
     }
-    mpich::Bcast(name, sizeof name, MPI_CHAR, 0, node);
-    PMPI_Comm_free(&node);
-    if (node_rank != 0 && name[0])
-        status = state->segment->open(name, static_cast<std::size_t>(total));
-    const bool mapped = everyone(!is_error(status) && name[0], state->comm);
-    if (node_rank == 0) state->segment->withdraw();
-    if (node_rank != 0) transport::shm::test_die_at("peer_agreed");
-    if (!mapped)
+    // One agreement on the mapping and, for memory the user gave, on cross-memory attach.
+    int verdict[2] = {is_error(status) ? 1 : 0, transport::shm::cma_ok}, agreed[2] = {0, 0};
+    if (!allocates && !state->all_ucx)
+        verdict[1] = cross_memory_verdict(*state, comm, rank, peers, is_local);
+    mpich::Allreduce(verdict, agreed, 2, MPI_INT, MPI_MAX, comm);
+    if (rank == leader) state->segment->withdraw();
+    if (rank != leader) transport::shm::test_die_at("peer_agreed");
+    if (agreed[0])
         return creation_failed(call, *state, Status::err_no_memory,
                                "cannot map the node's shared segment (local ranks open it "
                                "as /proc/<pid>/fd/<n>: same user, one PID namespace)");
-    auto *segment = static_cast<std::uint8_t *>(state->segment->address());
-    if (!allocates && !state->all_ucx) {
-        std::string why;
-        status = enable_cross_memory(*state, peers, is_local, &why);
-        if (is_error(status)) return creation_failed(call, *state, status, why.c_str());
+    if (agreed[1] != transport::shm::cma_ok) {
+        const std::string why = cross_memory_failure(agreed[1], mine.yama_scope, &status);
+        return creation_failed(call, *state, status, why.c_str());
     }
+    auto *segment = static_cast<std::uint8_t *>(state->segment->address());
 
     std::vector<transport::shm::ShmPeer> shm_peers(nranks);
     engine::WindowConfig config;
@@ -467,6 +524,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     } else {
         std::unique_ptr<transport::ucx::UcxTransport> ucx;
         const char *why = nullptr;
+        PMPI_Comm_dup(comm, &state->comm);  // for the barrier that serves peers at free
         status = connect_ucx(*state, base, static_cast<std::size_t>(size), my_control,
                              static_cast<std::size_t>(control_bytes), &ucx, &why);
         if (is_error(status)) return creation_failed(call, *state, status, why);
@@ -494,7 +552,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     ? mpich::Win_create_dynamic(info, comm, &state->handle)
                     : mpich::Win_create(base, size, disp_unit, info, comm, &state->handle);
     if (error != MPI_SUCCESS) {
-        PMPI_Comm_free(&state->comm);
+        if (state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
+        PMPI_Group_free(&state->group);
         return error;
     }
     *win = state->handle;
@@ -607,11 +666,14 @@ int MPI_Win_free(MPI_Win *win) {
     while (!locked([&] { return state->engine->idle(); })) {
         if (!engine::progress_sweep()) backoff.pause();
     }
-    barrier_serving(state->comm, *state->transport);  // no peer touches our memory any more
+    // No peer touches our memory any more once every rank got here: MPICH's MPI_Win_free
+    // is a barrier (MPI 4.1 §12.2.5 asks for one), enough for peers that need nothing
+    // from us; peers over UCX need us to serve them until they got here too.
+    if (state->comm != MPI_COMM_NULL) barrier_serving(state->comm, *state->transport);
     engine::progress_unregister(state->engine.get());
     window_erase(*win);  // before the handle can be reused
     int error = mpich::Win_free(win);
-    PMPI_Comm_free(&state->comm);
+    if (state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
     if (state->group != MPI_GROUP_NULL) PMPI_Group_free(&state->group);
     locked([&] { delete state; });  // its transports share the UCX worker
     // The last window takes the progress thread with it (MPI_Finalize stops it too).

@@ -35,21 +35,43 @@ Status ShmSegment::map(int fd, std::size_t size) {
     return Status::ok;
 }
 
-Status ShmSegment::create(std::size_t size) {
-    if (!size) size = 1;
+Status ShmSegment::prepare() {
     int fd = memfd_create("nbrma", MFD_CLOEXEC);
     if (fd < 0) return Status::err_transport;
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    if (fchmod(fd, 0600) != 0) {
         close(fd);
-        return Status::err_no_memory;
-    }
-    Status status = map(fd, size);
-    if (is_error(status)) {
-        close(fd);
-        return status;
+        return Status::err_transport;
     }
     fd_ = fd;
-    name_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
+    return Status::ok;
+}
+
+std::string ShmSegment::name_of(int pid, int fd) {
+    return "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+}
+
+// ftruncate to the same length by several processes in any order leaves that length;
+// a file already longer is not this window's segment (a descriptor number reused).
+static Status size_to(int fd, std::size_t size) {
+    struct stat info;
+    if (fstat(fd, &info) != 0) return Status::err_transport;
+    const auto have = static_cast<std::size_t>(info.st_size);
+    if (have == size) return Status::ok;
+    if (have > size) return Status::err_transport;
+    return ftruncate(fd, static_cast<off_t>(size)) == 0 ? Status::ok : Status::err_no_memory;
+}
+
+Status ShmSegment::create(std::size_t size) {
+    if (fd_ < 0)
+        if (Status prepared = prepare(); is_error(prepared)) return prepared;
+    if (!size) size = 1;
+    Status status = size_to(fd_, size);
+    if (!is_error(status)) status = map(fd_, size);
+    if (is_error(status)) {
+        withdraw();
+        return status;
+    }
+    name_ = name_of(getpid(), fd_);
     test_die_at("creator_created");
     return Status::ok;
 }
@@ -58,12 +80,9 @@ Status ShmSegment::open(const std::string &name, std::size_t size) {
     test_die_at("peer_before_open");
     int fd = ::open(name.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return Status::err_transport;
-    struct stat info;
     const std::size_t want = size ? size : 1;
-    // not a segment this large (a stale name whose descriptor number was reused)
-    Status status = fstat(fd, &info) == 0 && static_cast<std::size_t>(info.st_size) >= want
-                        ? map(fd, want)
-                        : Status::err_transport;
+    Status status = size_to(fd, want);
+    if (!is_error(status)) status = map(fd, want);
     close(fd);
     if (!is_error(status)) name_ = name;
     test_die_at("peer_opened");

@@ -6,6 +6,12 @@
 // point leaves nothing behind, and the creator never has to wait for the others
 // before the segment is safe. The creator closes its descriptor (withdraw) once every
 // local rank has mapped the segment, or creation has failed.
+//
+// Every rank prepares an empty memfd before window creation's one exchange and
+// publishes its descriptor number in it (the name is then known without a second
+// message); the node's creator sizes and maps its own, the others open the creator's
+// and size it too (the same size: whoever comes first, the file ends the same), and
+// withdraw theirs unused.
 #ifndef NBRMA_TRANSPORT_SHM_SHM_SEGMENT_HPP
 #define NBRMA_TRANSPORT_SHM_SHM_SEGMENT_HPP
 
@@ -23,9 +29,15 @@ class ShmSegment {
     ShmSegment &operator=(const ShmSegment &) = delete;
     ~ShmSegment();
 
-    // Creates a new zero-filled segment of `size` bytes; name() is how peers open it.
+    // Makes the empty memfd; descriptor() is its number, peers open it as
+    // name_of(getpid(), descriptor()).
+    Status prepare();
+    int descriptor() const { return fd_; }
+    static std::string name_of(int pid, int fd);
+    // Sizes the segment (prepare()d, or made here) to `size` zero-filled bytes, maps it.
     Status create(std::size_t size);
-    // Maps the segment another process created, by the name it published.
+    // Maps the segment another process prepared, by its name, sizing it to `size`
+    // bytes if its creator has not yet.
     Status open(const std::string &name, std::size_t size);
     // Creator: closes the descriptor peers open the segment through (they can no longer
     // open it); the mapping stays valid.

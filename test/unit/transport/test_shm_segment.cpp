@@ -95,10 +95,27 @@ TEST(ShmSegment, WithdrawEndsOpeningButKeepsTheMapping) {
     EXPECT_EQ(late.address(), nullptr);
 }
 
-TEST(ShmSegment, OpeningSomethingTooSmallFails) {
+// Window creation: the creator's memfd is published before anyone knows its size; a
+// peer may open and size it before the creator does, and both map the same memory.
+TEST(ShmSegment, PeerMaySizeThePreparedSegmentBeforeItsCreator) {
     ShmSegment creator, peer;
-    ASSERT_EQ(creator.create(4096), Status::ok);
-    EXPECT_EQ(peer.open(creator.name(), 8192), Status::err_transport);
+    ASSERT_EQ(creator.prepare(), Status::ok);
+    ASSERT_GE(creator.descriptor(), 0);
+    const std::string name = ShmSegment::name_of(getpid(), creator.descriptor());
+    ASSERT_EQ(peer.open(name, 3 * 4096), Status::ok);
+    ASSERT_EQ(creator.create(3 * 4096), Status::ok);
+    EXPECT_EQ(creator.name(), name);
+    auto *theirs = static_cast<char *>(peer.address());
+    EXPECT_EQ(theirs[3 * 4096 - 1], 0);  // zero-filled to the end
+    static_cast<char *>(creator.address())[3 * 4096 - 1] = 'c';
+    EXPECT_EQ(theirs[3 * 4096 - 1], 'c');
+}
+
+// A file longer than the window's segment is not that segment (a reused number).
+TEST(ShmSegment, OpeningSomethingLargerFails) {
+    ShmSegment creator, peer;
+    ASSERT_EQ(creator.create(8192), Status::ok);
+    EXPECT_EQ(peer.open(creator.name(), 4096), Status::err_transport);
     EXPECT_EQ(peer.address(), nullptr);
 }
 
