@@ -101,20 +101,21 @@ void append_block(Flat &into, const Flat &child, MPI_Aint child_extent, std::int
 
 // Visits every point of a multi-dimensional index grid (subarray, darray); `dims` is
 // ordered outermost first, each entry the byte offsets taken along that dimension,
-// so typemap order is plain odometer order.
+// so typemap order is plain odometer order; at each point `row` consecutive copies of
+// the child start (1 unless the caller folded the innermost dimension in).
 // When the child is dense and the innermost dimension takes consecutive copies (offsets
 // o, o + extent, o + 2 extent, ...), each row is one segment: the odometer runs over the
 // outer dimensions only.
-void append_grid(Flat &into, const Flat &child,
-                 const std::vector<std::vector<std::int64_t>> &dims, MPI_Aint child_extent) {
+void append_grid(Flat &into, const Flat &child, std::vector<std::vector<std::int64_t>> dims,
+                 MPI_Aint child_extent, std::int64_t row = 1) {
     for (const auto &d : dims)
         if (d.empty()) return;
+    if (row <= 0) return;
     merge_leaves(into, child);
     into.overflow |= child.overflow;
-    std::size_t walked = dims.size();  // the dimensions the odometer turns
-    std::int64_t row = 1;              // copies of the child per visited point
-    if (walked > 0 && dense(child, child_extent)) {
-        const std::vector<std::int64_t> &inner = dims.back();
+    const bool dense_child = dense(child, child_extent);
+    if (row == 1 && dense_child && !dims.empty()) {
+        std::vector<std::int64_t> &inner = dims.back();
         bool consecutive = true;
         for (std::size_t i = 1; i < inner.size() && consecutive; ++i) {
             std::int64_t step = 0;
@@ -122,28 +123,31 @@ void append_grid(Flat &into, const Flat &child,
                           step == child_extent;
         }
         if (consecutive) {
-            walked = dims.size() - 1;
             row = static_cast<std::int64_t>(inner.size());
+            inner.resize(1);
         }
     }
     std::vector<std::size_t> position(dims.size(), 0);
     while (!into.overflow) {
         std::int64_t base = 0;
         for (std::size_t d = 0; d < dims.size(); ++d) base = add(into, base, dims[d][position[d]]);
-        if (walked < dims.size()) {
+        if (dense_child) {
             append_dense(into, child, child_extent, base, row);
         } else {
-            for (const TypeSegment &s : child.segments)
-                append_segment(into.segments, add(into, s.offset, base), s.length);
+            for (std::int64_t j = 0; j < row && !into.overflow; ++j) {
+                const std::int64_t shift = add(into, base, mul(into, j, child_extent));
+                for (const TypeSegment &s : child.segments)
+                    append_segment(into.segments, add(into, s.offset, shift), s.length);
+            }
         }
-        std::size_t d = walked;
+        std::size_t d = dims.size();
         while (d > 0) {
             --d;
             if (++position[d] < dims[d].size()) break;
             position[d] = 0;
             if (d == 0) return;
         }
-        if (walked == 0) return;
+        if (dims.empty()) return;
     }
 }
 
@@ -469,11 +473,19 @@ Status flatten(MPI_Datatype type, Flat &out) {
             const int *sizes = &ints[1], *subsizes = &ints[1 + n], *starts = &ints[1 + 2 * n];
             const int order = ints[1 + 3 * n];
             const std::vector<std::int64_t> stride = array_strides(out, sizes, n, order, e);
+            // With a dense child the innermost dimension's copies are consecutive: it is
+            // one offset and a row of subsize copies, never a list as long as the row
+            // (an 8 KiB row of MPI_BYTE would be 8192 offsets).
+            const int inner = order == MPI_ORDER_FORTRAN ? 0 : n - 1;
+            const bool rows = n > 0 && dense(child, e);
             std::vector<std::vector<std::int64_t>> dims(static_cast<std::size_t>(n));
-            for (int d = 0; d < n; ++d)
-                for (int i = 0; i < subsizes[d]; ++i)
+            for (int d = 0; d < n; ++d) {
+                const int taken = rows && d == inner ? std::min(subsizes[d], 1) : subsizes[d];
+                for (int i = 0; i < taken; ++i)
                     dims[d].push_back(mul(out, std::int64_t{starts[d]} + i, stride[d]));
-            append_grid(out, child, outermost_first(std::move(dims), order), e);
+            }
+            append_grid(out, child, outermost_first(std::move(dims), order), e,
+                        rows ? subsizes[inner] : 1);
             return Status::ok;
         }
         case MPI_COMBINER_DARRAY: {

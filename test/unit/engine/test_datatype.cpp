@@ -2,6 +2,7 @@
 // segment iteration and merging, pack/unpack, the attribute cache across
 // MPI_Type_free, and a cross-check of type_pack against MPICH's own MPI_Pack for
 // every supported combiner (including subarray and darray).
+#include <chrono>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -413,6 +414,34 @@ TEST(DatatypeLayout, FlatteningIsLinearInBlocksNotBytes) {
         EXPECT_EQ(lr->segments[i].offset, static_cast<std::int64_t>(i) * (1 << 21) + 4096);
         EXPECT_EQ(lr->segments[i].length, std::size_t{1} << 20);
     }
+}
+
+// ARMCI-MPI builds a fresh subarray type for every strided call: its flattening must
+// not cost the row's bytes. Rows of 2^28 - 64 bytes: a list of the innermost offsets
+// would be 2 GiB per type; 100 such types (either order) flatten in well under a
+// second, each to its 4 row segments.
+TEST(DatatypeLayout, FreshSubarrayTypesCostTheirRowsNotTheirBytes) {
+    const int row = 1 << 28;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 100; ++i) {
+        const int order = i % 2 ? MPI_ORDER_FORTRAN : MPI_ORDER_C;
+        const int sizes[] = {4, row}, subsizes[] = {4, row - 64}, starts[] = {0, 32};
+        const int fsizes[] = {row, 4}, fsubsizes[] = {row - 64, 4}, fstarts[] = {32, 0};
+        MPI_Datatype type;
+        if (order == MPI_ORDER_C)
+            MPI_Type_create_subarray(2, sizes, subsizes, starts, order, MPI_BYTE, &type);
+        else
+            MPI_Type_create_subarray(2, fsizes, fsubsizes, fstarts, order, MPI_BYTE, &type);
+        Type t(type);
+        const TypeLayout *layout = get(t.t);
+        ASSERT_EQ(layout->segments.size(), 4u);
+        for (std::size_t r = 0; r < 4; ++r) {
+            EXPECT_EQ(layout->segments[r].offset, static_cast<std::int64_t>(r) * row + 32);
+            EXPECT_EQ(layout->segments[r].length, static_cast<std::size_t>(row - 64));
+        }
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              5.0);
 }
 
 // The row shortcut applies only where copies abut: a dense child along a consecutive
