@@ -72,6 +72,10 @@ WindowState *window_find(MPI_Win win);
 void window_insert(WindowState *state);
 void window_erase(MPI_Win win);
 
+// An MPI_Request that is complete already, with an empty status: what opening calls
+// return (SC14 §VII-C), and closing calls whose epoch ended inside the call.
+int complete_request(MPI_Request *request);
+
 // Hands an engine request to the application as an MPI_Request (a generalized request
 // completed by nbrma's progress). Takes the MPI-side reference of `request`. A
 // notification threshold names its window (`cancellable`): MPI_Cancel cancels it there.

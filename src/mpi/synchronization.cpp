@@ -37,13 +37,6 @@ int finish(const char *call, MPI_Win win, Status status, engine::Request *reques
     return raise(call, win, request_wait(request));
 }
 
-int complete_request(MPI_Request *request) {
-    // Opening calls return an already-complete request (SC14 §VII-C). A receive from
-    // MPI_PROC_NULL is exactly that, and MPICH hands it out without allocating, where a
-    // generalized request would cost a handle and a poll on every wait.
-    return PMPI_Irecv(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, request);
-}
-
 // An MPI group as window ranks (PSCW groups may be subsets and permutations).
 Status window_ranks(WindowState *state, MPI_Group group, std::vector<int> *ranks) {
     if (group == MPI_GROUP_NULL) return Status::err_arg;
