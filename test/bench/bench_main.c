@@ -34,6 +34,7 @@ static const struct group groups[] = {
     {"lu", bench_lu, bench_list_lu, 4},
     {"progress", bench_progress, bench_list_progress, 3},
     {"notify", bench_notify, bench_list_notify, 3},
+    {"creation", bench_creation, bench_list_creation, 4},
 };
 #define NUM_GROUPS ((int)(sizeof groups / sizeof groups[0]))
 
@@ -43,7 +44,8 @@ static void usage(FILE *to) {
             "                          [--scale X] [--only NAME[,NAME...]] [--thread-multiple]\n"
             "       bench_{nbrma,mpich} --list --group G\n"
             "  --group G        latency (2 ranks), patterns (3), reorder (3),\n"
-            "                   transactions (4), lu (4), progress (3) or notify (3)\n"
+            "                   transactions (4), lu (4), progress (3), notify (3) or\n"
+            "                   creation (4)\n"
             "  --quick          the short run (a fraction of the iterations and time budget)\n"
             "  --iterations N   N timed iterations wherever a benchmark counts them (no time\n"
             "                   budget)\n"
