@@ -8,14 +8,14 @@
  * options and runs one group per job:
  *
  *   bench_{nbrma,mpich} --group latency|patterns|transactions|lu|reorder|progress|notify|
- *                               creation
+ *                               creation|strided
  *                       [--quick]
  *                       [--thread-multiple] [...]
  *   bench_{nbrma,mpich} --list --group G     the rows G reports, without MPI
  *
  * The driver (nbrma-bench) starts every group of both binaries under mpiexec.mpich,
  * with the ranks a group needs (latency 2, patterns 3, reorder 3, transactions 4, lu 4,
- * progress 3, notify 3, creation 4;
+ * progress 3, notify 3, creation 4, strided 2;
  * a group run with fewer ranks than it needs says so on stderr and exits 2), and
  * merges their lines:
  *
@@ -74,6 +74,7 @@ int bench_reorder(const struct bench_options *options);
 int bench_progress(const struct bench_options *options);
 int bench_notify(const struct bench_options *options);
 int bench_creation(const struct bench_options *options);
+int bench_strided(const struct bench_options *options);
 
 /* The rows a group reports (ROW lines, no MPI), for --list. */
 void bench_list_latency(void);
@@ -84,6 +85,7 @@ void bench_list_reorder(void);
 void bench_list_progress(void);
 void bench_list_notify(void);
 void bench_list_creation(void);
+void bench_list_strided(void);
 
 /* Output (any rank may call; lines are flushed at once). */
 void bench_result(const char *series, const char *benchmark, const char *parameter, double value,

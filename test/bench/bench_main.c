@@ -35,6 +35,7 @@ static const struct group groups[] = {
     {"progress", bench_progress, bench_list_progress, 3},
     {"notify", bench_notify, bench_list_notify, 3},
     {"creation", bench_creation, bench_list_creation, 4},
+    {"strided", bench_strided, bench_list_strided, 2},
 };
 #define NUM_GROUPS ((int)(sizeof groups / sizeof groups[0]))
 
@@ -44,8 +45,8 @@ static void usage(FILE *to) {
             "                          [--scale X] [--only NAME[,NAME...]] [--thread-multiple]\n"
             "       bench_{nbrma,mpich} --list --group G\n"
             "  --group G        latency (2 ranks), patterns (3), reorder (3),\n"
-            "                   transactions (4), lu (4), progress (3), notify (3) or\n"
-            "                   creation (4)\n"
+            "                   transactions (4), lu (4), progress (3), notify (3),\n"
+            "                   creation (4) or strided (2)\n"
             "  --quick          the short run (a fraction of the iterations and time budget)\n"
             "  --iterations N   N timed iterations wherever a benchmark counts them (no time\n"
             "                   budget)\n"
