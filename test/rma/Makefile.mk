@@ -21,6 +21,7 @@ check_PROGRAMS += \
 	test/rma/gats_many \
 	test/rma/exposures_ahead \
 	test/rma/late_post \
+	test/rma/collective_progress \
 	test/rma/ifence_chain \
 	test/rma/reorder \
 	test/rma/at_errors \
@@ -100,6 +101,10 @@ test_rma_gats_many_LDADD = $(RMATEST_LDADD)
 test_rma_exposures_ahead_SOURCES = test/rma/exposures_ahead.c
 test_rma_exposures_ahead_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_exposures_ahead_LDADD = $(RMATEST_LDADD)
+
+test_rma_collective_progress_SOURCES = test/rma/collective_progress.c
+test_rma_collective_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_collective_progress_LDADD = $(RMATEST_LDADD)
 
 test_rma_late_post_SOURCES = test/rma/late_post.c
 test_rma_late_post_CPPFLAGS = $(RMATEST_CPPFLAGS)
