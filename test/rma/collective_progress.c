@@ -23,13 +23,14 @@
  * Other ranks just join the collectives. Then, on shared memory in inline mode, a
  * collective with nothing pending is not assisted (nbrma_get_counter("assisted_calls")
  * stays), and the rounds were (it grew on rank 0); in thread mode nothing is assisted
- * (the progress thread serves). 2 or more processes.
+ * (the progress thread serves). Argument "interrupt": NBRMA_PROGRESS=interrupt (the
+ * progress thread, woken by the node's helper, serves). 2 or more processes.
  */
 #include <unistd.h>
 
 #include "rmatest.h"
 
-#define DELAY_MS 100
+#define DELAY_MS 20
 #define NCOLL 8
 #define PROBE_TAG 4711
 
@@ -145,6 +146,8 @@ static unsigned long long counter(const char *name)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "interrupt") == 0)
+        setenv("NBRMA_PROGRESS", "interrupt", 1);
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
