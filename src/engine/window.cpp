@@ -188,7 +188,14 @@ Status Window::flush(int target, Request **request, bool local) {
         if (!passive) return Status::err_sync;
     }
     *request = Request::create();
-    flushes_.push_back(Flush{target, next_age_ - 1, *request, local});
+    // Nothing issued before it is still pending, and the transport has it at the target
+    // already (shared memory: inline): done, without queueing it for a sweep.
+    Flush flush{target, next_age_ - 1, *request, local};
+    if (flush_done(flush)) {
+        (*request)->finish(flush.failure);
+        return Status::ok;
+    }
+    flushes_.push_back(flush);
     progress();
     return Status::ok;
 }
