@@ -8,14 +8,14 @@
  * options and runs one group per job:
  *
  *   bench_{nbrma,mpich} --group latency|patterns|transactions|lu|reorder|progress|notify|
- *                               creation|strided
+ *                               creation|strided|collectives
  *                       [--quick]
  *                       [--thread-multiple] [...]
  *   bench_{nbrma,mpich} --list --group G     the rows G reports, without MPI
  *
  * The driver (nbrma-bench) starts every group of both binaries under mpiexec.mpich,
  * with the ranks a group needs (latency 2, patterns 3, reorder 3, transactions 4, lu 4,
- * progress 3, notify 3, creation 4, strided 2;
+ * progress 3, notify 3, creation 4, strided 2, collectives 2;
  * a group run with fewer ranks than it needs says so on stderr and exits 2), and
  * merges their lines:
  *
@@ -30,7 +30,8 @@
  * Series: "mpich", "nbrma-blocking", "nbrma-nonblocking", "nbrma-nonblocking+aaar"
  * (access_after_access_reorder on), and later ones (the progress group: "nbrma-inline",
  * "nbrma-thread", "mpich", "mpich-async", "ideal"; see progress.c; the notify group:
- * "nbrma-notify", see notify.c).
+ * "nbrma-notify", see notify.c; the collectives group: "nbrma" and "nbrma-idle-window",
+ * see collectives.c).
  * --thread-multiple starts MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) (and fails, exit
  * status 2, if MPI provides less), for the cost of thread safety (maint/bench_thread_cost.sh)
  * and for MPICH's asynchronous progress (MPICH_ASYNC_PROGRESS=1 needs it). A CHECK without a
@@ -75,6 +76,7 @@ int bench_progress(const struct bench_options *options);
 int bench_notify(const struct bench_options *options);
 int bench_creation(const struct bench_options *options);
 int bench_strided(const struct bench_options *options);
+int bench_collectives(const struct bench_options *options);
 
 /* The rows a group reports (ROW lines, no MPI), for --list. */
 void bench_list_latency(void);
@@ -86,6 +88,7 @@ void bench_list_progress(void);
 void bench_list_notify(void);
 void bench_list_creation(void);
 void bench_list_strided(void);
+void bench_list_collectives(void);
 
 /* Output (any rank may call; lines are flushed at once). */
 void bench_result(const char *series, const char *benchmark, const char *parameter, double value,
