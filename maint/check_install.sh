@@ -6,7 +6,8 @@
 # `mpicc.mpich app.c $(pkg-config --cflags --libs nbrma)` against the installed tree only,
 # runs it on 2 ranks (inline, and interrupt mode, whose helper the installed library must
 # find beside itself), and runs the installed nbrma-bench with its results in the current
-# directory.
+# directory (and, where configure built bench_ompi, checks it is installed and measured
+# the row under Open MPI's osc/sm and osc/rdma).
 #
 # Skipped (exit 77) in sanitizer builds (make check-asan): a program linked by plain
 # mpicc.mpich cannot load an ASan-built libnbrma. Ends with "N passed, N failed".
@@ -19,6 +20,7 @@ esac
 MPICC=$(sed -n 's/^MPICC = //p' "$top_builddir/Makefile")
 MPIEXEC=$(sed -n 's/^MPIEXEC = //p' "$top_builddir/Makefile")
 prefix=$(sed -n 's/^prefix = //p' "$top_builddir/Makefile")
+MPIRUN_OPENMPI=$(sed -n 's/^MPIRUN_OPENMPI = //p' "$top_builddir/Makefile")
 passed=0
 failed=0
 ok() { passed=$((passed + 1)); }
@@ -44,7 +46,8 @@ missing=""
 for file in lib/libnbrma.so include/nbrma.h lib/pkgconfig/nbrma.pc libexec/nbrma-helper \
     bin/nbrma-info bin/nbrma-bench libexec/nbrma/bench_nbrma libexec/nbrma/bench_mpich \
     share/man/man1/nbrma-info.1 share/man/man1/nbrma-bench.1 share/man/man7/nbrma.7 \
-    share/man/man3/MPIX_Win_ilock.3 share/man/man3/nbrma_get_counter.3; do
+    share/man/man3/MPIX_Win_ilock.3 share/man/man3/nbrma_get_counter.3 \
+    ${MPIRUN_OPENMPI:+libexec/nbrma/bench_ompi}; do
     [ -e "$tree/$file" ] || missing="$missing $file"
 done
 if [ -z "$missing" ]; then ok; else fail "not installed:$missing"; fi
@@ -90,6 +93,18 @@ if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" "$tree/bin/nbrma-bench" \
     ok
 else
     fail "installed nbrma-bench: $(tail -5 "$scratch/bench.log")"
+fi
+if [ -n "$MPIRUN_OPENMPI" ]; then
+    if grep -q "^osu_put_lock,ompi-osc-sm," "$scratch/cwd/results.csv" &&
+        grep -q "^osu_put_lock,ompi-osc-rdma," "$scratch/cwd/results.csv"; then
+        ok
+    else
+        fail "installed nbrma-bench: no ompi-osc-sm/ompi-osc-rdma results: $(tail -5 "$scratch/bench.log")"
+    fi
+elif grep -q "skipped: bench_ompi not built" "$scratch/bench.log"; then
+    ok
+else
+    fail "installed nbrma-bench without bench_ompi: no 'skipped' line: $(tail -5 "$scratch/bench.log")"
 fi
 
 echo "$passed passed, $failed failed"

@@ -4,18 +4,25 @@
  * One program, test/bench/bench_{nbrma,mpich}, built twice from the same sources:
  * bench_nbrma is linked with libnbrma (and defines NBRMA_NONBLOCKING_SERIES, so it
  * also runs the MPIX_Win_i* and reorder series), bench_mpich with MPICH alone (the
- * "mpich" series: MPICH 4.0.2's own RMA, blocking calls only). bench_main.c parses the
- * options and runs one group per job:
+ * "mpich" series: MPICH 4.0.2's own RMA, blocking calls only). Where configure finds
+ * Open MPI (mpicc.openmpi and mpirun.openmpi; optional), a third build, bench_ompi, is
+ * compiled with Open MPI's headers and linked with its libmpi alone (no libnbrma, no
+ * MPICH; defines NBRMA_BENCH_OMPI): its blocking series is "ompi-osc-<component>", the
+ * osc component mpirun was told to use (--mca osc sm: OMPI_MCA_osc=sm, series
+ * "ompi-osc-sm"; "ompi" without one), and its latency group measures the RMA rows only
+ * (no raw-shm, ping-pong or allreduce rows: not Open MPI's one-sided component).
+ * nbrma-bench runs only its latency group. bench_main.c parses the options and runs
+ * one group per job:
  *
- *   bench_{nbrma,mpich} --group latency|patterns|transactions|lu|reorder|progress|notify|
- *                               creation|strided
- *                       [--quick]
+ *   bench_{nbrma,mpich,ompi} --group latency|patterns|transactions|lu|reorder|progress|
+ *                                    notify|creation|strided|collectives
+ *                       [--quick] [--only NAMES] [--skip NAMES]
  *                       [--thread-multiple] [...]
- *   bench_{nbrma,mpich} --list --group G     the rows G reports, without MPI
+ *   bench_{nbrma,mpich,ompi} --list --group G     the rows G reports, without MPI
  *
  * The driver (nbrma-bench) starts every group of both binaries under mpiexec.mpich,
  * with the ranks a group needs (latency 2, patterns 3, reorder 3, transactions 4, lu 4,
- * progress 3, notify 3, creation 4, strided 2;
+ * progress 3, notify 3, creation 4, strided 2, collectives 2;
  * a group run with fewer ranks than it needs says so on stderr and exits 2), and
  * merges their lines:
  *
@@ -30,7 +37,8 @@
  * Series: "mpich", "nbrma-blocking", "nbrma-nonblocking", "nbrma-nonblocking+aaar"
  * (access_after_access_reorder on), and later ones (the progress group: "nbrma-inline",
  * "nbrma-thread", "mpich", "mpich-async", "ideal"; see progress.c; the notify group:
- * "nbrma-notify", see notify.c).
+ * "nbrma-notify", see notify.c; the collectives group: "nbrma" and "nbrma-idle-window",
+ * see collectives.c).
  * --thread-multiple starts MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) (and fails, exit
  * status 2, if MPI provides less), for the cost of thread safety (maint/bench_thread_cost.sh)
  * and for MPICH's asynchronous progress (MPICH_ASYNC_PROGRESS=1 needs it). A CHECK without a
@@ -51,6 +59,10 @@
 #ifdef NBRMA_NONBLOCKING_SERIES
 #include "nbrma.h"
 #define BENCH_BLOCKING_SERIES "nbrma-blocking"
+#elif defined(NBRMA_BENCH_OMPI)
+/* "ompi-osc-<OMPI_MCA_osc>" (commas as '+'), or "ompi" (bench_common.c). */
+const char *bench_ompi_series(void);
+#define BENCH_BLOCKING_SERIES bench_ompi_series()
 #else
 #define BENCH_BLOCKING_SERIES "mpich"
 #endif
@@ -61,6 +73,7 @@ struct bench_options {
     double scale;     /* --scale X: multiplies the patterns' delays/work (default 1.0,
                          i.e. the paper's 1000 us) */
     const char *only; /* --only NAME[,NAME...]: run just these benchmarks of the group, or NULL */
+    const char *skip; /* --skip NAME[,NAME...]: run none of these benchmarks, or NULL */
     int thread_multiple; /* --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) */
 };
 
@@ -75,6 +88,7 @@ int bench_progress(const struct bench_options *options);
 int bench_notify(const struct bench_options *options);
 int bench_creation(const struct bench_options *options);
 int bench_strided(const struct bench_options *options);
+int bench_collectives(const struct bench_options *options);
 
 /* The rows a group reports (ROW lines, no MPI), for --list. */
 void bench_list_latency(void);
@@ -86,6 +100,7 @@ void bench_list_progress(void);
 void bench_list_notify(void);
 void bench_list_creation(void);
 void bench_list_strided(void);
+void bench_list_collectives(void);
 
 /* Output (any rank may call; lines are flushed at once). */
 void bench_result(const char *series, const char *benchmark, const char *parameter, double value,
@@ -114,7 +129,8 @@ void bench_spin(double usec);
 /* malloc, or "<group>: out of memory" on stderr and MPI_Abort(2). */
 void *bench_malloc(const char *group, size_t bytes);
 
-/* 1 when --only is unset or names `benchmark` (one of its comma-separated names). */
+/* 1 when --only is unset or names `benchmark` (one of its comma-separated names), and
+ * --skip does not name it. */
 int bench_selected(const struct bench_options *options, const char *benchmark);
 
 /* A group's prologue: this rank and the job size (bench_main.c has checked the ranks); an

@@ -170,8 +170,28 @@ static int in_list(const char *list, const char *name) {
 }
 
 int bench_selected(const struct bench_options *options, const char *benchmark) {
-    return options->only == NULL || in_list(options->only, benchmark);
+    return (options->only == NULL || in_list(options->only, benchmark)) &&
+           !(options->skip && in_list(options->skip, benchmark));
 }
+
+#ifdef NBRMA_BENCH_OMPI
+const char *bench_ompi_series(void) {
+    static char series[64] = "";
+    if (!series[0]) {
+        const char *osc = getenv("OMPI_MCA_osc");
+        if (osc && osc[0])
+            snprintf(series, sizeof series, "ompi-osc-%s", osc);
+        else
+            snprintf(series, sizeof series, "ompi");
+        for (char *p = series; *p; p++)
+            if (*p == ',')
+                *p = '+';
+            else if (*p == ' ')
+                *p = '_';
+    }
+    return series;
+}
+#endif
 
 void bench_start_group(const char *group, const struct bench_options *options,
                        const char *const *names, int count, int *rank, int *size) {

@@ -2,7 +2,8 @@
  * bench_main.c — the program of nbrma-bench: runs one benchmark group per job.
  *
  * Built twice from the same sources (see bench.h): test/bench/bench_nbrma on nbrma,
- * test/bench/bench_mpich on MPICH's own RMA. This file parses the options, starts
+ * test/bench/bench_mpich on MPICH's own RMA; a third time, test/bench/bench_ompi on Open
+ * MPI, where configure finds it. This file parses the options, starts
  * MPI, checks the job has the ranks the group needs, runs the group and turns its
  * verdict into the exit status:
  *   0  every data check passed
@@ -11,7 +12,8 @@
  *   3  a data check failed on some rank
  * Rank 0 first prints comment lines saying what runs ("# <group>: ..."), and the nbrma
  * build "# nbrma active: yes|NO" (nbrma-bench reports a NO: the binary would then
- * measure MPICH twice) and, at the end, "# nbrma counters on rank 0: ...".
+ * measure MPICH twice) and, at the end, "# nbrma counters on rank 0: ..."; the Open MPI
+ * build "# MPI library: <MPI_Get_library_version's first line>".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,22 +38,25 @@ static const struct group groups[] = {
     {"notify", bench_notify, bench_list_notify, 3},
     {"creation", bench_creation, bench_list_creation, 4},
     {"strided", bench_strided, bench_list_strided, 2},
+    {"collectives", bench_collectives, bench_list_collectives, 2},
 };
 #define NUM_GROUPS ((int)(sizeof groups / sizeof groups[0]))
 
 static void usage(FILE *to) {
     fprintf(to,
-            "usage: mpiexec -n RANKS bench_{nbrma,mpich} --group G [--quick] [--iterations N]\n"
-            "                          [--scale X] [--only NAME[,NAME...]] [--thread-multiple]\n"
-            "       bench_{nbrma,mpich} --list --group G\n"
+            "usage: mpiexec -n RANKS bench_{nbrma,mpich,ompi} --group G [--quick]\n"
+            "           [--iterations N] [--scale X] [--only NAME[,NAME...]]\n"
+            "           [--skip NAME[,NAME...]] [--thread-multiple]\n"
+            "       bench_{nbrma,mpich,ompi} --list --group G\n"
             "  --group G        latency (2 ranks), patterns (3), reorder (3),\n"
             "                   transactions (4), lu (4), progress (3), notify (3),\n"
-            "                   creation (4) or strided (2)\n"
+            "                   creation (4), strided (2) or collectives (2)\n"
             "  --quick          the short run (a fraction of the iterations and time budget)\n"
             "  --iterations N   N timed iterations wherever a benchmark counts them (no time\n"
             "                   budget)\n"
             "  --scale X        multiply the patterns' delays and work (default 1: 1000 us)\n"
             "  --only NAMES     run only these benchmarks of the group (comma separated)\n"
+            "  --skip NAMES     run none of these benchmarks (comma separated)\n"
             "  --thread-multiple  start MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) (exit\n"
             "                   status 2 if MPI provides less)\n"
             "  --list           print the rows \"ROW <benchmark> <parameter> <unit>\" the group\n"
@@ -84,8 +89,12 @@ static int parse_number(const char *text, double *value) {
 }
 
 int main(int argc, char **argv) {
-    struct bench_options options = {
-        .quick = 0, .iterations = 0, .scale = 1.0, .only = NULL, .thread_multiple = 0};
+    struct bench_options options = {.quick = 0,
+                                    .iterations = 0,
+                                    .scale = 1.0,
+                                    .only = NULL,
+                                    .skip = NULL,
+                                    .thread_multiple = 0};
     const char *group_name = NULL;
     int list = 0;
     for (int i = 1; i < argc; i++) {
@@ -106,6 +115,9 @@ int main(int argc, char **argv) {
             i++;
         } else if (value && strcmp(arg, "--only") == 0) {
             options.only = value;
+            i++;
+        } else if (value && strcmp(arg, "--skip") == 0) {
+            options.skip = value;
             i++;
         } else if (value && strcmp(arg, "--iterations") == 0) {
             if (!parse_number(value, &number) || number != (double)(int)number) {
@@ -178,6 +190,13 @@ int main(int argc, char **argv) {
                thread_level_name());
 #ifdef NBRMA_NONBLOCKING_SERIES
         printf("# nbrma active: %s\n", nbrma_is_active() ? "yes" : "NO");
+#endif
+#ifdef NBRMA_BENCH_OMPI
+        char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+        int length = 0;
+        BENCH_MPI(MPI_Get_library_version(version, &length));
+        version[strcspn(version, "\n")] = '\0';
+        printf("# MPI library: %s\n", version);
 #endif
         fflush(stdout);
     }
