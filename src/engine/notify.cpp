@@ -47,10 +47,12 @@ Status NotifyCounters::threshold(int index, std::uint64_t expected, Request **re
     if (index < 0 || static_cast<std::uint32_t>(index) >= count_) return Status::err_notification;
     *request = Request::create();
     const auto at = static_cast<std::uint32_t>(index);
-    if (load(at) >= expected)
+    if (load(at) >= expected) {
         (*request)->finish(Status::ok);
-    else
+    } else {
         waiting_.push_back(Threshold{at, expected, *request});
+        if (hook_) hook_(hook_arg_);
+    }
     return Status::ok;
 }
 

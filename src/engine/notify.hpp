@@ -24,6 +24,13 @@ class NotifyCounters {
     NotifyCounters(const NotifyCounters &) = delete;
     NotifyCounters &operator=(const NotifyCounters &) = delete;
 
+    // Called (with `arg`) whenever a threshold starts waiting: the owning window puts
+    // itself on the progress engine's sweep list (engine/progress.cpp).
+    void on_wait(void (*hook)(void *), void *arg) {
+        hook_ = hook;
+        hook_arg_ = arg;
+    }
+
     std::uint32_t capacity() const { return capacity_; }
     int count() const { return static_cast<int>(count_); }
     // MPIX_Win_notify_set_num. err_notification: n < 0 or n > capacity. Counters kept up
@@ -60,6 +67,8 @@ class NotifyCounters {
     // into them needs no clearing (set_num(2^16) on a fresh window touches no page).
     std::uint32_t used_ = 0;
     std::vector<Threshold> waiting_;
+    void (*hook_)(void *) = nullptr;
+    void *hook_arg_ = nullptr;
 };
 
 }  // namespace nbrma::engine

@@ -27,11 +27,25 @@
 namespace nbrma::engine {
 
 namespace {
-// All under the progress lock, except `serving` (read by progress_wanted without it).
+// All under the progress lock, except `serving` and `swept_size` (read by
+// progress_wanted without it).
+// Every registered window.
 std::vector<Window *> &windows() {
     static auto *list = new std::vector<Window *>();  // never destroyed: see progress_thread()
     return *list;
 }
+// The windows a sweep visits (Window::SweepLink): every registered window that is not
+// idle(), and maybe some that went idle since a sweep last looked at them, plus the
+// windows whose transport serves peers (pinned). With many idle windows alive, neither a
+// sweep nor "anything pending?" looks at them.
+std::vector<Window *> &swept() {
+    static auto *list = new std::vector<Window *>();  // never destroyed, as windows()
+    return *list;
+}
+// swept().size(), written under the lock whenever it changes, so that "anything
+// pending?" with no window on the list takes no lock (and no locked instruction).
+std::atomic<std::size_t> swept_size{0};
+void publish_swept_size() { swept_size.store(swept().size(), std::memory_order_relaxed); }
 void (*external_poke)() = nullptr;
 bool sweeping = false;
 std::atomic<int> serving{0};  // registered windows whose transport needs our poll to serve peers
@@ -43,26 +57,56 @@ std::atomic<int> polled{0};
 Window *event_window = nullptr;
 int event_descriptor = -1;
 
-// One sweep; the caller holds the lock (or locking is off).
+// Takes the windows found idle off the sweep list (pinned ones stay); true if a window
+// on it is not idle. Not while a sweep walks the list (a completion hook asking): it
+// drops them itself when it ends.
+bool prune_locked() {
+    auto &list = swept();
+    if (list.empty()) return false;
+    bool busy = false;
+    if (sweeping) {
+        for (Window *window : list) busy |= !window->idle();
+        return busy;
+    }
+    std::size_t kept = 0;
+    for (Window *window : list) {
+        Window::SweepLink &link = window->sweep_link();
+        if (!window->idle()) {
+            busy = true;
+        } else if (!link.pinned) {
+            link.listed = false;
+            continue;
+        }
+        list[kept++] = window;
+    }
+    list.resize(kept);
+    publish_swept_size();
+    return busy;
+}
+
+// One sweep over the windows with work (and the pinned ones); the caller holds the lock
+// (or locking is off). A window that goes idle leaves the list here; one that gets work
+// meanwhile (registered, or queued by a completion hook) joins its end and is swept too.
 bool sweep_locked() {
     if (sweeping) return false;  // a completion hook re-entered progress
     sweeping = true;
     bool moved = false;
-    for (std::size_t i = 0; i < windows().size(); ++i) moved |= windows()[i]->progress();
+    auto &list = swept();
+    for (std::size_t i = 0; i < list.size(); ++i) moved |= list[i]->progress();
     sweeping = false;
+    prune_locked();
     return moved;
 }
 
-bool pending_locked() {
-    for (Window *window : windows())
-        if (!window->idle()) return true;
-    return false;
-}
+// Some window is not idle. Takes the idle ones off the sweep list on the way, so a
+// window that went idle inside an engine call (no sweep since) costs one look only.
+bool pending_locked() { return prune_locked(); }
 
 // NBRMA_PROGRESS=interrupt: something waits for a peer (Window::waiting); an open epoch
-// that only waits for the application wants no wake-up.
+// that only waits for the application wants no wake-up. A waiting window is not idle,
+// so it is on the sweep list.
 bool waiting_locked() {
-    for (Window *window : windows())
+    for (Window *window : swept())
         if (window->waiting()) return true;
     return false;
 }
@@ -267,6 +311,10 @@ void interrupt_thread_main(unsigned mine) {
 void progress_register(Window *window) {
     threads::Guard guard;
     windows().push_back(window);
+    Window::SweepLink &link = window->sweep_link();
+    link.registered = true;
+    link.pinned = window->transport().needs_target_progress();
+    if (link.pinned || !window->idle()) detail::progress_list(window);
     if (window->transport().needs_target_progress()) ++serving;
     if (window->transport().event_fd() >= 0) {
         event_window = window;
@@ -282,6 +330,13 @@ void progress_unregister(Window *window) {
     const auto end = std::remove(list.begin(), list.end(), window);
     if (end == list.end()) return;
     list.erase(end, list.end());
+    Window::SweepLink &link = window->sweep_link();
+    if (link.listed) {
+        auto &listed = swept();
+        listed.erase(std::find(listed.begin(), listed.end(), window));
+        publish_swept_size();
+    }
+    link = Window::SweepLink{};
     if (window->transport().needs_target_progress()) --serving;
     if (window->transport().event_fd() < 0 && !window->transport().completes_inline()) --polled;
     if (event_window == window) {
@@ -305,6 +360,9 @@ bool progress_sweep() {
 }
 
 bool progress_pending() {
+    // No window on the sweep list: none has work (another thread that is queuing some
+    // now progresses it itself, as when it queues it right after our look).
+    if (swept_size.load(std::memory_order_relaxed) == 0) return false;
     if (!threads::try_lock()) return true;  // busy: someone has work
     const bool pending = pending_locked();
     threads::unlock();
@@ -416,6 +474,14 @@ void progress_thread_stop() { stop_thread(false); }
 void progress_thread_stop_if_idle() { stop_thread(true); }
 
 bool progress_thread_running() { return progress_thread().running.load(std::memory_order_acquire); }
+
+void detail::progress_list(Window *window) {
+    Window::SweepLink &link = window->sweep_link();
+    if (!link.registered || link.listed) return;
+    link.listed = true;
+    swept().push_back(window);
+    publish_swept_size();
+}
 
 void detail::progress_kick_slow(std::uint64_t seen) {
     ProgressThread &self = progress_thread();

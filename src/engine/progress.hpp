@@ -19,14 +19,17 @@ class Window;
 void progress_register(Window *window);
 void progress_unregister(Window *window);
 
-// One sweep over every window; true if anything moved.
+// One sweep over every window with work (and every window whose transport serves peers);
+// true if anything moved.
 bool progress_sweep();
-// True while some window has epochs or flushes pending.
+// True while some window has epochs, flushes or notification thresholds pending. Looks
+// only at the windows that had work queued since a sweep last found them idle (none:
+// one relaxed load, no lock).
 bool progress_pending();
 
 // True while nbrma's progress must run inside MPICH's blocking calls: some window has
 // work pending, or serves its peers' operations in software (the transport says
-// needs_target_progress(), e.g. UCX over tcp). Cheap: no window, no cost.
+// needs_target_progress(), e.g. UCX over tcp). Cheap: idle windows cost nothing.
 bool progress_wanted();
 
 // Called every few idle iterations of a wait, so two-sided traffic keeps moving.
@@ -65,6 +68,9 @@ __attribute__((visibility("hidden"))) inline std::atomic<bool> progress_thread_s
 __attribute__((visibility("hidden"))) inline std::atomic<std::atomic<std::uint64_t> *> interrupt_bell{
     nullptr};
 void progress_kick_slow(std::uint64_t seen);
+// Puts a registered window that is not on the sweep list there (Window::SweepLink).
+// Under the progress lock.
+void progress_list(Window *window);
 }  // namespace detail
 
 // What progress_kick needs to know from before an engine call: the bell (interrupt

@@ -6,6 +6,7 @@
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
+#include "engine/progress.hpp"
 
 namespace nbrma::engine {
 
@@ -30,9 +31,14 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
                   transport.local_control()) + sync::ControlLayout::notify_num)),
       notify_known_(transport.size(), 0) {
     for (PeerFlush &peer : peer_flushes_) peer.in_flight_count = &transport_flushes_;
+    notify_.on_wait([](void *window) { static_cast<Window *>(window)->queued(); }, this);
 }
 
 Window::~Window() = default;
+
+void Window::queued() {
+    if (sweep_link_.registered && !sweep_link_.listed) detail::progress_list(this);
+}
 
 // ---------------------------------------------------------------- epochs
 
@@ -51,6 +57,7 @@ Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int asserti
     epoch->set_opener(opener);
     epochs_.push_back(std::move(epoch));
     open_.push_back(epochs_.back().get());
+    queued();
     return *epochs_.back();
 }
 
@@ -196,6 +203,7 @@ Status Window::flush(int target, Request **request, bool local) {
         return Status::ok;
     }
     flushes_.push_back(flush);
+    queued();
     progress();
     return Status::ok;
 }
@@ -810,7 +818,7 @@ void Window::progress_opened(std::uint64_t id) {
 bool Window::progress() {
     bool moved = transport_.poll() > 0;
     if (notify_.pending()) moved |= notify_.check();
-    if (idle()) return moved;  // the common case of a sweep over many windows
+    if (idle()) return moved;  // a pinned window (SweepLink), or one a sweep will drop
     for (bool again = true; again;) {
         again = false;
         // With one epoch queued, one pass is enough: each advance takes its epoch as

@@ -125,6 +125,19 @@ class Window {
     transport::Transport &transport() { return transport_; }
     std::size_t epochs_pending() const { return epochs_.size(); }
 
+    // The progress engine's bookkeeping of this window (engine/progress.cpp), under the
+    // progress lock. A registered window is on the engine's sweep list whenever it is
+    // not idle(): it puts itself there when work is queued on it (an epoch opened, a
+    // flush, a notification threshold: the only ways out of idle() from outside a
+    // sweep), and only a sweep that finds it idle() takes it off. A window whose
+    // transport serves peers (needs_target_progress) is pinned there.
+    struct SweepLink {
+        bool registered = false;
+        bool listed = false;
+        bool pinned = false;
+    };
+    SweepLink &sweep_link() { return sweep_link_; }
+
   private:
     struct Flush {
         int target;         // -1: all
@@ -155,6 +168,8 @@ class Window {
         }
     };
 
+    // Work was queued: onto the sweep list, if registered and not there yet (SweepLink).
+    void queued();
     Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assertions);
     // progress() for an opening call; counts epoch `id` (0: none) in epochs_deferred when it
     // is still waiting to activate.
@@ -216,6 +231,7 @@ class Window {
     NotifyCounters notify_;
     // Per target: how many notification counters it had when we last read its count.
     std::vector<std::uint32_t> notify_known_;
+    SweepLink sweep_link_;
 };
 
 }  // namespace nbrma::engine

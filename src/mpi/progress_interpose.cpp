@@ -7,7 +7,8 @@
 // the MPICH test twin and an nbrma sweep, yielding the CPU when the node is
 // oversubscribed; as soon as nbrma wants nothing more, the loop hands the rest of the
 // wait to MPICH's own blocking call. With nothing pending the calls go straight to
-// MPICH: the only cost is progress_wanted(), a counter and a scan of the windows.
+// MPICH: the only cost is progress_wanted(), a counter and a look at the windows that
+// have work (engine/progress.cpp keeps them on a list: idle windows cost nothing).
 //
 // The other direction (MPICH progresses while nbrma blocks) is the poke in
 // engine::wait_request and the generalized requests' poll_fn (state.cpp).
