@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "common/log.hpp"
-#include "engine/assist.hpp"
 #include "engine/interrupt.hpp"
 
 namespace nbrma::mpi {
@@ -39,13 +38,6 @@ const CounterRow rows[] = {
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
      "interrupt)",
      [] { return counters().progress_thread_sweeps; }},
-    {"assisted_calls", K::count, true,
-     "blocking MPICH collectives entered with nbrma work pending in inline mode, served "
-     "meanwhile by the assist thread",
-     [] { return engine::assisted_calls(); }},
-    {"assist_sweeps", K::count, true,
-     "sweeps of the assist thread that moved something",
-     [] { return engine::assist_sweeps(); }},
     {"interrupt_wakeups", K::count, true,
      "wake-ups of this rank's progress thread by the node's helper (interrupt mode)",
      [] { return interrupt::counters().wakeups.load(); }},

@@ -13,17 +13,14 @@
 // The other direction (MPICH progresses while nbrma blocks) is the poke in
 // engine::wait_request and the generalized requests' poll_fn (state.cpp).
 //
-// Collectives always run as MPICH's blocking collective, on every rank and in every
-// state: MPI forbids matching a blocking collective with a nonblocking one (and MPICH
-// really does not match them), so the form must not depend on whether this rank has
-// nbrma work pending. While it has, an engine::Assist keeps nbrma progressing beside
-// the blocked call (engine/assist.hpp); with nothing pending the call costs
-// progress_wanted() and nothing else.
+// Collectives always run as their nonblocking twin plus a wait, on every rank and in
+// every state: MPI forbids matching a blocking collective with a nonblocking one (and
+// MPICH really does not match them), so the form must not depend on whether this rank
+// has nbrma work pending.
 #include <mpi.h>
 
 #include "common/threads.hpp"
 #include "common/yield.hpp"
-#include "engine/assist.hpp"
 #include "engine/progress.hpp"
 #include "mpi/mpich.hpp"
 #include "mpi/pmpi.hpp"
@@ -52,14 +49,6 @@ int progress_until(Test test, Block block) {
 int wait_one(MPI_Request *request, MPI_Status *status) {
     return progress_until([&](int *done) { return mpich::Test(request, done, status); },
                           [&] { return mpich::Wait(request, status); });
-}
-
-// A blocking collective: MPICH's own; while nbrma wants progress, assisted.
-template <class Call>
-int collective(Call call) {
-    if (!progress_wanted()) return call();
-    nbrma::engine::Assist assist;
-    return call();
 }
 
 // The nonblocking twin of a blocking call has been started into `request` (or failed
@@ -188,59 +177,62 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
         [&] { return mpich::Probe(source, tag, comm, status); });
 }
 
-// ---- blocking collectives (MPICH's own, assisted while nbrma wants progress; see the
-// file comment)
+// ---- blocking collectives (always the nonblocking twin; see the file comment)
 
 int MPI_Barrier(MPI_Comm comm) {
-    return collective([&] { return mpich::Barrier(comm); });
+    MPI_Request request;
+    return finish(PMPI_Ibarrier(comm, &request), &request);
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-    return collective([&] { return mpich::Bcast(buffer, count, type, root, comm); });
+    MPI_Request request;
+    return finish(PMPI_Ibcast(buffer, count, type, root, comm, &request), &request);
 }
 
 int MPI_Reduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
                int root, MPI_Comm comm) {
-    return collective(
-        [&] { return mpich::Reduce(send_buffer, recv_buffer, count, type, op, root, comm); });
+    MPI_Request request;
+    return finish(PMPI_Ireduce(send_buffer, recv_buffer, count, type, op, root, comm, &request),
+                  &request);
 }
 
 int MPI_Allreduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
                   MPI_Op op, MPI_Comm comm) {
-    return collective(
-        [&] { return mpich::Allreduce(send_buffer, recv_buffer, count, type, op, comm); });
+    MPI_Request request;
+    return finish(PMPI_Iallreduce(send_buffer, recv_buffer, count, type, op, comm, &request),
+                  &request);
 }
 
 int MPI_Gather(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    return collective([&] {
-        return mpich::Gather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                             recv_type, root, comm);
-    });
+    MPI_Request request;
+    return finish(PMPI_Igather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                               recv_type, root, comm, &request),
+                  &request);
 }
 
 int MPI_Scatter(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                 int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    return collective([&] {
-        return mpich::Scatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                              recv_type, root, comm);
-    });
+    MPI_Request request;
+    return finish(PMPI_Iscatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                recv_type, root, comm, &request),
+                  &request);
 }
 
 int MPI_Allgather(const void *send_buffer, int send_count, MPI_Datatype send_type,
                   void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    return collective([&] {
-        return mpich::Allgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                recv_type, comm);
-    });
+    MPI_Request request;
+    return finish(PMPI_Iallgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                  recv_type, comm, &request),
+                  &request);
 }
 
 int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                  int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    return collective([&] {
-        return mpich::Alltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                               recv_type, comm);
-    });
+    MPI_Request request;
+    return finish(PMPI_Ialltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                 recv_type, comm, &request),
+                  &request);
 }
 
 }  // extern "C"
