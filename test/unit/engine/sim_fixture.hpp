@@ -29,6 +29,43 @@ inline void PrintTo(Status status, std::ostream *os) {
 
 namespace nbrma::engine::simtest {
 
+// A transport that hands every required call, and peek_control, to `inner`: test
+// transports derive from it and override only what they observe or change.
+class Forwarding : public transport::Transport {
+  public:
+    explicit Forwarding(transport::Transport &inner) : inner_(inner) {}
+    int size() const override { return inner_.size(); }
+    int rank() const override { return inner_.rank(); }
+    void *local_control() override { return inner_.local_control(); }
+    Status put(int peer, const void *source, std::size_t length, transport::RemoteAddress target,
+               transport::Completion *completion) override {
+        return inner_.put(peer, source, length, target, completion);
+    }
+    Status get(int peer, void *destination, std::size_t length, transport::RemoteAddress source,
+               transport::Completion *completion) override {
+        return inner_.get(peer, destination, length, source, completion);
+    }
+    Status atomic(int peer, transport::AtomicOp op, transport::RemoteAddress target,
+                  std::uint64_t operand, std::uint64_t compare, std::uint64_t *result,
+                  transport::Completion *completion) override {
+        return inner_.atomic(peer, op, target, operand, compare, result, completion);
+    }
+    bool supports_atomics(int peer, transport::Region region) const override {
+        return inner_.supports_atomics(peer, region);
+    }
+    bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override {
+        return inner_.peek_control(peer, offset, value);
+    }
+    Status fence(int peer) override { return inner_.fence(peer); }
+    Status flush(int peer, transport::Completion *completion) override {
+        return inner_.flush(peer, completion);
+    }
+    int poll() override { return inner_.poll(); }
+
+  protected:
+    transport::Transport &inner_;
+};
+
 // Delivers window-region transfers at once (the engine waits for them inline). A
 // transfer the sim holds behind an earlier, fenced operation toward the same peer
 // (a notice of ours still in flight) gets that operation delivered first, as an

@@ -380,35 +380,12 @@ struct Scheduler {
     }
 };
 
-class Scheduled final : public transport::Transport {
+class Scheduled final : public simtest::Forwarding {
   public:
     Scheduled(Scheduler &scheduler, int rank, bool peek)
-        : scheduler_(scheduler), inner_(scheduler.world.endpoint(rank)), peek_(peek) {}
-    int size() const override { return inner_.size(); }
-    int rank() const override { return inner_.rank(); }
-    void *local_control() override { return inner_.local_control(); }
-    Status put(int peer, const void *source, std::size_t length, transport::RemoteAddress target,
-               transport::Completion *completion) override {
-        return inner_.put(peer, source, length, target, completion);
-    }
-    Status get(int peer, void *destination, std::size_t length, transport::RemoteAddress source,
-               transport::Completion *completion) override {
-        return inner_.get(peer, destination, length, source, completion);
-    }
-    Status atomic(int peer, transport::AtomicOp op, transport::RemoteAddress target,
-                  std::uint64_t operand, std::uint64_t compare, std::uint64_t *result,
-                  transport::Completion *completion) override {
-        return inner_.atomic(peer, op, target, operand, compare, result, completion);
-    }
-    bool supports_atomics(int peer, Region region) const override {
-        return inner_.supports_atomics(peer, region);
-    }
+        : Forwarding(scheduler.world.endpoint(rank)), scheduler_(scheduler), peek_(peek) {}
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override {
         return peek_ && inner_.peek_control(peer, offset, value);
-    }
-    Status fence(int peer) override { return inner_.fence(peer); }
-    Status flush(int peer, transport::Completion *completion) override {
-        return inner_.flush(peer, completion);
     }
     int poll() override {
         scheduler_.step();
@@ -417,7 +394,6 @@ class Scheduled final : public transport::Transport {
 
   private:
     Scheduler &scheduler_;
-    transport::Transport &inner_;
     bool peek_;
 };
 

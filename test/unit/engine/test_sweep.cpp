@@ -28,36 +28,11 @@ using transport::sim::SimWorld;
 // A sim endpoint (window data moves at once: simtest::DataNow) that counts poll() calls;
 // `serves`: says it needs target progress (as UCX over tcp does), which pins its window
 // on the sweep list.
-class Counting final : public transport::Transport {
+class Counting final : public simtest::Forwarding {
   public:
+    // Forwarding only keeps the reference; data_now_ is built before any call.
     Counting(SimWorld &world, int rank, bool serves)
-        : data_now_(world, rank), inner_(data_now_), serves_(serves) {}
-    int size() const override { return inner_.size(); }
-    int rank() const override { return inner_.rank(); }
-    void *local_control() override { return inner_.local_control(); }
-    Status put(int peer, const void *source, std::size_t length, transport::RemoteAddress target,
-               transport::Completion *completion) override {
-        return inner_.put(peer, source, length, target, completion);
-    }
-    Status get(int peer, void *destination, std::size_t length, transport::RemoteAddress source,
-               transport::Completion *completion) override {
-        return inner_.get(peer, destination, length, source, completion);
-    }
-    Status atomic(int peer, transport::AtomicOp op, transport::RemoteAddress target,
-                  std::uint64_t operand, std::uint64_t compare, std::uint64_t *result,
-                  transport::Completion *completion) override {
-        return inner_.atomic(peer, op, target, operand, compare, result, completion);
-    }
-    bool supports_atomics(int peer, Region region) const override {
-        return inner_.supports_atomics(peer, region);
-    }
-    bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override {
-        return inner_.peek_control(peer, offset, value);
-    }
-    Status fence(int peer) override { return inner_.fence(peer); }
-    Status flush(int peer, transport::Completion *completion) override {
-        return inner_.flush(peer, completion);
-    }
+        : Forwarding(data_now_), data_now_(world, rank), serves_(serves) {}
     int poll() override {
         ++polls;
         return inner_.poll();
@@ -67,7 +42,6 @@ class Counting final : public transport::Transport {
 
   private:
     simtest::DataNow data_now_;
-    transport::Transport &inner_;
     bool serves_;
 };
 
