@@ -98,6 +98,7 @@ Epoch *Window::open_lock(int target) const {
 }
 
 bool Window::has_open_epoch() const {
+    if (direct_.target >= 0) return true;
     for (Epoch *epoch : open_)
         if (epoch->kind() != EpochKind::fence) return true;
     return false;
@@ -149,6 +150,7 @@ void Window::notify(int peer, std::size_t offset, Notices &notices) {
 // ---------------------------------------------------------------- passive target
 
 Status Window::lock(int lock_type, int target, int assertions) {
+    materialize();
     if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
         return Status::err_lock_type;
     if (target < 0 || target >= size()) return Status::err_rank;
@@ -160,6 +162,7 @@ Status Window::lock(int lock_type, int target, int assertions) {
         return Status::err_conflict;  // a window is never locked and exposed at once
     if (Status status = end_unused_fence(); is_error(status)) return status;
     LockMode mode = lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared;
+    if (lock_at_once(target, mode, assertions)) return Status::ok;
     progress_opened(open_epoch(EpochKind::lock, target, mode, assertions).id());
     // (acquisition starts now, not lazily at unlock)
     return Status::ok;
@@ -167,10 +170,16 @@ Status Window::lock(int lock_type, int target, int assertions) {
 
 Status Window::unlock(int target, Request **request) {
     if (target < 0 || target >= size()) return Status::err_rank;
+    if (target == direct_.target && unlock_at_once()) {
+        *request = nullptr;  // complete
+        return Status::ok;
+    }
+    materialize();
     return close_open(open_lock(target), request);
 }
 
 Status Window::lock_all(int assertions) {
+    materialize();
     if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (config_.no_locks) return Status::err_sync;
     if (open_of(EpochKind::exposure)) return Status::err_conflict;  // would lock our own window
@@ -181,10 +190,16 @@ Status Window::lock_all(int assertions) {
 }
 
 Status Window::unlock_all(Request **request) {
+    materialize();
     return close_open(open_of(EpochKind::lock_all), request);
 }
 
 Status Window::flush(int target, Request **request, bool local) {
+    if (direct_.target >= 0 && (target == direct_.target || target == -1) && direct_flush()) {
+        *request = nullptr;  // complete
+        return Status::ok;
+    }
+    materialize();
     if (target != -1) {
         if (target < 0 || target >= size()) return Status::err_rank;
         Epoch *epoch = covering_epoch(target);
@@ -208,9 +223,64 @@ Status Window::flush(int target, Request **request, bool local) {
     return Status::ok;
 }
 
+// A lock epoch toward `target` taken at once (DirectLock): only with nothing else on
+// the window (no epoch queued, no flush pending) and a transport that completes inline.
+bool Window::lock_at_once(int target, LockMode mode, int assertions) {
+    if (!epochs_.empty() || !flushes_.empty() || transport_flushes_ != 0 ||
+        !transport_.completes_inline())
+        return false;
+    const bool nocheck = (assertions & MPI_MODE_NOCHECK) != 0;
+    if (!nocheck && !sync::acquire_at_once(transport_, target, mode)) return false;
+    direct_ = DirectLock{target, mode, assertions, threads::active() ? threads::thread_tag() : 0,
+                         Status::ok};
+    ++counters().epochs_opened;
+    ++counters().locks_at_once;
+    if (!nocheck) {
+        ++counters().lock_grants;
+        if (verbose_level() >= 2) log(2, "lock on %d granted at once", target);
+    }
+    return true;
+}
+
+// The DirectLock's calls complete at the target (inline) and the lock is released by one
+// CAS; false, with the epoch still held, when a call failed or the release must hand
+// the lock over (the ordinary epoch then reports or does it).
+bool Window::unlock_at_once() {
+    if (!direct_flush()) return false;
+    if (!(direct_.assertions & MPI_MODE_NOCHECK) &&
+        !sync::release_at_once(transport_, direct_.target, direct_.mode))
+        return false;
+    direct_.target = -1;
+    ++counters().epochs_completed;
+    return true;
+}
+
+// Completes the DirectLock's calls at the target (inline); false if that failed or a
+// call of the epoch failed (the ordinary path then reports it).
+bool Window::direct_flush() {
+    Status failure = Status::ok;
+    return !is_error(direct_.failure) && remote_complete(direct_.target, runs_, &failure) &&
+           !is_error(failure);
+}
+
+// The DirectLock becomes an ordinary lock epoch, active with its target held, as the
+// engine would have left it after granting the lock.
+void Window::materialize() {
+    if (direct_.target < 0) return;
+    const DirectLock direct = direct_;
+    direct_.target = -1;
+    Epoch &epoch = open_epoch(EpochKind::lock, direct.target, direct.mode, direct.assertions);
+    --counters().epochs_opened;  // counted when it was taken
+    epoch.set_opener(direct.opener);
+    epoch.activate();
+    epoch.at(direct.target).phase = TargetPhase::held;
+    if (is_error(direct.failure)) epoch.fail(direct.failure);
+}
+
 // ---------------------------------------------------------------- active target
 
 Status Window::fence(int assertions, Request **request) {
+    materialize();
     constexpr int allowed =
         MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
     if (assertions & ~allowed) return Status::err_assert;
@@ -238,6 +308,7 @@ Status Window::fence(int assertions, Request **request) {
 }
 
 Status Window::start(const std::vector<int> &group, int assertions) {
+    materialize();
     if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (Status status = check_group(group); is_error(status)) return status;
     if (open_of(EpochKind::access) || open_of(EpochKind::lock) || open_of(EpochKind::lock_all))
@@ -250,10 +321,12 @@ Status Window::start(const std::vector<int> &group, int assertions) {
 }
 
 Status Window::complete(Request **request) {
+    materialize();
     return close_open(open_of(EpochKind::access), request);
 }
 
 Status Window::post(const std::vector<int> &group, int assertions) {
+    materialize();
     if (assertions & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
         return Status::err_assert;
     if (Status status = check_group(group); is_error(status)) return status;
@@ -268,9 +341,13 @@ Status Window::post(const std::vector<int> &group, int assertions) {
     return Status::ok;
 }
 
-Status Window::wait(Request **request) { return close_open(open_of(EpochKind::exposure), request); }
+Status Window::wait(Request **request) {
+    materialize();
+    return close_open(open_of(EpochKind::exposure), request);
+}
 
 Status Window::test(bool *flag) {
+    materialize();
     Epoch *epoch = open_of(EpochKind::exposure);
     if (!epoch) return Status::err_sync;
     progress();
@@ -319,10 +396,12 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
 Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
     if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
-    Epoch *epoch = covering_epoch(call.target);
-    if (!epoch)  // an access epoch whose group lacks the target, or no epoch at all
+    const bool direct = call.target == direct_.target;  // runs now, in the DirectLock
+    if (!direct) materialize();
+    Epoch *epoch = direct ? nullptr : covering_epoch(call.target);
+    if (!direct && !epoch)  // an access epoch whose group lacks the target, or no epoch at all
         return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
-    if (request && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
+    if (request && epoch && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
     bool empty = false;
     Status status = Operation::check(call, &empty, cause);
     if (is_error(status)) return status;
@@ -337,24 +416,31 @@ Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
     std::uint64_t byte_offset;
     status = check_range(call, &byte_offset);
     if (is_error(status)) return status;
-    epoch->count_call();
     if (request) *request = Request::create();
     Request *handle = request ? *request : nullptr;
     const std::uint64_t age = next_age_++;
-    TargetState &state = epoch->at(call.target);
-    if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
-        start_target(*epoch, call.target, state);
-    if (epoch->state() == EngineState::active && state.phase == TargetPhase::held &&
-        state.pending.empty()) {
-        Operation operation(call, age, handle);  // runs now: no need to keep it
-        status = run(operation, byte_offset);
-        if (is_error(status)) epoch->fail(status);
-        if (handle) handle->finish(status);
-        return Status::ok;
+    if (epoch) {
+        epoch->count_call();
+        TargetState &state = epoch->at(call.target);
+        if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
+            start_target(*epoch, call.target, state);
+        if (epoch->state() != EngineState::active || state.phase != TargetPhase::held ||
+            !state.pending.empty()) {
+            auto operation = std::make_unique<Operation>(call, age, handle);
+            operation->retain_types();  // recorded: replayed when the target is ready
+            state.pending.push_back(std::move(operation));
+            return Status::ok;
+        }
     }
-    auto operation = std::make_unique<Operation>(call, age, handle);
-    operation->retain_types();  // recorded: replayed when the target is ready
-    state.pending.push_back(std::move(operation));
+    Operation operation(call, age, handle);  // runs now: no need to keep it
+    status = run(operation, byte_offset);
+    if (is_error(status)) {
+        if (epoch)
+            epoch->fail(status);
+        else if (!is_error(direct_.failure))
+            direct_.failure = status;
+    }
+    if (handle) handle->finish(status);
     return Status::ok;
 }
 

@@ -101,6 +101,7 @@ class Window {
     bool has_open_epoch() const;
     // Window free: ends the open fence epoch, if any.
     void close_fence();
+    // A direct lock epoch (DirectLock) needs no progress: idle.
     bool idle() const {
         return epochs_.empty() && flushes_.empty() && transport_flushes_ == 0 && !notify_.pending();
     }
@@ -169,6 +170,24 @@ class Window {
     };
 
     // Work was queued: onto the sweep list, if registered and not there yet (SweepLink).
+    // A lock epoch taken at once (lock_at_once): over a transport that completes every
+    // call inline, with nothing else queued on the window, the lock is one CAS and the
+    // epoch lives here, without an Epoch object, requests or sweeps. Its calls run as
+    // they are issued; unlock or flush toward it complete inline. Anything else that
+    // touches the window's epochs first turns it into an ordinary held lock epoch
+    // (materialize()); so does an unlock that must hand the lock over.
+    struct DirectLock {
+        int target = -1;  // -1: none
+        sync::LockMode mode = sync::LockMode::shared;
+        int assertions = 0;
+        unsigned opener = 0;
+        Status failure = Status::ok;  // of a call that ran in it
+    };
+    bool lock_at_once(int target, sync::LockMode mode, int assertions);
+    bool unlock_at_once();
+    bool direct_flush();
+    void materialize();
+
     void queued();
     Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assertions);
     // progress() for an opening call; counts epoch `id` (0: none) in epochs_deferred when it
@@ -232,6 +251,7 @@ class Window {
     // Per target: how many notification counters it had when we last read its count.
     std::vector<std::uint32_t> notify_known_;
     SweepLink sweep_link_;
+    DirectLock direct_;
 };
 
 }  // namespace nbrma::engine

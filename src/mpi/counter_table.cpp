@@ -34,6 +34,10 @@ const CounterRow rows[] = {
      [] { return counters().rma_ops_replayed; }},
     {"lock_grants", K::count, false, "locks acquired at a target (one per target of lock_all)",
      [] { return counters().lock_grants; }},
+    {"locks_at_once", K::count, false,
+     "lock epochs taken by one compare-and-swap and run inline, outside the epoch queue "
+     "(shared memory, nothing else pending on the window); counted in lock_grants too",
+     [] { return counters().locks_at_once; }},
     {"progress_thread_sweeps", K::count, true,
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
      "interrupt)",

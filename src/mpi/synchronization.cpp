@@ -29,10 +29,12 @@ namespace {
         if (!(request)) return raise(call, win, Status::err_request, "null request pointer");   \
     } while (0)
 
-// Closing/flush calls: hand back a request, or wait for it.
+// Closing/flush calls: hand back a request, or wait for it. No request: the call
+// completed inside the engine (a lock epoch taken at once, engine/window.hpp).
 int finish(const char *call, MPI_Win win, Status status, engine::Request *request,
            MPI_Request *handle) {
     if (is_error(status)) return raise(call, win, status);
+    if (!request) return handle ? complete_request(handle) : MPI_SUCCESS;
     if (handle) return request_wrap(request, handle);
     return raise(call, win, request_wait(request));
 }

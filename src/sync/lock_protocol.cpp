@@ -210,4 +210,63 @@ Status LockOperation::after_release_cas(LockWord old) {
     return Status::ok;
 }
 
+namespace {
+
+// A few CAS rounds against other holders coming and going; past them, the queue.
+constexpr int at_once_attempts = 4;
+
+// One inline compare-and-swap of the target's lock word (it swapped iff *seen, the
+// word found, is `expected`); false if the transport did not complete it.
+bool cas_word(transport::Transport &transport, int target, std::uint64_t expected,
+              std::uint64_t desired, std::uint64_t *seen) {
+    return transport.atomic(target, AtomicOp::compare_swap,
+                            RemoteAddress{Region::control, ControlLayout::lock_word}, desired,
+                            expected, seen, nullptr) == Status::ok;
+}
+
+}  // namespace
+
+bool acquire_at_once(transport::Transport &transport, int target, LockMode mode) {
+    std::uint64_t expected = 0;  // guess: free
+    for (int attempt = 0; attempt < at_once_attempts; ++attempt) {
+        LockWord old = LockWord::decode(expected);
+        if (old.tail != 0) return false;  // an exclusive holder or requester: queue behind
+        LockWord next = old;
+        if (mode == LockMode::exclusive) {
+            if (old.active != 0) return false;  // we would wait as head
+            next.tail = static_cast<std::uint32_t>(transport.rank() + 1);
+        } else {
+            next.active += 1;
+        }
+        std::uint64_t seen = 0;
+        if (!cas_word(transport, target, expected, next.encode(), &seen)) return false;
+        if (seen == expected) return true;
+        expected = seen;
+    }
+    return false;
+}
+
+bool release_at_once(transport::Transport &transport, int target, LockMode mode) {
+    LockWord guess;  // nobody queued behind us
+    if (mode == LockMode::exclusive) {
+        guess.tail = static_cast<std::uint32_t>(transport.rank() + 1);
+        std::uint64_t seen = 0;
+        return cas_word(transport, target, guess.encode(), 0, &seen) && seen == guess.encode();
+    }
+    guess.active = 1;
+    std::uint64_t expected = guess.encode();
+    for (int attempt = 0; attempt < at_once_attempts; ++attempt) {
+        LockWord old = LockWord::decode(expected);
+        if (old.active == 0) return false;                    // not a shared holder's word
+        if (old.active == 1 && old.head != 0) return false;  // we would grant the head
+        LockWord next = old;
+        next.active -= 1;
+        std::uint64_t seen = 0;
+        if (!cas_word(transport, target, expected, next.encode(), &seen)) return false;
+        if (seen == expected) return true;
+        expected = seen;
+    }
+    return false;
+}
+
 }  // namespace nbrma::sync

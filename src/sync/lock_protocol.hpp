@@ -92,6 +92,14 @@ class LockOperation final : public transport::Completion {
     std::uint8_t flag_value_ = 1;
 };
 
+// One-CAS forms, for a transport whose atomics complete inside the call (shared
+// memory): the lock taken, or released, by a single compare-and-swap when nobody is
+// queued that the protocol above would have to link or grant. False with the word
+// unchanged otherwise: the caller then runs a LockOperation (which joins the queue, or
+// hands the lock over). A lock taken here is released by either form.
+bool acquire_at_once(transport::Transport &transport, int target, LockMode mode);
+bool release_at_once(transport::Transport &transport, int target, LockMode mode);
+
 }  // namespace nbrma::sync
 
 #endif

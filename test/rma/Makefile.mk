@@ -12,6 +12,7 @@ check_PROGRAMS += \
 	test/rma/accumulate_ops \
 	test/rma/atomicity \
 	test/rma/lock_fairness \
+	test/rma/lock_at_once \
 	test/rma/many_pending \
 	test/rma/mixed_requests \
 	test/rma/errors \
@@ -94,6 +95,9 @@ test_rma_active_target_SOURCES = test/rma/active_target.c
 test_rma_active_target_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_active_target_LDADD = $(RMATEST_LDADD)
 
+test_rma_lock_at_once_SOURCES = test/rma/lock_at_once.c
+test_rma_lock_at_once_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_lock_at_once_LDADD = $(RMATEST_LDADD)
 test_rma_gats_many_SOURCES = test/rma/gats_many.c
 test_rma_gats_many_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_gats_many_LDADD = $(RMATEST_LDADD)
