@@ -56,6 +56,26 @@ bool is_fetching(RmaKind kind) {
            kind == RmaKind::compare_and_swap;
 }
 
+// Bytes for an operand or a fetched value: on the stack for the one- and two-word
+// atomics that dominate (no allocation per call), else on the heap. data() is null
+// when empty.
+class Scratch {
+  public:
+    explicit Scratch(std::size_t bytes) : bytes_(bytes) {
+        if (bytes > sizeof small_) large_.resize(bytes);
+    }
+    std::uint8_t *data() {
+        if (bytes_ == 0) return nullptr;
+        return bytes_ <= sizeof small_ ? small_ : large_.data();
+    }
+    bool empty() const { return bytes_ == 0; }
+
+  private:
+    std::size_t bytes_;
+    alignas(16) std::uint8_t small_[64];
+    std::vector<std::uint8_t> large_;
+};
+
 enum class Direction { to_target, from_target };
 
 // Moves `count` elements of the target layout between the packed `buffer` and the
@@ -149,12 +169,13 @@ Status Operation::check(const RmaCall &call, bool *empty, const char **cause) {
     // Only the fetching calls may use MPI_NO_OP (MPI-4.0 §12.3.4).
     if (call.kind == RmaKind::accumulate && call.op == MPI_NO_OP)
         return refuse(Status::err_op, "MPI_NO_OP is for the fetching calls only", cause);
-    // MPI_Fetch_and_op and MPI_Compare_and_swap take one predefined type.
-    if ((call.kind == RmaKind::compare_and_swap || call.kind == RmaKind::fetch_and_op) &&
-        !is_predefined(call.target_type))
-        return refuse(Status::err_type, "the datatype must be a predefined one", cause);
     const TypeLayout *target = nullptr, *origin = nullptr, *result = nullptr;
     Status status = type_layout_get(call.target_type, &target);
+    // MPI_Fetch_and_op and MPI_Compare_and_swap take one predefined type (its layout is
+    // its own basic type; a derived type's is a leaf's).
+    if ((call.kind == RmaKind::compare_and_swap || call.kind == RmaKind::fetch_and_op) &&
+        (is_error(status) || target->basic != call.target_type))
+        return refuse(Status::err_type, "the datatype must be a predefined one", cause);
     if (is_error(status)) return refuse(status, "bad target datatype", cause);
     // Data sizes beyond 64 bits are a count no buffer can have (the target range is
     // checked by the window).
@@ -298,19 +319,18 @@ Status Operation::execute_accumulate(const TargetView &view) {
     if (bytes == 0) return Status::ok;
 
     // The origin operand, packed (compare_and_swap: the new value).
-    std::vector<std::uint8_t> origin_packed;
     const bool uses_origin = call_.kind == RmaKind::compare_and_swap || call_.op != MPI_NO_OP;
+    Scratch origin_packed(uses_origin ? bytes : 0);
     if (uses_origin) {
         const TypeLayout *origin;
         if (is_error(layout(call_.origin_type, origin_layout_, &origin))) return Status::err_type;
-        origin_packed.resize(bytes);
         type_pack(*origin, call_.origin,
                   call_.kind == RmaKind::accumulate || call_.kind == RmaKind::get_accumulate
                       ? static_cast<std::size_t>(call_.origin_count)
                       : 1,
                   origin_packed.data());
     }
-    std::vector<std::uint8_t> fetched(is_fetching(call_.kind) ? bytes : 0);
+    Scratch fetched(is_fetching(call_.kind) ? bytes : 0);
 
     Status status;
     AtomicOp atomic_op;

@@ -377,10 +377,18 @@ const Table &table() {
     return t;
 }
 
+// The table never changes once built, so each thread may remember its last answer (an
+// accumulate asks for the same type several times per call).
 const TypeInfo *type_info(MPI_Datatype type) {
+    thread_local MPI_Datatype last_type = MPI_DATATYPE_NULL;
+    thread_local const TypeInfo *last_info = nullptr;
+    if (type == last_type && last_info) return last_info;
     const Table &t = table();
     auto it = t.find(type);
-    return it == t.end() ? nullptr : &it->second;
+    if (it == t.end()) return nullptr;
+    last_type = type;
+    last_info = &it->second;
+    return last_info;
 }
 
 // The integer classes differ only in which ops MPI allows; the bits are the same.
