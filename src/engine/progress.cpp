@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -368,6 +369,27 @@ bool progress_pending() {
     threads::unlock();
     return pending;
 }
+
+void debug_dump(const char *path) {
+    // No lock: called from a debugger into a process that is stuck, perhaps holding it.
+    std::FILE *out = path ? std::fopen(path, "a") : stderr;
+    if (!out) return;
+    std::fprintf(out, "nbrma state of pid %d: %zu windows, %zu on the sweep list\n",
+                 static_cast<int>(getpid()), windows().size(), swept().size());
+    for (Window *window : windows()) window->dump(out);
+    if (path)
+        std::fclose(out);
+    else
+        std::fflush(out);
+}
+
+}  // namespace nbrma::engine
+
+extern "C" __attribute__((visibility("hidden"), used)) void nbrma_debug_dump(const char *path) {
+    nbrma::engine::debug_dump(path);
+}
+
+namespace nbrma::engine {
 
 bool progress_wanted() { return serving.load(std::memory_order_relaxed) > 0 || progress_pending(); }
 

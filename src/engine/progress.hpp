@@ -32,6 +32,11 @@ bool progress_pending();
 // needs_target_progress(), e.g. UCX over tcp). Cheap: idle windows cost nothing.
 bool progress_wanted();
 
+// Appends every window's engine state (Window::dump) to the file `path` (null: stderr),
+// without taking the lock: for a debugger attached to a process that hangs
+// (test/rma/runtests calls it from gdb as nbrma_debug_dump, a plain C name gdb finds).
+void debug_dump(const char *path);
+
 // Called every few idle iterations of a wait, so two-sided traffic keeps moving.
 void progress_set_external(void (*poke)());
 

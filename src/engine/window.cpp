@@ -277,6 +277,51 @@ void Window::materialize() {
     if (is_error(direct.failure)) epoch.fail(direct.failure);
 }
 
+void Window::dump(std::FILE *out) const {
+    static const char *const phases[] = {"none",     "acquiring", "held",
+                                         "flushing", "releasing", "released"};
+    std::fprintf(out, "  window rank %d of %d: %zu epochs, %zu open, %zu flushes, %d transport "
+                 "flushes, direct lock %d, runs %llu\n",
+                 rank_, size_, epochs_.size(), open_.size(), flushes_.size(), transport_flushes_,
+                 direct_.target, static_cast<unsigned long long>(runs_));
+    for (const auto &epoch : epochs_) {
+        std::fprintf(out, "    epoch %llu %s %s%s failure %d\n",
+                     static_cast<unsigned long long>(epoch->id()), epoch_kind_name(epoch->kind()),
+                     engine_state_name(epoch->state()), epoch->open() ? " open" : " closed",
+                     static_cast<int>(epoch->failure()));
+        for (int rank = 0; rank < size_; ++rank) {
+            const TargetState *state = epoch->find(rank);
+            if (!state) continue;
+            char lock[160];
+            state->operation.describe(lock, sizeof lock);
+            std::fprintf(out, "      target %d: %s, %zu pending, lock %s\n", rank,
+                         phases[static_cast<int>(state->phase)], state->pending.size(), lock);
+        }
+    }
+    for (int peer = 0; peer < size_; ++peer) {
+        const PeerFlush &flush = peer_flushes_[peer];
+        if (flush.last_run == 0) continue;
+        std::fprintf(out, "    peer %d: last run %llu, flushed %llu, flush in flight %d\n", peer,
+                     static_cast<unsigned long long>(flush.last_run),
+                     static_cast<unsigned long long>(flush.flushed), flush.in_flight ? 1 : 0);
+    }
+    const sync::LockWord word = sync::LockWord::decode(control_word(sync::ControlLayout::lock_word));
+    std::fprintf(out, "    lock word: active %u waiting %u tail %u head %u\n", word.active,
+                 word.waiting, word.tail, word.head);
+    for (int target = 0; target < size_; ++target) {
+        const std::uint64_t grant = control_word(layout_.node_grant(target));
+        const std::uint64_t next = control_word(layout_.node_next(target));
+        const auto *flags = static_cast<const std::uint8_t *>(transport_.local_control()) +
+                            layout_.node_reader_flag(target, 0);
+        int raised = 0;
+        for (int r = 0; r < size_; ++r) raised += __atomic_load_n(&flags[r], __ATOMIC_ACQUIRE) != 0;
+        if (grant || next || raised)
+            std::fprintf(out, "    node for target %d: grant %llu next %#llx reader flags %d\n",
+                         target, static_cast<unsigned long long>(grant),
+                         static_cast<unsigned long long>(next), raised);
+    }
+}
+
 // ---------------------------------------------------------------- active target
 
 Status Window::fence(int assertions, Request **request) {

@@ -6,6 +6,7 @@
 #define NBRMA_ENGINE_WINDOW_HPP
 
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -117,6 +118,9 @@ class Window {
     // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
     // epochs, complete flushes. True if anything moved.
     bool progress();
+    // Everything the engine holds for this window, and the lock word and queue nodes of
+    // its local control region, to `out` (debug_dump: a hang report).
+    void dump(std::FILE *out) const;
 
     int rank() const { return rank_; }
     int size() const { return size_; }

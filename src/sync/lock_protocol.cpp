@@ -2,6 +2,8 @@
 // and lock_word.hpp for the word's invariants.
 #include "sync/lock_protocol.hpp"
 
+#include <cstdio>
+
 namespace nbrma::sync {
 
 using transport::AtomicOp;
@@ -38,6 +40,16 @@ void LockOperation::release(transport::Transport &transport, const ControlLayout
     else
         guess.active = 1;
     cas_expected_ = guess.encode();
+}
+
+void LockOperation::describe(char *out, std::size_t size) const {
+    static const char *const names[] = {"idle",         "acquire_cas",    "wait_grant",
+                                        "release_cas",  "wait_successor", "wait_readers",
+                                        "finished"};
+    std::snprintf(out, size, "%s pending=%d cas=%#llx/%#llx readers=%u successor=%d",
+                  names[static_cast<int>(phase_)], pending_,
+                  static_cast<unsigned long long>(cas_expected_),
+                  static_cast<unsigned long long>(cas_result_), readers_, successor_);
 }
 
 void LockOperation::on_complete(Status status) {

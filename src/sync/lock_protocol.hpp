@@ -49,6 +49,9 @@ class LockOperation final : public transport::Completion {
 
     void on_complete(Status status) override;
 
+    // "phase pending=N cas=expected/result", for a hang report (engine::debug_dump).
+    void describe(char *out, std::size_t size) const;
+
   private:
     enum class Phase : std::uint8_t {
         idle,
