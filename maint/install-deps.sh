@@ -4,8 +4,8 @@
 # libtsan2 (gcc 12's sanitizer runtimes, for make check-asan and make check-tsan) come
 # with g++ anyway; they are listed so that a missing one is installed rather than found
 # at link time. python3 parses nbrma-info's JSON (maint/check_nbrma_info.sh) and groff-base
-# renders the man pages (maint/check_man.sh) in make check. gdb prints the stacks of an
-# MPI test that hangs (test/rma/runtests).
+# renders the man pages (maint/check_man.sh) in make check. gdb (and procps, to find
+# the processes) prints the stacks of an MPI test that hangs (test/rma/runtests).
 #
 # Idempotent: when every package is already installed it does nothing and touches no
 # package index. Otherwise it runs apt-get as root, or through sudo; it runs
@@ -16,7 +16,7 @@ set -eu
 packages="mpich libmpich-dev libucx-dev ucx-utils libhwloc-dev libibverbs-dev
           googletest libgtest-dev autoconf automake libtool pkg-config make g++
           libasan8 libubsan1 libtsan2 gnuplot-nox python3 groff-base
-          gfortran gdb"
+          gfortran gdb procps"
 
 missing=""
 for package in $packages; do
