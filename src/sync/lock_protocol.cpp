@@ -158,7 +158,12 @@ Status LockOperation::step() {
                 phase_ = Phase::finished;
                 return grant(successor_);
             }
-            // The readers queued between us go first; the successor waits as head.
+            // The readers queued between us go first; the successor waits as head. The add
+            // fetches (its result is unused) so that it completes only once performed at
+            // the target: a transport may complete a non-fetching atomic when it leaves
+            // (UCX), and a reader we then grant over a faster path (shared memory) could
+            // release before its count arrived: active would underflow and the head never
+            // be granted (LockProtocolRandom.EarlyLocalCompletion).
             LockWord add;
             add.active = readers_;
             add.head = static_cast<std::uint32_t>(successor_ + 1);
@@ -166,7 +171,7 @@ Status LockOperation::step() {
             Status status = transport_->atomic(
                 target_, AtomicOp::fetch_add,
                 RemoteAddress{Region::control, ControlLayout::lock_word}, add.encode(), 0,
-                nullptr, this);
+                &add_result_, this);
             if (status == Status::in_progress) ++pending_;
             return is_error(status) ? status : Status::ok;
         }

@@ -87,6 +87,7 @@ class LockOperation final : public transport::Completion {
     bool cas_posted_ = false;     // a CAS result is awaited in cas_result_
     std::uint64_t cas_expected_ = 0;
     std::uint64_t cas_result_ = 0;
+    std::uint64_t add_result_ = 0;  // wait_successor's fetch-add (fetched only to complete late)
     std::uint32_t readers_ = 0;   // exclusive release: readers queued behind us
     int successor_ = -1;
     // Sources of puts must outlive them.

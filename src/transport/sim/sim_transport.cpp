@@ -169,7 +169,7 @@ Status SimWorld::post(Op op) {
     op.fence_epoch = fence_epoch_[static_cast<std::size_t>(op.origin) * nranks_ + op.target];
     op.serial = serial_++;
     if (early_local_ && (op.kind == OpKind::put || (op.kind == OpKind::atomic && !op.result))) {
-        endpoints_[op.origin]->completions_.push_back(op.completion);
+        if (op.completion) endpoints_[op.origin]->completions_.push_back(op.completion);
         op.completion = nullptr;  // delivery completes nothing more
     }
     ops_.push_back(std::move(op));
@@ -242,7 +242,8 @@ void SimWorld::deliver(std::size_t index) {
             break;
     }
     ++delivered_;
-    endpoints_[op.origin]->completions_.push_back(op.completion);
+    // A null completion (posted without one, or completed early) has nothing to run.
+    if (op.completion) endpoints_[op.origin]->completions_.push_back(op.completion);
 }
 
 bool SimWorld::deliver_any(std::mt19937_64 &rng) {
