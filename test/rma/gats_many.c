@@ -22,8 +22,9 @@
  *   RSS after batch1 X KiB, after batch3 Y KiB, growth Z KiB; heap in use growth H KiB
  *   (rank r, role)
  * Under AddressSanitizer (make check-asan) freed memory waits in ASan's quarantine (up to
- * 256 MiB), so RSS grows whatever nbrma does: the RSS bound is not checked, and the heap
- * in use is ASan's count of live allocated bytes.
+ * 256 MiB), so RSS grows whatever nbrma does: the RSS bound is not checked, the heap
+ * in use is ASan's count of live allocated bytes, and its bound is looser (see
+ * HEAP_BYTES_PER_EPOCH: LeakSanitizer catches leaks there).
  *
  * Usage: gats_many [count]   (2 processes; more are allowed and stay idle; count
  *        defaults to 3,000 where a progress thread or UCX over tcp shares the 2 cores:
@@ -46,7 +47,15 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 #define NBATCH 3
 #define DEFAULT_COUNT 10000
 #define RSS_BOUND_KIB (32 * 1024L)
+/* Under ASan, LeakSanitizer reports any object nbrma leaks at exit, so the growth check
+ * only has to catch unbounded retention: ASan's live-byte count once grew 84 bytes an
+ * epoch on a loaded CI run (what request and epoch pools keep of the pending
+ * high-water mark, larger there than in batch 1). */
+#ifdef __SANITIZE_ADDRESS__
+#define HEAP_BYTES_PER_EPOCH 256L
+#else
 #define HEAP_BYTES_PER_EPOCH 48L
+#endif
 
 static int me, np;
 
