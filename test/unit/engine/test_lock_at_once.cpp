@@ -14,6 +14,7 @@
 
 #include "common/log.hpp"
 #include "engine/window.hpp"
+#include "sim_fixture.hpp"
 #include "sync/control_region.hpp"
 #include "sync/lock_word.hpp"
 #include "transport/shm/shm_transport.hpp"
@@ -50,20 +51,8 @@ class LockAtOnce : public ::testing::Test {
                                                     sync::ControlLayout::lock_word),
             __ATOMIC_ACQUIRE));
     }
-    static RmaCall put_call(const std::uint64_t *value, int target, std::int64_t displacement) {
-        RmaCall call;
-        call.kind = RmaKind::put;
-        call.origin = value;
-        call.origin_count = 1;
-        call.origin_type = MPI_UINT64_T;
-        call.target = target;
-        call.displacement = displacement;
-        call.target_count = 1;
-        call.target_type = MPI_UINT64_T;
-        return call;
-    }
-    std::uint64_t cell(int rank, int index) const {
-        return reinterpret_cast<const std::uint64_t *>(window_[rank].data())[index];
+    std::int64_t cell(int rank, int index) const {
+        return reinterpret_cast<const std::int64_t *>(window_[rank].data())[index];
     }
     // Progresses both windows until the request completes (bounded); false if it never did.
     bool finish(Request *request) {
@@ -81,7 +70,7 @@ class LockAtOnce : public ::testing::Test {
 
 TEST_F(LockAtOnce, SharedLockPutUnlockIsOneCasEachWayAndNoRequest) {
     const std::uint64_t at_once = counters().locks_at_once;
-    const std::uint64_t value = 0x1234;
+    const std::int64_t value = 0x1234;
     Window &w = *windows_[0];
     ASSERT_EQ(w.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
     EXPECT_EQ(counters().locks_at_once, at_once + 1);
@@ -89,7 +78,7 @@ TEST_F(LockAtOnce, SharedLockPutUnlockIsOneCasEachWayAndNoRequest) {
     EXPECT_EQ(w.epochs_pending(), 0u);  // no Epoch object
     EXPECT_TRUE(w.idle());
     EXPECT_TRUE(w.has_open_epoch());
-    ASSERT_EQ(w.rma(put_call(&value, 1, 8), nullptr), Status::ok);
+    ASSERT_EQ(w.rma(simtest::put_call(1, 8, &value), nullptr), Status::ok);
     EXPECT_EQ(cell(1, 1), value);
     Request *flushed = reinterpret_cast<Request *>(1);
     ASSERT_EQ(w.flush(1, &flushed), Status::ok);
@@ -110,9 +99,10 @@ TEST_F(LockAtOnce, ExclusiveHeldElsewhereQueuesAndIsHandedOverByTheOrdinaryRelea
     ASSERT_EQ(second.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
     EXPECT_EQ(second.epochs_pending(), 1u);
     EXPECT_EQ(word(1).tail, 2u);
-    const std::uint64_t a = 11, b = 22;
-    ASSERT_EQ(first.rma(put_call(&a, 1, 0), nullptr), Status::ok);
-    ASSERT_EQ(second.rma(put_call(&b, 1, 0), nullptr), Status::ok);  // recorded: not granted
+    const std::int64_t a = 11, b = 22;
+    ASSERT_EQ(first.rma(simtest::put_call(1, 0, &a), nullptr), Status::ok);
+    // recorded: not granted yet
+    ASSERT_EQ(second.rma(simtest::put_call(1, 0, &b), nullptr), Status::ok);
     EXPECT_EQ(cell(1, 0), a);
     // The release must hand the lock to rank 1: not at once, an ordinary epoch does it.
     Request *released = nullptr;
@@ -136,9 +126,9 @@ TEST_F(LockAtOnce, ASecondLockTurnsTheFirstIntoAnOrdinaryEpoch) {
     EXPECT_EQ(w.epochs_pending(), 0u);
     ASSERT_EQ(w.lock(MPI_LOCK_EXCLUSIVE, 0, 0), Status::ok);
     EXPECT_EQ(w.epochs_pending(), 2u);  // materialized, then the second
-    const std::uint64_t x = 5, y = 6;
-    ASSERT_EQ(w.rma(put_call(&x, 1, 16), nullptr), Status::ok);
-    ASSERT_EQ(w.rma(put_call(&y, 0, 16), nullptr), Status::ok);
+    const std::int64_t x = 5, y = 6;
+    ASSERT_EQ(w.rma(simtest::put_call(1, 16, &x), nullptr), Status::ok);
+    ASSERT_EQ(w.rma(simtest::put_call(0, 16, &y), nullptr), Status::ok);
     Request *first = nullptr, *second = nullptr;
     ASSERT_EQ(w.unlock(1, &first), Status::ok);
     ASSERT_EQ(w.unlock(0, &second), Status::ok);
@@ -162,9 +152,10 @@ TEST_F(LockAtOnce, RefusedCallsInsideLeaveTheEpochWorking) {
     EXPECT_EQ(w.fence(0, &request), Status::err_sync);
     EXPECT_EQ(w.unlock(0, &request), Status::err_sync);
     EXPECT_EQ(w.lock(MPI_LOCK_SHARED, 1, 0), Status::err_sync);
-    const std::uint64_t v = 9;
-    EXPECT_EQ(w.rma(put_call(&v, 0, 0), nullptr), Status::err_sync);  // rank 0 not locked
-    ASSERT_EQ(w.rma(put_call(&v, 1, 0), nullptr), Status::ok);
+    const std::int64_t v = 9;
+    // rank 0 is not locked
+    EXPECT_EQ(w.rma(simtest::put_call(0, 0, &v), nullptr), Status::err_sync);
+    ASSERT_EQ(w.rma(simtest::put_call(1, 0, &v), nullptr), Status::ok);
     ASSERT_EQ(w.unlock(1, &request), Status::ok);
     if (request) {
         EXPECT_TRUE(finish(request));
