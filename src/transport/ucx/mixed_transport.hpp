@@ -4,9 +4,12 @@
 // CPU atomics and NIC atomics are not atomic with respect to each other, so every
 // atomic — on control regions (lock words, counters, accumulate lock) and on window
 // memory alike — goes through UCX, for local peers too (UCX reaches them through its
-// node-local transports). Only plain data moves over shm: window-region put/get and
-// control-region put/get (grant and queue slots, directory headers — words that are never
-// the target of an atomic) to node-local peers.
+// node-local transports). So does every write into a control region (lock-queue grant,
+// successor and reader slots): with those written over shm by local peers and over UCX
+// by remote ones, a rank could find a grant it had already consumed back in its slot
+// (the lock_at_once mutual-exclusion failure of CI's runtests-mixed; cause not found,
+// see the stop-27 note), and two ranks held one exclusive lock. Only window-region
+// put/get and control-region reads move over shm to node-local peers.
 //
 // Ordering: a shm operation is complete when it returns, so anything posted after it
 // is ordered after it. The other way round, a fence toward a local peer with UCX
