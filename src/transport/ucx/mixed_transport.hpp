@@ -6,10 +6,10 @@
 // memory alike — goes through UCX, for local peers too (UCX reaches them through its
 // node-local transports). So does every write into a control region (lock-queue grant,
 // successor and reader slots): with those written over shm by local peers and over UCX
-// by remote ones, a rank could find a grant it had already consumed back in its slot
-// (the lock_at_once mutual-exclusion failure of CI's runtests-mixed; cause not found,
-// see the stop-27 note), and two ranks held one exclusive lock. Only window-region
-// put/get and control-region reads move over shm to node-local peers.
+// by remote ones, a rank often found a grant it had already consumed back in its slot
+// and two ranks held one exclusive lock. Writing them all over UCX made that rare, not
+// impossible (README "Known limits"; cause not found). Only window-region put/get and
+// control-region reads move over shm to node-local peers.
 //
 // Ordering: a shm operation is complete when it returns, so anything posted after it
 // is ordered after it. The other way round, a fence toward a local peer with UCX
