@@ -45,9 +45,7 @@ bool MixedTransport::over_shm(int peer, Status *status) {
 Status MixedTransport::put(int peer, const void *source, std::size_t length, RemoteAddress target,
                            Completion *completion) {
     Status status;
-    // Control-region writes: UCX only, like atomics (see the header).
-    if (target.region == Region::control || !over_shm(peer, &status))
-        return ucx_->put(peer, source, length, target, completion);
+    if (!over_shm(peer, &status)) return ucx_->put(peer, source, length, target, completion);
     if (is_error(status)) return status;
     return shm_->put(peer, source, length, target, completion);
 }

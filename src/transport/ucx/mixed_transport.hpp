@@ -4,12 +4,9 @@
 // CPU atomics and NIC atomics are not atomic with respect to each other, so every
 // atomic — on control regions (lock words, counters, accumulate lock) and on window
 // memory alike — goes through UCX, for local peers too (UCX reaches them through its
-// node-local transports). So does every write into a control region (lock-queue grant,
-// successor and reader slots): with those written over shm by local peers and over UCX
-// by remote ones, a rank often found a grant it had already consumed back in its slot
-// and two ranks held one exclusive lock. Writing them all over UCX made that rare, not
-// impossible (README "Known limits"; cause not found). Only window-region put/get and
-// control-region reads move over shm to node-local peers.
+// node-local transports). Only plain data moves over shm: window-region put/get and
+// control-region put/get (grant and queue slots, directory headers — words that are never
+// the target of an atomic) to node-local peers.
 //
 // Ordering: a shm operation is complete when it returns, so anything posted after it
 // is ordered after it. The other way round, a fence toward a local peer with UCX
