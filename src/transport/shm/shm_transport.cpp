@@ -28,6 +28,26 @@ bool inside(std::uint64_t offset, std::size_t length, std::uint64_t size) {
 // attached memory (a displacement computed from a null base lands there).
 constexpr std::uint64_t null_page = 4096;
 
+// Control-region writes (lock grants, successor records, reader flags) are words their
+// owner reads, clears and reuses while the writer may still be running. memcpy must not
+// do them: glibc copies 8 bytes as two overlapping 8-byte stores to the same address, and
+// a writer preempted between the two rewrote a grant its owner had already consumed and
+// cleared - the owner then took a lock someone else held (lock_at_once 4: lost updates
+// with a progress thread and in mixed windows). Here each aligned word is one atomic
+// store, anything else one byte store at a time.
+void store_words(std::uint8_t *destination, const std::uint8_t *source, std::size_t length) {
+    while (length >= 8 && reinterpret_cast<std::uintptr_t>(destination) % 8 == 0) {
+        std::uint64_t word;
+        std::memcpy(&word, source, 8);
+        __atomic_store_n(reinterpret_cast<std::uint64_t *>(destination), word, __ATOMIC_RELEASE);
+        destination += 8;
+        source += 8;
+        length -= 8;
+    }
+    for (; length > 0; --length)
+        __atomic_store_n(destination++, *source++, __ATOMIC_RELEASE);
+}
+
 }  // namespace
 
 std::uint8_t *ShmTransport::mapped(int peer, RemoteAddress address, std::size_t length,
@@ -95,7 +115,10 @@ Status ShmTransport::put(int peer, const void *source, std::size_t length, Remot
     if (is_error(status)) return status;
     if (!destination)
         return cross_memory(peer, const_cast<void *>(source), length, target.offset, true);
-    std::memcpy(destination, source, length);
+    if (target.region == Region::control)
+        store_words(destination, static_cast<const std::uint8_t *>(source), length);
+    else
+        std::memcpy(destination, source, length);
     ring(peer, target);
     return Status::ok;
 }
