@@ -98,7 +98,7 @@ Epoch *Window::open_lock(int target) const {
 }
 
 bool Window::has_open_epoch() const {
-    if (direct_.target >= 0) return true;
+    if (direct_.active()) return true;
     for (Epoch *epoch : open_)
         if (epoch->kind() != EpochKind::fence) return true;
     return false;
@@ -185,17 +185,24 @@ Status Window::lock_all(int assertions) {
     if (open_of(EpochKind::exposure)) return Status::err_conflict;  // would lock our own window
     if (has_open_epoch()) return Status::err_sync;
     if (Status status = end_unused_fence(); is_error(status)) return status;
+    if (lock_at_once(-1, LockMode::shared, assertions)) return Status::ok;
     progress_opened(open_epoch(EpochKind::lock_all, -1, LockMode::shared, assertions).id());
     return Status::ok;
 }
 
 Status Window::unlock_all(Request **request) {
+    if (direct_.all && unlock_at_once()) {
+        *request = nullptr;  // complete
+        return Status::ok;
+    }
     materialize();
     return close_open(open_of(EpochKind::lock_all), request);
 }
 
 Status Window::flush(int target, Request **request, bool local) {
-    if (direct_.target >= 0 && (target == direct_.target || target == -1) && direct_flush()) {
+    const bool in_direct = target == -1 || target == direct_.target ||
+                           (direct_.all && target >= 0 && target < size());
+    if (direct_.active() && in_direct && direct_flush()) {
         *request = nullptr;  // complete
         return Status::ok;
     }
@@ -223,22 +230,42 @@ Status Window::flush(int target, Request **request, bool local) {
     return Status::ok;
 }
 
-// A lock epoch toward `target` taken at once (DirectLock): only with nothing else on
-// the window (no epoch queued, no flush pending) and a transport that completes inline.
+// A lock epoch toward `target` (-1: lock_all, whose locks come at each target's first
+// call) taken at once (DirectLock): only with nothing else on the window (no epoch
+// queued, no flush pending) and a transport that completes inline.
 bool Window::lock_at_once(int target, LockMode mode, int assertions) {
     if (!epochs_.empty() || !flushes_.empty() || transport_flushes_ != 0 ||
         !transport_.completes_inline())
         return false;
     const bool nocheck = (assertions & MPI_MODE_NOCHECK) != 0;
-    if (!nocheck && !sync::acquire_at_once(transport_, target, mode)) return false;
-    direct_ = DirectLock{target, mode, assertions, threads::active() ? threads::thread_tag() : 0,
-                         Status::ok};
+    if (target >= 0 && !nocheck && !sync::acquire_at_once(transport_, target, mode)) return false;
+    direct_.target = target;
+    direct_.all = target < 0;
+    if (direct_.all) direct_.held.assign(size(), 0);
+    direct_.mode = mode;
+    direct_.assertions = assertions;
+    direct_.opener = threads::active() ? threads::thread_tag() : 0;
+    direct_.failure = Status::ok;
     ++counters().epochs_opened;
     ++counters().locks_at_once;
-    if (!nocheck) {
+    if (target >= 0 && !nocheck) {
         ++counters().lock_grants;
         if (verbose_level() >= 2) log(2, "lock on %d granted at once", target);
     }
+    return true;
+}
+
+// Whether a call toward `target` runs in the DirectLock: its lock epoch's target, or for
+// lock_all a target whose shared lock is ours or is taken at once now.
+bool Window::direct_covers(int target) {
+    if (target == direct_.target) return true;
+    if (!direct_.all) return false;
+    if (direct_.held[target]) return true;
+    if (!(direct_.assertions & MPI_MODE_NOCHECK)) {
+        if (!sync::acquire_at_once(transport_, target, LockMode::shared)) return false;
+        ++counters().lock_grants;
+    }
+    direct_.held[target] = 1;
     return true;
 }
 
@@ -247,43 +274,69 @@ bool Window::lock_at_once(int target, LockMode mode, int assertions) {
 // the lock over (the ordinary epoch then reports or does it).
 bool Window::unlock_at_once() {
     if (!direct_flush()) return false;
-    if (!(direct_.assertions & MPI_MODE_NOCHECK) &&
-        !sync::release_at_once(transport_, direct_.target, direct_.mode))
-        return false;
-    direct_.target = -1;
+    const bool nocheck = (direct_.assertions & MPI_MODE_NOCHECK) != 0;
+    if (direct_.all) {
+        // Each lock released at once leaves the set; one that must be handed over stays
+        // for the ordinary epoch.
+        bool all_released = true;
+        for (int rank = 0; rank < size(); ++rank) {
+            if (!direct_.held[rank]) continue;
+            if (nocheck || sync::release_at_once(transport_, rank, LockMode::shared))
+                direct_.held[rank] = 0;
+            else
+                all_released = false;
+        }
+        if (!all_released) return false;
+        direct_.all = false;
+    } else {
+        if (!nocheck && !sync::release_at_once(transport_, direct_.target, direct_.mode))
+            return false;
+        direct_.target = -1;
+    }
     ++counters().epochs_completed;
     return true;
 }
 
-// Completes the DirectLock's calls at the target (inline); false if that failed or a
+// Completes the DirectLock's calls at their targets (inline); false if that failed or a
 // call of the epoch failed (the ordinary path then reports it).
 bool Window::direct_flush() {
+    if (is_error(direct_.failure)) return false;
     Status failure = Status::ok;
-    return !is_error(direct_.failure) && remote_complete(direct_.target, runs_, &failure) &&
-           !is_error(failure);
+    for (int rank = 0; rank < size(); ++rank) {
+        const bool covered = direct_.all ? direct_.held[rank] != 0 : rank == direct_.target;
+        if (covered && (!remote_complete(rank, runs_, &failure) || is_error(failure)))
+            return false;
+    }
+    return true;
 }
 
 // The DirectLock becomes an ordinary lock epoch, active with its target held, as the
 // engine would have left it after granting the lock.
 void Window::materialize() {
-    if (direct_.target < 0) return;
-    const DirectLock direct = direct_;
+    if (!direct_.active()) return;
+    const bool all = direct_.all;
+    const int target = direct_.target;
     direct_.target = -1;
-    Epoch &epoch = open_epoch(EpochKind::lock, direct.target, direct.mode, direct.assertions);
+    direct_.all = false;
+    Epoch &epoch = open_epoch(all ? EpochKind::lock_all : EpochKind::lock, target, direct_.mode,
+                              direct_.assertions);
     --counters().epochs_opened;  // counted when it was taken
-    epoch.set_opener(direct.opener);
+    epoch.set_opener(direct_.opener);
     epoch.activate();
-    epoch.at(direct.target).phase = TargetPhase::held;
-    if (is_error(direct.failure)) epoch.fail(direct.failure);
+    for (int rank = 0; rank < size(); ++rank)
+        if (all ? direct_.held[rank] != 0 : rank == target)
+            epoch.at(rank).phase = TargetPhase::held;
+    if (is_error(direct_.failure)) epoch.fail(direct_.failure);
 }
 
 void Window::dump(std::FILE *out) const {
     static const char *const phases[] = {"none",     "acquiring", "held",
                                          "flushing", "releasing", "released"};
     std::fprintf(out, "  window rank %d of %d: %zu epochs, %zu open, %zu flushes, %d transport "
-                 "flushes, direct lock %d, runs %llu\n",
+                 "flushes, direct lock %d%s, runs %llu\n",
                  rank_, size_, epochs_.size(), open_.size(), flushes_.size(), transport_flushes_,
-                 direct_.target, static_cast<unsigned long long>(runs_));
+                 direct_.target, direct_.all ? " (lock_all)" : "",
+                 static_cast<unsigned long long>(runs_));
     for (const auto &epoch : epochs_) {
         std::fprintf(out, "    epoch %llu %s %s%s failure %d\n",
                      static_cast<unsigned long long>(epoch->id()), epoch_kind_name(epoch->kind()),
@@ -441,7 +494,7 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
 Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
     if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
-    const bool direct = call.target == direct_.target;  // runs now, in the DirectLock
+    const bool direct = direct_.active() && direct_covers(call.target);  // runs now, in it
     if (!direct) materialize();
     Epoch *epoch = direct ? nullptr : covering_epoch(call.target);
     if (!direct && !epoch)  // an access epoch whose group lacks the target, or no epoch at all

@@ -174,20 +174,26 @@ class Window {
     };
 
     // Work was queued: onto the sweep list, if registered and not there yet (SweepLink).
-    // A lock epoch taken at once (lock_at_once): over a transport that completes every
-    // call inline, with nothing else queued on the window, the lock is one CAS and the
-    // epoch lives here, without an Epoch object, requests or sweeps. Its calls run as
-    // they are issued; unlock or flush toward it complete inline. Anything else that
-    // touches the window's epochs first turns it into an ordinary held lock epoch
-    // (materialize()); so does an unlock that must hand the lock over.
+    // A lock or lock_all epoch taken at once (lock_at_once): over a transport that
+    // completes every call inline, with nothing else queued on the window, a lock is one
+    // CAS and the epoch lives here, without an Epoch object, requests or sweeps (lock_all:
+    // a shared lock per target at its first call, as the engine does). Its calls run as
+    // they are issued; unlock or flush complete inline. Anything else that touches the
+    // window's epochs first turns it into an ordinary active epoch with the same locks
+    // held (materialize()); so does an unlock that must hand a lock over, or a lock_all
+    // call toward a target whose lock is not free at once.
     struct DirectLock {
-        int target = -1;  // -1: none
+        int target = -1;  // lock: its target; -1: none (or lock_all)
+        bool all = false;  // lock_all
+        std::vector<char> held;  // lock_all: the shared lock of this target is ours
         sync::LockMode mode = sync::LockMode::shared;
         int assertions = 0;
         unsigned opener = 0;
         Status failure = Status::ok;  // of a call that ran in it
+        bool active() const { return target >= 0 || all; }
     };
     bool lock_at_once(int target, sync::LockMode mode, int assertions);
+    bool direct_covers(int target);
     bool unlock_at_once();
     bool direct_flush();
     void materialize();

@@ -17,6 +17,10 @@
  *                     MPIX_Win_ilock / put / MPIX_Win_iunlock epochs toward one target
  *                     issued without waiting (deferred behind each other), all waited at
  *                     the end: every value arrives, the last epoch's value last.
+ *   lock_all          readers_writers again with the readers in MPI_Win_lock_all epochs
+ *                     (shared locks taken at each target's first call) that also
+ *                     MPI_Win_flush_all, and the writers' exclusive locks queued behind
+ *                     them and handed over.
  *   errors            inside an epoch taken at once: MPI_Win_fence, MPI_Win_unlock of
  *                     another rank, MPI_Win_lock of the same rank again and MPI_Win_free
  *                     fail with MPI_ERR_RMA_SYNC; the epoch still works and unlocks.
@@ -86,6 +90,42 @@ static void readers_writers(rt_win_t *w)
           torn);
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     (void) cell;
+}
+
+static void lock_all_readers(rt_win_t *w)
+{
+    MPI_Aint d = rt_disp(w, 0, 2);
+    int torn = 0;
+    for (int i = 0; i < ITERS; i++) {
+        long long pair[2];
+        if (me % 2) {
+            pair[0] = pair[1] = (long long) me * 1000000 + i + 7;
+            MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, w->win));
+            MPI_CHK(MPI_Put(&pair[0], 1, MPI_LONG_LONG, 0, d, 1, MPI_LONG_LONG, w->win));
+            MPI_CHK(MPI_Win_flush(0, w->win));
+            MPI_CHK(MPI_Put(&pair[1], 1, MPI_LONG_LONG, 0, rt_disp(w, 0, 3), 1, MPI_LONG_LONG,
+                            w->win));
+            MPI_CHK(MPI_Win_unlock(0, w->win));
+        } else {
+            long long mine = i;
+            MPI_CHK(MPI_Win_lock_all(0, w->win));
+            MPI_CHK(MPI_Get(pair, 2, MPI_LONG_LONG, 0, d, 2, MPI_LONG_LONG, w->win));
+            MPI_CHK(MPI_Put(&mine, 1, MPI_LONG_LONG, me, rt_disp(w, me, 1), 1, MPI_LONG_LONG,
+                            w->win));
+            MPI_CHK(MPI_Win_flush_all(w->win));
+            MPI_CHK(MPI_Win_unlock_all(w->win));
+            torn += pair[0] != pair[1];
+        }
+    }
+    CHECK(torn == 0, "%s: %d torn pairs read under lock_all", rt_flavor_names[w->flavor], torn);
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me % 2 == 0) {
+        rt_lock_self(w);
+        CHECK(((long long *) w->base)[1] == ITERS - 1, "%s: own cell after lock_all puts: %lld",
+              rt_flavor_names[w->flavor], ((long long *) w->base)[1]);
+        rt_unlock_self(w);
+    }
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
 static void materialized(rt_win_t *w)
@@ -175,6 +215,7 @@ int main(int argc, char **argv)
         rt_win_create(f, (MPI_Aint) (4 + 3 * np) * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
         mutual_exclusion(&w);
         readers_writers(&w);
+        lock_all_readers(&w);
         materialized(&w);
         errors(&w);
         rt_win_free(&w);
