@@ -202,7 +202,7 @@ Status Window::unlock_all(Request **request) {
 Status Window::flush(int target, Request **request, bool local) {
     const bool in_direct = target == -1 || target == direct_.target ||
                            (direct_.all && target >= 0 && target < size());
-    if (direct_.active() && in_direct && direct_flush()) {
+    if (direct_.active() && in_direct && direct_flush(target)) {
         *request = nullptr;  // complete
         return Status::ok;
     }
@@ -297,16 +297,18 @@ bool Window::unlock_at_once() {
     return true;
 }
 
-// Completes the DirectLock's calls at their targets (inline); false if that failed or a
-// call of the epoch failed (the ordinary path then reports it).
-bool Window::direct_flush() {
+// Completes the DirectLock's calls at `target` (-1: at every target) inline; false if
+// that failed or a call of the epoch failed (the ordinary path then reports it).
+bool Window::direct_flush(int target) {
     if (is_error(direct_.failure)) return false;
     Status failure = Status::ok;
-    for (int rank = 0; rank < size(); ++rank) {
-        const bool covered = direct_.all ? direct_.held[rank] != 0 : rank == direct_.target;
-        if (covered && (!remote_complete(rank, runs_, &failure) || is_error(failure)))
-            return false;
-    }
+    auto flushed = [&](int rank) {
+        return remote_complete(rank, runs_, &failure) && !is_error(failure);
+    };
+    if (!direct_.all) return flushed(direct_.target);
+    if (target >= 0) return !direct_.held[target] || flushed(target);
+    for (int rank = 0; rank < size(); ++rank)
+        if (direct_.held[rank] && !flushed(rank)) return false;
     return true;
 }
 

@@ -195,7 +195,7 @@ class Window {
     bool lock_at_once(int target, sync::LockMode mode, int assertions);
     bool direct_covers(int target);
     bool unlock_at_once();
-    bool direct_flush();
+    bool direct_flush(int target = -1);
     void materialize();
 
     void queued();

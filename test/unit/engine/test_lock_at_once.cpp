@@ -155,6 +155,7 @@ TEST_F(LockAtOnce, RefusedCallsInsideLeaveTheEpochWorking) {
     const std::int64_t v = 9;
     // rank 0 is not locked
     EXPECT_EQ(w.rma(simtest::put_call(0, 0, &v), nullptr), Status::err_sync);
+    EXPECT_EQ(w.flush(7, &request), Status::err_rank);  // outside the window's ranks
     ASSERT_EQ(w.rma(simtest::put_call(1, 0, &v), nullptr), Status::ok);
     ASSERT_EQ(w.unlock(1, &request), Status::ok);
     if (request) {
@@ -173,6 +174,66 @@ TEST_F(LockAtOnce, NoCheckTouchesNoLockWord) {
     ASSERT_EQ(w.unlock(1, &request), Status::ok);
     EXPECT_EQ(request, nullptr);
     EXPECT_EQ(word(1).encode(), 0u);
+}
+
+TEST_F(LockAtOnce, LockAllTakesEachTargetAtItsFirstCallAndHandsOverWhatIsQueued) {
+    Window &all = *windows_[0];
+    Window &writer = *windows_[1];
+    ASSERT_EQ(all.lock_all(0), Status::ok);
+    EXPECT_EQ(all.epochs_pending(), 0u);
+    EXPECT_EQ(word(0).encode(), 0u);  // no lock before a call toward the target
+    EXPECT_EQ(word(1).encode(), 0u);
+    const std::int64_t a = 3, b = 4;
+    ASSERT_EQ(all.rma(simtest::put_call(1, 24, &a), nullptr), Status::ok);
+    EXPECT_EQ(word(1).active, 1u);
+    EXPECT_EQ(word(0).encode(), 0u);
+    Request *flushed = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(all.flush(0, &flushed), Status::ok);  // a target not locked yet: nothing to do
+    EXPECT_EQ(flushed, nullptr);
+    ASSERT_EQ(all.rma(simtest::put_call(0, 24, &b), nullptr), Status::ok);
+    EXPECT_EQ(word(0).active, 1u);
+    // Rank 1 wants target 1 exclusively: it queues as head behind our shared lock.
+    ASSERT_EQ(writer.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    EXPECT_EQ(writer.epochs_pending(), 1u);
+    EXPECT_EQ(word(1).head, 2u);
+    // unlock_all releases target 0 at once, hands target 1 over through an ordinary
+    // lock_all epoch.
+    Request *released = nullptr;
+    ASSERT_EQ(all.unlock_all(&released), Status::ok);
+    ASSERT_NE(released, nullptr);
+    EXPECT_TRUE(finish(released));
+    EXPECT_EQ(released->status(), Status::ok);
+    released->release();
+    EXPECT_EQ(word(0).encode(), 0u);
+    const std::int64_t c = 5;
+    ASSERT_EQ(writer.rma(simtest::put_call(1, 24, &c), nullptr), Status::ok);
+    Request *done = nullptr;
+    ASSERT_EQ(writer.unlock(1, &done), Status::ok);
+    ASSERT_NE(done, nullptr);
+    EXPECT_TRUE(finish(done));
+    done->release();
+    EXPECT_EQ(cell(0, 3), b);
+    EXPECT_EQ(cell(1, 3), c);  // after ours: the writer held it exclusively afterwards
+    EXPECT_EQ(word(1).encode(), 0u);
+}
+
+TEST_F(LockAtOnce, LockAllAtOnceReleasesEveryTargetWhenNobodyWaits) {
+    Window &w = *windows_[0];
+    ASSERT_EQ(w.lock_all(0), Status::ok);
+    const std::int64_t v = 8;
+    ASSERT_EQ(w.rma(simtest::put_call(0, 32, &v), nullptr), Status::ok);
+    ASSERT_EQ(w.rma(simtest::put_call(1, 32, &v), nullptr), Status::ok);
+    Request *flushed = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(w.flush(-1, &flushed), Status::ok);
+    EXPECT_EQ(flushed, nullptr);
+    Request *request = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(w.unlock_all(&request), Status::ok);
+    EXPECT_EQ(request, nullptr);
+    EXPECT_EQ(word(0).encode(), 0u);
+    EXPECT_EQ(word(1).encode(), 0u);
+    EXPECT_EQ(cell(0, 4), v);
+    EXPECT_EQ(cell(1, 4), v);
+    EXPECT_FALSE(w.has_open_epoch());
 }
 
 }  // namespace
