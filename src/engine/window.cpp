@@ -3,10 +3,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
 #include "engine/progress.hpp"
+#include "engine/reduce.hpp"
 
 namespace nbrma::engine {
 
@@ -493,11 +495,119 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
     return transport_.check_attached(call.target, low, high);
 }
 
+// A put or get of contiguous data (predefined types, or derived ones that are one block
+// at offset 0) in a DirectLock, whose transport completes every call inline: the checks
+// of Operation::check and check_range, then one transport call, with no Operation.
+// false, with nothing done, for any other call and for every call those checks would
+// refuse: the general path then refuses it, naming the cause.
+bool Window::rma_contiguous(const RmaCall &call, Status *status) {
+    const bool put = call.kind == RmaKind::put;
+    if ((!put && call.kind != RmaKind::get) || call.notify) return false;
+    const MPI_Datatype local_type = put ? call.origin_type : call.result_type;
+    const MPI_Aint local_count = put ? call.origin_count : call.result_count;
+    const void *buffer = put ? call.origin : call.result;
+    const TypeLayout *target, *local;
+    std::size_t bytes = 0, local_bytes = 0;
+    std::uintptr_t buffer_end = 0;
+    if (is_error(type_layout_get(call.target_type, &target)) || !target->contiguous ||
+        is_error(type_layout_get(local_type, &local)) || !local->contiguous ||
+        !type_data_bytes(*target, call.target_count, &bytes) ||
+        !type_data_bytes(*local, local_count, &local_bytes) || bytes != local_bytes ||
+        bytes == 0 ||
+        __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), bytes, &buffer_end))
+        return false;
+    std::uint64_t offset = 0;
+    if (!direct_range(call, bytes, &offset)) return false;
+    ++next_age_;
+    ++counters().rma_ops;
+    if (verbose_level() >= 3)
+        log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
+            static_cast<unsigned long long>(offset));
+    const RemoteAddress address{Region::window, offset};
+    if (put) {
+        *status = transport_.put(call.target, call.origin, bytes, address, nullptr);
+        peer_flushes_[call.target].last_run = ++runs_;
+    } else {
+        *status = transport_.get(call.target, call.result, bytes, address, nullptr);
+    }
+    return true;
+}
+
+// fetch_and_op or compare_and_swap as one 64-bit atomic in a DirectLock: a shape
+// Operation::check accepted before (atomic_shape_), 8-byte data the transport does
+// atomically in the window. false, with nothing done, for anything else (the general
+// path checks and runs it).
+bool Window::rma_atomic(const RmaCall &call, Status *status) {
+    const bool swap = call.kind == RmaKind::compare_and_swap;
+    if ((!swap && call.kind != RmaKind::fetch_and_op) || call.notify ||
+        !config_.hardware_atomics || call.origin_count != 1 || call.target_count != 1 ||
+        call.result_count != 1 || call.origin_type != call.target_type ||
+        call.result_type != call.target_type ||
+        !transport_.supports_atomics(call.target, Region::window))
+        return false;
+    AtomicShape &shape = atomic_shape_;
+    if (shape.kind != call.kind || shape.type != call.target_type ||
+        (!swap && shape.op != call.op)) {
+        shape = AtomicShape{call.kind, call.op, call.target_type, false,
+                            transport::AtomicOp::compare_swap, false};
+        bool empty = false;
+        const TypeLayout *layout;
+        shape.usable = !is_error(Operation::check(call, &empty, nullptr)) && !empty &&
+                       !is_error(type_layout_get(call.target_type, &layout)) &&
+                       layout->size == 8 && layout->basic == call.target_type &&
+                       layout->basic_size == 8 &&
+                       (swap || reduce_as_atomic(call.op, layout->basic, &shape.atomic,
+                                                 &shape.operand_zero));
+    }
+    if (!shape.usable) return false;
+    std::uintptr_t end = 0;
+    if ((!shape.operand_zero &&
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.origin), 8, &end)) ||
+        __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), 8, &end) ||
+        (swap && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), 8, &end)))
+        return false;
+    std::uint64_t offset = 0;
+    if (!direct_range(call, 8, &offset)) return false;
+    std::uint64_t operand = 0, compare = 0, previous = 0;
+    if (!shape.operand_zero) std::memcpy(&operand, call.origin, 8);
+    if (swap) std::memcpy(&compare, call.compare, 8);
+    ++next_age_;
+    ++counters().rma_ops;
+    *status = transport_.atomic(call.target, shape.atomic, RemoteAddress{Region::window, offset},
+                                operand, compare, &previous, nullptr);
+    if (!is_error(*status)) std::memcpy(call.result, &previous, 8);
+    return true;
+}
+
+// The byte offset of `bytes` bytes at the call's displacement, if they lie in the
+// target's window (check_range, for data that is one block at offset 0).
+bool Window::direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t *offset) {
+    if (config_.flavor == Flavor::dynamic) return !is_error(check_range(call, offset));
+    std::int64_t first = 0, end = 0;
+    if (call.displacement < 0 ||
+        __builtin_mul_overflow(static_cast<std::int64_t>(call.displacement),
+                               config_.disp_units[call.target], &first) ||
+        __builtin_add_overflow(first, static_cast<std::int64_t>(bytes), &end) ||
+        static_cast<std::uint64_t>(end) > config_.sizes[call.target])
+        return false;
+    *offset = static_cast<std::uint64_t>(first);
+    return true;
+}
+
 Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
     if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
     const bool direct = direct_.active() && direct_covers(call.target);  // runs now, in it
-    if (!direct) materialize();
+    if (direct) {
+        Status status;
+        if (rma_contiguous(call, &status) || rma_atomic(call, &status)) {
+            if (is_error(status) && !is_error(direct_.failure)) direct_.failure = status;
+            if (request) (*request = Request::create())->finish(status);
+            return Status::ok;
+        }
+    } else {
+        materialize();
+    }
     Epoch *epoch = direct ? nullptr : covering_epoch(call.target);
     if (!direct && !epoch)  // an access epoch whose group lacks the target, or no epoch at all
         return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;

@@ -212,6 +212,9 @@ class Window {
     Status check_group(const std::vector<int> &group) const;
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
+    bool rma_contiguous(const RmaCall &call, Status *status);
+    bool rma_atomic(const RmaCall &call, Status *status);
+    bool direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t *offset);
     bool may_activate(std::size_t index) const;
     bool may_overlap(const Epoch &candidate, const Epoch &earlier) const;
     bool reorder_allows(const Epoch &candidate, const Epoch &earlier) const;
@@ -251,6 +254,19 @@ class Window {
     std::uint64_t fences_ = 0;
     std::uint64_t next_epoch_id_ = 1;
     std::uint64_t next_age_ = 1;
+    // The last fetch_and_op or compare_and_swap shape (kind, op, datatype) rma_atomic
+    // saw, and whether it is one 64-bit transport atomic (Operation::check accepted it,
+    // 8-byte integer data, an op the transport has). Only predefined datatypes and ops
+    // are ever usable, and their handles live as long as the process.
+    struct AtomicShape {
+        RmaKind kind = RmaKind::put;  // put: none yet
+        MPI_Op op = MPI_OP_NULL;
+        MPI_Datatype type = MPI_DATATYPE_NULL;
+        bool usable = false;
+        transport::AtomicOp atomic = transport::AtomicOp::fetch_add;
+        bool operand_zero = false;  // MPI_NO_OP: add 0, the origin is not read
+    };
+    AtomicShape atomic_shape_;
     // Epochs of more than one application thread were queued (MPI_THREAD_MULTIPLE):
     // activation may then skip another thread's waiting epochs (may_activate).
     bool several_openers_ = false;

@@ -3,12 +3,15 @@
 // other's control and window memory, as two ranks of a node do. Checked: the lock word
 // after every step, the data, the requests handed back, and that every way out of the
 // direct epoch (a second epoch, a queued requester, a fence) leaves an ordinary epoch
-// the engine finishes correctly.
+// the engine finishes correctly. Also the calls a direct epoch runs without an
+// Operation (Window::rma_contiguous, rma_atomic): the data, and that every call those
+// paths do not take still runs, or is refused, through the general path.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -63,7 +66,7 @@ class LockAtOnce : public ::testing::Test {
 
     sync::ControlLayout layout_{nranks};
     std::array<std::vector<std::uint8_t>, nranks> control_;
-    std::array<std::array<std::uint8_t, window_bytes>, nranks> window_{};
+    alignas(8) std::array<std::array<std::uint8_t, window_bytes>, nranks> window_{};
     std::array<std::unique_ptr<transport::shm::ShmTransport>, nranks> transports_;
     std::array<std::unique_ptr<Window>, nranks> windows_;
 };
@@ -163,6 +166,152 @@ TEST_F(LockAtOnce, RefusedCallsInsideLeaveTheEpochWorking) {
         request->release();
     }
     EXPECT_EQ(cell(1, 0), v);
+    EXPECT_EQ(word(1).encode(), 0u);
+}
+
+// A call of `kind` with one 8-byte-aligned buffer of `count` elements of `type` at
+// `target`'s displacement `displacement`.
+RmaCall data_call(RmaKind kind, void *buffer, int count, MPI_Datatype type, int target,
+                  MPI_Aint displacement) {
+    RmaCall call = simtest::put_call(target, displacement, nullptr);
+    call.kind = kind;
+    call.target_count = count;
+    call.target_type = type;
+    if (kind == RmaKind::put) {
+        call.origin = buffer;
+        call.origin_count = count;
+        call.origin_type = type;
+    } else {
+        call.origin_count = 0;
+        call.origin_type = MPI_DATATYPE_NULL;
+        call.result = buffer;
+        call.result_count = count;
+        call.result_type = type;
+    }
+    return call;
+}
+
+TEST_F(LockAtOnce, ContiguousPutAndGetRunAtOnceAndTheRestTakesTheGeneralPath) {
+    Window &w = *windows_[0];
+    ASSERT_EQ(w.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
+    const std::uint64_t ops = counters().rma_ops;
+    std::int64_t three[3] = {-31, -32, -33};  // every byte set: a short copy shows
+    ASSERT_EQ(w.rma(data_call(RmaKind::put, three, 3, MPI_INT64_T, 1, 8), nullptr), Status::ok);
+    EXPECT_EQ(cell(1, 1), -31);
+    EXPECT_EQ(cell(1, 3), -33);
+    std::int64_t back[3] = {};
+    ASSERT_EQ(w.rma(data_call(RmaKind::get, back, 3, MPI_INT64_T, 1, 8), nullptr), Status::ok);
+    EXPECT_EQ(back[0], -31);
+    EXPECT_EQ(back[2], -33);
+    // A derived type that is one block at offset 0 goes the same way, as bytes.
+    MPI_Datatype pair;
+    ASSERT_EQ(MPI_Type_contiguous(2, MPI_INT64_T, &pair), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Type_commit(&pair), MPI_SUCCESS);
+    std::int64_t two[2] = {-41, -42};
+    ASSERT_EQ(w.rma(data_call(RmaKind::put, two, 1, pair, 1, 40), nullptr), Status::ok);
+    EXPECT_EQ(cell(1, 5), -41);
+    EXPECT_EQ(cell(1, 6), -42);
+    // Not contiguous: the general path scatters it (cells 0 and 2).
+    MPI_Datatype strided;
+    ASSERT_EQ(MPI_Type_vector(2, 1, 2, MPI_INT64_T, &strided), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Type_commit(&strided), MPI_SUCCESS);
+    RmaCall scatter = data_call(RmaKind::put, two, 1, strided, 1, 0);
+    scatter.origin_count = 2;
+    scatter.origin_type = MPI_INT64_T;
+    ASSERT_EQ(w.rma(scatter, nullptr), Status::ok);
+    EXPECT_EQ(cell(1, 0), -41);
+    EXPECT_EQ(cell(1, 1), -31);  // untouched between the two
+    EXPECT_EQ(cell(1, 2), -42);
+    EXPECT_EQ(counters().rma_ops, ops + 4);
+    // Refused as before, with the general path's cause: past the window's end, sizes
+    // that differ, a negative count, a negative displacement.
+    const char *cause = nullptr;
+    EXPECT_EQ(w.rma(data_call(RmaKind::put, three, 3, MPI_INT64_T, 1, 48), nullptr, &cause),
+              Status::err_range);
+    RmaCall differ = data_call(RmaKind::put, three, 2, MPI_INT64_T, 1, 0);
+    differ.origin_count = 3;
+    EXPECT_EQ(w.rma(differ, nullptr, &cause), Status::err_type);
+    ASSERT_NE(cause, nullptr);
+    EXPECT_STREQ(cause, "origin and target data sizes differ");
+    EXPECT_EQ(w.rma(data_call(RmaKind::get, back, -1, MPI_INT64_T, 1, 0), nullptr),
+              Status::err_count);
+    EXPECT_EQ(w.rma(data_call(RmaKind::get, back, 1, MPI_INT64_T, 1, -8), nullptr),
+              Status::err_range);
+    EXPECT_EQ(counters().rma_ops, ops + 4);
+    EXPECT_EQ(cell(1, 6), -42);  // the refused put at 48 wrote nothing
+    Request *request = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(w.unlock(1, &request), Status::ok);
+    EXPECT_EQ(request, nullptr);
+    EXPECT_EQ(word(1).encode(), 0u);
+    MPI_Type_free(&pair);
+    MPI_Type_free(&strided);
+}
+
+TEST_F(LockAtOnce, FetchAndOpAndCompareAndSwapRunAsOneAtomicAtOnce) {
+    Window &w = *windows_[0];
+    ASSERT_EQ(w.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    auto fop = [&](const void *origin, void *result, MPI_Datatype type, MPI_Op op,
+                   MPI_Aint displacement) {
+        RmaCall call = data_call(RmaKind::fetch_and_op, nullptr, 1, type, 1, displacement);
+        call.origin = origin;
+        call.origin_count = 1;
+        call.origin_type = type;
+        call.result = result;
+        call.op = op;
+        return w.rma(call, nullptr);
+    };
+    const std::int64_t five = 5, nine = 9;
+    std::int64_t old = -1;
+    ASSERT_EQ(fop(&five, &old, MPI_INT64_T, MPI_SUM, 16), Status::ok);
+    EXPECT_EQ(old, 0);
+    ASSERT_EQ(fop(&five, &old, MPI_INT64_T, MPI_SUM, 16), Status::ok);  // the shape, remembered
+    EXPECT_EQ(old, 5);
+    EXPECT_EQ(cell(1, 2), 10);
+    ASSERT_EQ(fop(nullptr, &old, MPI_INT64_T, MPI_NO_OP, 16), Status::ok);  // origin unread
+    EXPECT_EQ(old, 10);
+    ASSERT_EQ(fop(&nine, &old, MPI_INT64_T, MPI_REPLACE, 16), Status::ok);
+    EXPECT_EQ(cell(1, 2), 9);
+    // Not one 64-bit integer atomic: doubles (the general path, under the accumulate
+    // lock), and a 4-byte type.
+    const double half = 0.5;
+    double sum = -1;
+    ASSERT_EQ(fop(&half, &sum, MPI_DOUBLE, MPI_SUM, 24), Status::ok);
+    ASSERT_EQ(fop(&half, &sum, MPI_DOUBLE, MPI_SUM, 24), Status::ok);
+    EXPECT_EQ(sum, 0.5);
+    double total = 0;
+    std::memcpy(&total, window_[1].data() + 24, sizeof total);
+    EXPECT_EQ(total, 1.0);
+    const std::int32_t three = 3;
+    std::int32_t small = -1;
+    ASSERT_EQ(fop(&three, &small, MPI_INT32_T, MPI_SUM, 32), Status::ok);
+    EXPECT_EQ(small, 0);
+    // Refused as before: an op with no meaning for the type, a derived type, past the end.
+    EXPECT_EQ(fop(&half, &sum, MPI_DOUBLE, MPI_BAND, 24), Status::err_op);
+    MPI_Datatype derived;
+    ASSERT_EQ(MPI_Type_contiguous(1, MPI_INT64_T, &derived), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Type_commit(&derived), MPI_SUCCESS);
+    EXPECT_EQ(fop(&five, &old, derived, MPI_SUM, 16), Status::err_type);
+    MPI_Type_free(&derived);
+    EXPECT_EQ(fop(&five, &old, MPI_INT64_T, MPI_SUM, 60), Status::err_range);
+    EXPECT_EQ(cell(1, 2), 9);
+    // compare_and_swap: swaps only on a match, returns the old value either way.
+    RmaCall swap = data_call(RmaKind::compare_and_swap, nullptr, 1, MPI_INT64_T, 1, 16);
+    const std::int64_t wrong = 8, right = 9, fresh = 77;
+    swap.origin = &fresh;
+    swap.origin_count = 1;
+    swap.origin_type = MPI_INT64_T;
+    swap.result = &old;
+    swap.compare = &wrong;
+    ASSERT_EQ(w.rma(swap, nullptr), Status::ok);
+    EXPECT_EQ(old, 9);
+    EXPECT_EQ(cell(1, 2), 9);
+    swap.compare = &right;
+    ASSERT_EQ(w.rma(swap, nullptr), Status::ok);
+    EXPECT_EQ(old, 9);
+    EXPECT_EQ(cell(1, 2), 77);
+    Request *request = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(w.unlock(1, &request), Status::ok);
+    EXPECT_EQ(request, nullptr);
     EXPECT_EQ(word(1).encode(), 0u);
 }
 
