@@ -336,8 +336,20 @@ Status Operation::execute_accumulate(const TargetView &view) {
     AtomicOp atomic_op;
     bool operand_zero = false;
     const bool word_sized = target->basic_size == 8;
-    bool use_atomics = view.hardware_atomics && word_sized &&
-                       view.transport->supports_atomics(call_.target, Region::window);
+    // Every word aligned, too: the transport's atomics need it, and MPI does not (a
+    // window may start anywhere, a displacement may be any byte). A word's alignment is
+    // the same for every origin, so accumulates to it never mix the two ways.
+    bool use_atomics =
+        view.hardware_atomics && word_sized &&
+        view.transport->supports_atomics(call_.target, Region::window) &&
+        type_for_each_segment(*target, static_cast<std::size_t>(call_.target_count),
+                              [&](std::int64_t offset, std::size_t length) {
+                                  return length % 8 == 0 &&
+                                         view.transport->atomic_aligned(
+                                             call_.target,
+                                             RemoteAddress{Region::window,
+                                                           view.byte_offset + offset});
+                              });
     if (call_.kind == RmaKind::compare_and_swap) {
         atomic_op = AtomicOp::compare_swap;
     } else if (use_atomics) {

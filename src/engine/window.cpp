@@ -567,7 +567,9 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
         (swap && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), 8, &end)))
         return false;
     std::uint64_t offset = 0;
-    if (!direct_range(call, 8, &offset)) return false;
+    if (!direct_range(call, 8, &offset) ||
+        !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}))
+        return false;
     std::uint64_t operand = 0, compare = 0, previous = 0;
     if (!shape.operand_zero) std::memcpy(&operand, call.origin, 8);
     if (swap) std::memcpy(&compare, call.compare, 8);

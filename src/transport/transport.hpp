@@ -71,6 +71,16 @@ class Transport {
     // accumulate lock protocol for element-wise atomicity).
     virtual bool supports_atomics(int peer, Region region) const = 0;
 
+    // Whether the remote word at `address` is 8-byte aligned, as atomic() needs: the
+    // peer's base address and the offset together (a window of MPI_Win_create may start
+    // anywhere). The engine applies an accumulate to a word that is not aligned under
+    // the accumulate lock instead. Default: the offset alone (dynamic windows, whose
+    // offsets are addresses, and transports whose regions are aligned).
+    virtual bool atomic_aligned(int peer, RemoteAddress address) {
+        (void)peer;
+        return address.offset % 8 == 0;
+    }
+
     // Reads the 8-byte word at `offset` of peer's control region now, without a
     // transfer, where the transport maps it (shm, sim): true. False where only get()
     // reaches it (ucx).

@@ -13,6 +13,7 @@ check_PROGRAMS += \
 	test/rma/atomicity \
 	test/rma/lock_fairness \
 	test/rma/lock_at_once \
+	test/rma/unaligned_atomics \
 	test/rma/many_pending \
 	test/rma/mixed_requests \
 	test/rma/errors \
@@ -98,6 +99,9 @@ test_rma_active_target_LDADD = $(RMATEST_LDADD)
 test_rma_lock_at_once_SOURCES = test/rma/lock_at_once.c
 test_rma_lock_at_once_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_lock_at_once_LDADD = $(RMATEST_LDADD)
+test_rma_unaligned_atomics_SOURCES = test/rma/unaligned_atomics.c
+test_rma_unaligned_atomics_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_unaligned_atomics_LDADD = $(RMATEST_LDADD)
 test_rma_gats_many_SOURCES = test/rma/gats_many.c
 test_rma_gats_many_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_gats_many_LDADD = $(RMATEST_LDADD)

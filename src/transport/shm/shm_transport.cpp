@@ -182,6 +182,12 @@ bool ShmTransport::supports_atomics(int peer, Region region) const {
     return region == Region::control || peers_[peer].window != nullptr;
 }
 
+bool ShmTransport::atomic_aligned(int peer, RemoteAddress address) {
+    Status status;
+    const std::uint8_t *word = mapped(peer, address, 8, &status);
+    return !is_error(status) && word && reinterpret_cast<std::uintptr_t>(word) % 8 == 0;
+}
+
 Status ShmTransport::fence(int) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return Status::ok;

@@ -47,6 +47,7 @@ class ShmTransport final : public Transport {
                   std::uint64_t compare, std::uint64_t *result,
                   Completion *completion) override;
     bool supports_atomics(int peer, Region region) const override;
+    bool atomic_aligned(int peer, RemoteAddress address) override;
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override;
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;

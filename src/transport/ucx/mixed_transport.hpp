@@ -43,6 +43,9 @@ class MixedTransport final : public Transport {
     bool supports_atomics(int peer, Region region) const override {
         return ucx_->supports_atomics(peer, region);
     }
+    bool atomic_aligned(int peer, RemoteAddress address) override {
+        return ucx_->atomic_aligned(peer, address);
+    }
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override {
         return peer >= 0 && peer < size() && local_[peer] && shm_->peek_control(peer, offset, value);
     }

@@ -437,6 +437,11 @@ Status UcxTransport::get(int peer, void *destination, std::size_t length, Remote
     return post_pieces(peer, false, destination, completion);
 }
 
+bool UcxTransport::atomic_aligned(int peer, RemoteAddress address) {
+    return !is_error(resolve(peer, address, 8)) && pieces_.size() == 1 &&
+           pieces_[0].remote % 8 == 0;
+}
+
 Status UcxTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                             std::uint64_t compare, std::uint64_t *result, Completion *completion) {
     Status status = resolve(peer, target, 8);

@@ -71,6 +71,7 @@ class UcxTransport final : public Transport {
     Status atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                   std::uint64_t compare, std::uint64_t *result, Completion *completion) override;
     bool supports_atomics(int, Region) const override { return true; }
+    bool atomic_aligned(int peer, RemoteAddress address) override;
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override;

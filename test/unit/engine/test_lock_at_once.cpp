@@ -294,6 +294,24 @@ TEST_F(LockAtOnce, FetchAndOpAndCompareAndSwapRunAsOneAtomicAtOnce) {
     MPI_Type_free(&derived);
     EXPECT_EQ(fop(&five, &old, MPI_INT64_T, MPI_SUM, 60), Status::err_range);
     EXPECT_EQ(cell(1, 2), 9);
+    // A word that is not 8-byte aligned (MPI allows any displacement): under the
+    // accumulate lock, in the direct epoch and in accumulates, with the same results.
+    ASSERT_EQ(fop(&five, &old, MPI_INT64_T, MPI_SUM, 36), Status::ok);
+    ASSERT_EQ(fop(&nine, &old, MPI_INT64_T, MPI_SUM, 36), Status::ok);
+    EXPECT_EQ(old, 5);
+    std::int64_t unaligned = 0;
+    std::memcpy(&unaligned, window_[1].data() + 36, sizeof unaligned);
+    EXPECT_EQ(unaligned, 14);
+    const std::int64_t pair[2] = {-3, -4};
+    RmaCall accumulate = data_call(RmaKind::put, const_cast<std::int64_t *>(pair), 2,
+                                   MPI_INT64_T, 1, 44);
+    accumulate.kind = RmaKind::accumulate;
+    accumulate.op = MPI_SUM;
+    ASSERT_EQ(w.rma(accumulate, nullptr), Status::ok);
+    std::memcpy(&unaligned, window_[1].data() + 44, sizeof unaligned);
+    EXPECT_EQ(unaligned, -3);
+    std::memcpy(&unaligned, window_[1].data() + 52, sizeof unaligned);
+    EXPECT_EQ(unaligned, -4);
     // compare_and_swap: swaps only on a match, returns the old value either way.
     RmaCall swap = data_call(RmaKind::compare_and_swap, nullptr, 1, MPI_INT64_T, 1, 16);
     const std::int64_t wrong = 8, right = 9, fresh = 77;

@@ -1,0 +1,102 @@
+/*
+ * unaligned_atomics: MPI_Fetch_and_op, MPI_Compare_and_swap and MPI_Accumulate on
+ * 8-byte integers that are not 8-byte aligned in memory: in an MPI_Win_create window
+ * whose base lies 4 bytes past an aligned address (displacements multiples of 8 from
+ * there), or with `allocate` in an MPI_Win_allocate window at displacements 4 bytes
+ * past multiples of 8 (MPI allows any base and any displacement).
+ * nbrma's transports do 64-bit atomics only on aligned words; such words go under the
+ * accumulate lock instead, and must stay atomic: every rank adds to the same counters
+ * of rank 0 ITER times, under shared locks (taken at once) and in lock_all epochs, and
+ * the totals must be exact. A compare-and-swap ticket then lets each rank win exactly
+ * one slot. Run with `aligned` for aligned words (the atomics path, same checks).
+ */
+#include "rmatest.h"
+#include <stdint.h>
+#include <string.h>
+
+#define ITER 200
+
+int main(int argc, char **argv)
+{
+    rt_init(&argc, &argv);
+    const int me = rt_rank(), np = rt_nprocs();
+    const int aligned = argc > 1 && strcmp(argv[1], "aligned") == 0;
+    const int allocate = argc > 1 && strcmp(argv[1], "allocate") == 0;
+    const int shift = aligned ? 0 : 4;
+    /* words: 0 fetch_and_op counter, 1 accumulate counter, 2 CAS ticket, 3.. slots, all
+     * at displacement d0 + 8 * index */
+    const int words = 3 + np;
+    char *memory = NULL, *base = NULL;
+    MPI_Aint d0 = 0;
+    MPI_Win win;
+    if (allocate) {
+        MPI_CHK(MPI_Win_allocate((MPI_Aint)(words * 8 + 8), 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                                 &memory, &win));
+        d0 = (8 - (MPI_Aint)((uintptr_t)memory % 8)) % 8 + shift;
+        base = memory + d0;
+    } else {
+        MPI_CHK(MPI_Alloc_mem((MPI_Aint)(words * 8 + 16), MPI_INFO_NULL, &memory));
+        base = memory + (8 - ((uintptr_t)memory % 8)) % 8 + shift;
+        MPI_CHK(MPI_Win_create(base, (MPI_Aint)words * 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                               &win));
+    }
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, win));
+    memset(base, 0, (size_t)words * 8);
+    MPI_CHK(MPI_Win_unlock(me, win));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+
+    const int64_t one = 1;
+    int64_t old = 0, last_seen = -1;
+    int increasing = 1;
+    for (int i = 0; i < ITER; i++) {
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        MPI_CHK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, d0, MPI_SUM, win));
+        MPI_CHK(MPI_Win_unlock(0, win));
+        if (old <= last_seen) increasing = 0;
+        last_seen = old;
+        const int64_t pair[1] = { 2 };
+        MPI_CHK(MPI_Win_lock_all(0, win));
+        MPI_CHK(MPI_Accumulate(pair, 1, MPI_INT64_T, 0, d0 + 8, 1, MPI_INT64_T, MPI_SUM, win));
+        MPI_CHK(MPI_Win_unlock_all(win));
+    }
+    CHECK(increasing, "fetch_and_op returned a value that did not grow (last %lld)",
+          (long long)last_seen);
+
+    /* Tickets: each rank takes the next free ticket by compare-and-swap until it wins. */
+    int64_t ticket = 0, seen = -1;
+    int attempts = 0;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    for (;;) {
+        const int64_t next = ticket + 1;
+        MPI_CHK(MPI_Compare_and_swap(&next, &ticket, &seen, MPI_INT64_T, 0, d0 + 16, win));
+        MPI_CHK(MPI_Win_flush(0, win));
+        if (seen == ticket) break;
+        ticket = seen;
+        CHECK(++attempts < 100000, "no ticket after %d attempts", attempts);
+        if (attempts >= 100000) break;
+    }
+    const int64_t mark = me + 1;
+    MPI_CHK(MPI_Accumulate(&mark, 1, MPI_INT64_T, 0, d0 + (MPI_Aint)(24 + 8 * ticket), 1,
+                           MPI_INT64_T, MPI_REPLACE, win));
+    MPI_CHK(MPI_Win_unlock(0, win));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+
+    if (me == 0) {
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        int64_t value[3 + 64];
+        memcpy(value, base, (size_t)words * 8);
+        MPI_CHK(MPI_Win_unlock(0, win));
+        CHECK(value[0] == (int64_t)np * ITER, "fetch_and_op total %lld, expected %lld",
+              (long long)value[0], (long long)np * ITER);
+        CHECK(value[1] == 2 * (int64_t)np * ITER, "accumulate total %lld, expected %lld",
+              (long long)value[1], 2 * (long long)np * ITER);
+        CHECK(value[2] == np, "ticket %lld, expected %d", (long long)value[2], np);
+        int64_t owners = 0;
+        for (int r = 0; r < np; r++) owners |= (int64_t)1 << (value[3 + r] - 1);
+        CHECK(owners == ((int64_t)1 << np) - 1, "tickets won: mask %llx", (long long)owners);
+    }
+    MPI_CHK(MPI_Win_free(&win));
+    if (!allocate) MPI_CHK(MPI_Free_mem(memory));
+    return rt_finalize();
+}
