@@ -202,7 +202,8 @@ Status Window::unlock_all(Request **request) {
 }
 
 Status Window::flush(int target, Request **request, bool local) {
-    const bool in_direct = target == -1 || target == direct_.target ||
+    // flush_all covers the DirectLock alone only when no queued epoch passed (lock_at_once)
+    const bool in_direct = (target == -1 && epochs_.empty()) || target == direct_.target ||
                            (direct_.all && target >= 0 && target < size());
     if (direct_.active() && in_direct && direct_flush(target)) {
         *request = nullptr;  // complete
@@ -236,9 +237,13 @@ Status Window::flush(int target, Request **request, bool local) {
 // call) taken at once (DirectLock): only with nothing else on the window (no epoch
 // queued, no flush pending) and a transport that completes inline.
 bool Window::lock_at_once(int target, LockMode mode, int assertions) {
-    if (!epochs_.empty() || !flushes_.empty() || transport_flushes_ != 0 ||
-        !transport_.completes_inline())
+    if (!flushes_.empty() || transport_flushes_ != 0 || !transport_.completes_inline())
         return false;
+    if (!epochs_.empty()) {
+        if (target < 0 || !config_.reorder[access_after_access]) return false;
+        progress();  // retire what completed; grants that arrived start their epochs
+        if (!may_pass_queued(target)) return false;
+    }
     const bool nocheck = (assertions & MPI_MODE_NOCHECK) != 0;
     if (target >= 0 && !nocheck && !sync::acquire_at_once(transport_, target, mode)) return false;
     direct_.target = target;
@@ -253,6 +258,23 @@ bool Window::lock_at_once(int target, LockMode mode, int assertions) {
     if (target >= 0 && !nocheck) {
         ++counters().lock_grants;
         if (verbose_level() >= 2) log(2, "lock on %d granted at once", target);
+    }
+    return true;
+}
+
+// With access_after_access_reorder, a lock toward `target` may be taken at once beside
+// queued epochs when each of them is a lock epoch toward another target that is active
+// already (acquiring, held or releasing its lock): the engine would activate an epoch
+// opened now beside them too (may_activate, reorder_allows), and a DirectLock is the
+// active epoch the engine would make of it. This is what lets nonblocking epochs pay
+// off under contention (SC14 Fig 12): a transaction toward a busy target queues, and the
+// ones after it toward free targets still run at once.
+bool Window::may_pass_queued(int target) const {
+    for (const auto &epoch : epochs_) {
+        if (epoch->state() == EngineState::completed) continue;
+        if (epoch->state() != EngineState::active || epoch->kind() != EpochKind::lock ||
+            epoch->target() == target)
+            return false;
     }
     return true;
 }

@@ -177,7 +177,9 @@ class Window {
     // A lock or lock_all epoch taken at once (lock_at_once): over a transport that
     // completes every call inline, with nothing else queued on the window, a lock is one
     // CAS and the epoch lives here, without an Epoch object, requests or sweeps (lock_all:
-    // a shared lock per target at its first call, as the engine does). Its calls run as
+    // a shared lock per target at its first call, as the engine does). With
+    // access_after_access_reorder a lock may also pass queued lock epochs toward other
+    // targets that are active already (may_pass_queued). Its calls run as
     // they are issued; unlock or flush complete inline. Anything else that touches the
     // window's epochs first turns it into an ordinary active epoch with the same locks
     // held (materialize()); so does an unlock that must hand a lock over, or a lock_all
@@ -193,6 +195,7 @@ class Window {
         bool active() const { return target >= 0 || all; }
     };
     bool lock_at_once(int target, sync::LockMode mode, int assertions);
+    bool may_pass_queued(int target) const;
     bool direct_covers(int target);
     bool unlock_at_once();
     bool direct_flush(int target = -1);

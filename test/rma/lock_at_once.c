@@ -21,6 +21,13 @@
  *                     (shared locks taken at each target's first call) that also
  *                     MPI_Win_flush_all, and the writers' exclusive locks queued behind
  *                     them and handed over.
+ *   reordered         on a window with access_after_access_reorder: batches of
+ *                     MPIX_Win_ilock(EXCLUSIVE) / two puts of a pair (v, v) / an
+ *                     accumulate of 1 / MPIX_Win_iunlock toward random ranks, waited per
+ *                     batch, beside ranks reading pairs under shared nonblocking locks:
+ *                     a lock toward a free rank passes the epochs queued toward busy
+ *                     ones and is taken at once. No torn pair, and the accumulated sum
+ *                     is exactly the number of writer epochs.
  *   errors            inside an epoch taken at once: MPI_Win_fence, MPI_Win_unlock of
  *                     another rank, MPI_Win_lock of the same rank again and MPI_Win_free
  *                     fail with MPI_ERR_RMA_SYNC; the epoch still works and unlocks.
@@ -197,6 +204,73 @@ static void errors(rt_win_t *w)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* Nonblocking exclusive epochs on a window with access_after_access_reorder (see the
+ * header): writers on odd ranks, readers on even ranks; cells 0 (sum) and 2, 3 (pair)
+ * of every rank. */
+static void reordered(int flavor)
+{
+    enum { BATCH = 16, ROUNDS = 40 };
+    MPI_Info info;
+    MPI_CHK(MPI_Info_create(&info));
+    MPI_CHK(MPI_Info_set(info, "access_after_access_reorder", "true"));
+    rt_win_t w;
+    rt_win_create(flavor, 4 * 8, 8, info, MPI_COMM_WORLD, &w);
+    MPI_CHK(MPI_Info_free(&info));
+    long long *cell = (long long *) w.base;
+    rt_lock_self(&w);
+    for (int i = 0; i < 4; i++)
+        cell[i] = 0;
+    rt_unlock_self(&w);
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+
+    static long long pairs[BATCH][2];
+    static const long long one = 1;
+    MPI_Request r[2 * BATCH];
+    unsigned seed = 12345u + 977u * (unsigned) me;
+    long long written = 0;
+    int torn = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        int n = 0;
+        for (int b = 0; b < BATCH; b++) {
+            seed = seed * 1103515245u + 12345u;
+            const int t = (int) ((seed >> 16) % (unsigned) np);
+            if (me % 2) {
+                pairs[b][0] = pairs[b][1] = (long long) me * 1000000 + round * BATCH + b;
+                MPI_CHK(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, t, 0, w.win, &r[n++]));
+                MPI_CHK(MPI_Put(&pairs[b][0], 1, MPI_LONG_LONG, t, rt_disp(&w, t, 2), 1,
+                                MPI_LONG_LONG, w.win));
+                MPI_CHK(MPI_Put(&pairs[b][1], 1, MPI_LONG_LONG, t, rt_disp(&w, t, 3), 1,
+                                MPI_LONG_LONG, w.win));
+                MPI_CHK(MPI_Accumulate(&one, 1, MPI_LONG_LONG, t, rt_disp(&w, t, 0), 1,
+                                       MPI_LONG_LONG, MPI_SUM, w.win));
+                MPI_CHK(MPIX_Win_iunlock(t, w.win, &r[n++]));
+                written++;
+            } else {
+                pairs[b][0] = -1, pairs[b][1] = -2;
+                MPI_CHK(MPIX_Win_ilock(MPI_LOCK_SHARED, t, 0, w.win, &r[n++]));
+                MPI_CHK(MPI_Get(pairs[b], 2, MPI_LONG_LONG, t, rt_disp(&w, t, 2), 2,
+                                MPI_LONG_LONG, w.win));
+                MPI_CHK(MPIX_Win_iunlock(t, w.win, &r[n++]));
+            }
+        }
+        MPI_CHK(MPI_Waitall(n, r, MPI_STATUSES_IGNORE));
+        if (me % 2 == 0)
+            for (int b = 0; b < BATCH; b++)
+                torn += pairs[b][0] != pairs[b][1];
+    }
+    CHECK(torn == 0, "%s: %d torn pairs read under shared locks (reorder key)",
+          rt_flavor_names[flavor], torn);
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    rt_lock_self(&w);
+    long long sum = cell[0];
+    rt_unlock_self(&w);
+    long long sums[2] = { sum, written }, totals[2] = { 0, 0 };
+    MPI_CHK(MPI_Allreduce(sums, totals, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(totals[0] == totals[1], "%s: the windows sum to %lld, the writers added %lld",
+          rt_flavor_names[flavor], totals[0], totals[1]);
+    rt_win_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     int sel[RT_NFLAVORS];
@@ -217,6 +291,7 @@ int main(int argc, char **argv)
         materialized(&w);
         errors(&w);
         rt_win_free(&w);
+        reordered(f);
     }
 
 #ifndef NO_NBRMA

@@ -403,5 +403,109 @@ TEST_F(LockAtOnce, LockAllAtOnceReleasesEveryTargetWhenNobodyWaits) {
     EXPECT_FALSE(w.has_open_epoch());
 }
 
+// access_after_access_reorder (SC14 §VI-B): a lock toward a free target passes a queued
+// lock epoch toward another target (Window::may_pass_queued) and is taken at once; its
+// calls land at once while the queued epoch still waits for its grant. Without the key
+// the same lock queues behind it.
+TEST_F(LockAtOnce, WithAccessAfterAccessReorderALockPassesAQueuedEpochAtOnce) {
+    Window &origin = *windows_[0];
+    Window &holder = *windows_[1];
+    origin.set_reorder(access_after_access, true);
+    ASSERT_EQ(holder.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);  // target 1 busy
+    ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);  // queues behind it
+    EXPECT_EQ(origin.epochs_pending(), 1u);
+    const std::int64_t queued = 41, passed = 42;
+    ASSERT_EQ(origin.rma(simtest::put_call(1, 8, &queued), nullptr), Status::ok);
+    Request *first = nullptr;
+    ASSERT_EQ(origin.unlock(1, &first), Status::ok);
+    ASSERT_NE(first, nullptr);
+    EXPECT_FALSE(first->complete());
+
+    const std::uint64_t at_once = counters().locks_at_once;
+    ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 0, 0), Status::ok);
+    EXPECT_EQ(counters().locks_at_once, at_once + 1);
+    EXPECT_EQ(origin.epochs_pending(), 1u);  // no Epoch for the lock taken at once
+    EXPECT_EQ(word(0).tail, 1u);             // rank 0 holds its own lock
+    ASSERT_EQ(origin.rma(simtest::put_call(0, 8, &passed), nullptr), Status::ok);
+    EXPECT_EQ(cell(0, 1), passed);  // ran at once
+    EXPECT_NE(cell(1, 1), queued);  // the queued epoch's put still waits for its grant
+    // flush_all inside it must cover the queued epoch too: not complete yet.
+    Request *flushed = nullptr;
+    ASSERT_EQ(origin.flush(-1, &flushed), Status::ok);
+    ASSERT_NE(flushed, nullptr);
+    EXPECT_FALSE(flushed->complete());
+    Request *second = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(origin.unlock(0, &second), Status::ok);
+    ASSERT_NE(second, nullptr);  // materialized by the flush: an ordinary epoch now
+    EXPECT_FALSE(first->complete());
+
+    Request *released = nullptr;  // the holder hands target 1 over
+    ASSERT_EQ(holder.unlock(1, &released), Status::ok);
+    ASSERT_NE(released, nullptr);
+    for (Request *request : {released, first, flushed, second}) {
+        EXPECT_TRUE(finish(request));
+        EXPECT_EQ(request->status(), Status::ok);
+        request->release();
+    }
+    EXPECT_EQ(cell(1, 1), queued);
+    EXPECT_EQ(word(0).encode(), 0u);
+    EXPECT_EQ(word(1).encode(), 0u);
+    EXPECT_EQ(origin.epochs_pending(), 0u);
+}
+
+TEST_F(LockAtOnce, WithoutTheReorderKeyALockQueuesBehindAQueuedEpoch) {
+    Window &origin = *windows_[0];
+    Window &holder = *windows_[1];
+    ASSERT_EQ(holder.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    Request *first = nullptr;
+    ASSERT_EQ(origin.unlock(1, &first), Status::ok);
+    ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 0, 0), Status::ok);
+    EXPECT_EQ(origin.epochs_pending(), 2u);  // an Epoch, waiting for the first to complete
+    EXPECT_EQ(word(0).encode(), 0u);         // not even requested yet
+    const std::int64_t value = 7;
+    ASSERT_EQ(origin.rma(simtest::put_call(0, 8, &value), nullptr), Status::ok);
+    EXPECT_NE(cell(0, 1), value);
+    Request *second = nullptr;
+    ASSERT_EQ(origin.unlock(0, &second), Status::ok);
+    Request *released = nullptr;
+    ASSERT_EQ(holder.unlock(1, &released), Status::ok);
+    for (Request *request : {released, first, second}) {
+        ASSERT_NE(request, nullptr);
+        EXPECT_TRUE(finish(request));
+        EXPECT_EQ(request->status(), Status::ok);
+        request->release();
+    }
+    EXPECT_EQ(cell(0, 1), value);
+    EXPECT_EQ(word(0).encode(), 0u);
+    EXPECT_EQ(word(1).encode(), 0u);
+}
+
+// The same target never passes: a second lock toward a target whose earlier epoch is
+// still queued waits for it, key or not.
+TEST_F(LockAtOnce, ALockTowardTheQueuedEpochsTargetNeverPassesIt) {
+    Window &origin = *windows_[0];
+    Window &holder = *windows_[1];
+    origin.set_reorder(access_after_access, true);
+    ASSERT_EQ(holder.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    ASSERT_EQ(origin.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
+    Request *first = nullptr;
+    ASSERT_EQ(origin.unlock(1, &first), Status::ok);
+    const std::uint64_t at_once = counters().locks_at_once;
+    ASSERT_EQ(origin.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
+    EXPECT_EQ(counters().locks_at_once, at_once);
+    EXPECT_EQ(origin.epochs_pending(), 2u);
+    Request *second = nullptr;
+    ASSERT_EQ(origin.unlock(1, &second), Status::ok);
+    Request *released = nullptr;
+    ASSERT_EQ(holder.unlock(1, &released), Status::ok);
+    for (Request *request : {released, first, second}) {
+        ASSERT_NE(request, nullptr);
+        EXPECT_TRUE(finish(request));
+        request->release();
+    }
+    EXPECT_EQ(word(1).encode(), 0u);
+}
+
 }  // namespace
 }  // namespace nbrma::engine
