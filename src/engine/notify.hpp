@@ -33,6 +33,8 @@ class NotifyCounters {
 
     std::uint32_t capacity() const { return capacity_; }
     int count() const { return static_cast<int>(count_); }
+    // How many counters were ever published (origins may have written below it).
+    std::uint32_t used() const { return used_; }
     // MPIX_Win_notify_set_num. err_notification: n < 0 or n > capacity. Counters kept up
     // to the smaller size keep their values; new ones start at 0; thresholds pending on
     // counters that go away complete with err_notification.

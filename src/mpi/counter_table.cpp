@@ -36,8 +36,14 @@ const CounterRow rows[] = {
      [] { return counters().lock_grants; }},
     {"locks_at_once", K::count, false,
      "lock epochs taken by one compare-and-swap and run inline, outside the epoch queue "
-     "(shared memory, nothing else pending on the window); counted in lock_grants too",
+     "(shared memory, nothing else pending on the window, or with "
+     "access_after_access_reorder only active lock epochs toward other targets); counted "
+     "in lock_grants too",
      [] { return counters().locks_at_once; }},
+    {"segments_reused", K::count, false,
+     "MPI_Win_create and MPI_Win_create_dynamic windows whose node segment (control "
+     "regions) was a freed window's, kept mapped, instead of a new one",
+     [] { return counters().segments_reused; }},
     {"progress_thread_sweeps", K::count, true,
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
      "interrupt)",

@@ -54,6 +54,11 @@ struct WindowState {
     WindowInfo info;
     std::unique_ptr<sync::ControlLayout> layout;
     std::unique_ptr<transport::shm::ShmSegment> segment;
+    // Control-only segments (create, dynamic): its node-wide identity, kept for reuse at
+    // free (transport/shm/segment_cache.hpp); 0: not kept. Where this rank's control
+    // region starts in it.
+    std::uint64_t segment_id = 0;
+    std::size_t control_offset = 0;
     // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
     std::unique_ptr<transport::Transport> transport;
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)

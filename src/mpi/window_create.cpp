@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "common/log.hpp"
 #include "common/settings.hpp"
@@ -18,6 +20,7 @@
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
+#include "transport/shm/segment_cache.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/ucx/mixed_transport.hpp"
 #include "transport/ucx/ucx_transport.hpp"
@@ -44,6 +47,10 @@ struct PeerRecord {
     std::int32_t segment_fd;  // the memfd this rank prepared (ShmSegment), -1: none
     std::int32_t yama_scope;  // Yama's ptrace_scope here (-1: no Yama)
     std::uint32_t flags;      // PeerFlag
+    // A freed window's segment this rank offers for reuse (segment_cache.hpp), 0: none
+    std::uint64_t offer_id;
+    std::int64_t offer_bytes;
+    std::uint64_t fresh_id;  // the identity of a segment this rank would create as leader
 };
 enum PeerFlag : std::uint32_t {
     transport_valid = 1,  // nbrma_transport / NBRMA_TRANSPORT is "", "shm" or "ucx"
@@ -76,6 +83,14 @@ std::uint64_t node_key() {
         return hash;
     }();
     return key;
+}
+
+// Yama's ptrace_scope, read once per process: a failed lookup under /proc/sys (no Yama)
+// costs more than the rest of a 2-rank MPI_Win_create. A scope changed during the job is
+// not followed (the cross-memory probe at creation still fails a window it breaks).
+int yama_scope() {
+    static const int scope = transport::shm::yama_ptrace_scope();
+    return scope;
 }
 
 // The capacity of every rank's notification counters (MPIX_Win_notify_set_num's limit):
@@ -340,9 +355,13 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                                     ? interrupt_failure(&interrupt_status)
                                     : nullptr;
     const bool allocates = flavor == Flavor::allocate || flavor == Flavor::shared;
-    // The node's segment: every rank prepares a memfd, the node's first rank's is used.
+    // The node's segment: every rank prepares a memfd, the node's first rank's is used;
+    // or, for windows whose segment holds control regions only, a rank that kept a freed
+    // window's segment offers it instead (reused where every rank of the node offers it).
+    transport::shm::CachedSegment offered;
+    if (!allocates) offered = transport::shm::segment_cache_take();
     state->segment = std::make_unique<transport::shm::ShmSegment>();
-    (void)state->segment->prepare();
+    if (!offered) (void)state->segment->prepare();
     PeerRecord mine{static_cast<std::int64_t>(size),
                     static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user_base)),
                     node_key(),
@@ -355,8 +374,11 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                         : -1,
                     0,
                     state->segment->descriptor(),
-                    transport::shm::yama_ptrace_scope(),
-                    0};
+                    yama_scope(),
+                    0,
+                    offered ? offered.id : 0,
+                    offered ? static_cast<std::int64_t>(offered.segment->size()) : 0,
+                    transport::shm::new_segment_id()};
     if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
     if (choice == "ucx") mine.flags |= wants_ucx;
     if (mode_ok) mine.flags |= mode_valid;
@@ -447,11 +469,42 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         total = cursor;
     }
 
+    // Reuse only where, on every node, every rank offers one segment of the size this
+    // window needs (all ranks see all records: all decide alike). Otherwise nobody
+    // reuses: the ranks that offered put their segment back, prepare a memfd like the
+    // others, and the records are exchanged once more.
+    bool any_offer = false, reuse = true;
+    for (const PeerRecord &peer : peers) any_offer |= peer.offer_id != 0;
+    if (any_offer) {
+        std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::uint64_t>> nodes;
+        for (const PeerRecord &peer : peers) {  // per node: ranks, the first one's offer
+            auto [it, fresh] = nodes.try_emplace(peer.node_key, 0, peer.offer_id);
+            ++it->second.first;
+            reuse &= peer.offer_id != 0 && peer.offer_id == it->second.second;
+        }
+        for (const PeerRecord &peer : peers)
+            reuse &= peer.offer_bytes == control_bytes * nodes[peer.node_key].first;
+        if (!reuse) {
+            transport::shm::segment_cache_put(std::move(offered));
+            if (state->segment->descriptor() < 0) (void)state->segment->prepare();
+            mine.segment_fd = state->segment->descriptor();
+            mine.offer_id = 0;
+            mine.offer_bytes = 0;
+            mpich::Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE,
+                             comm);
+        }
+    }
+    reuse = any_offer && reuse;
+    if (!allocates) state->segment_id = reuse ? offered.id : peers[leader].fresh_id;
+    state->control_offset = static_cast<std::size_t>(control_bytes) * local_index[rank];
+
     // One segment per node, the leader's memfd (nothing in /dev/shm, whoever dies
     // when); the others open it by the name its descriptor gives and drop theirs; the
     // leader drops its descriptor once every rank has mapped (agreed below).
     Status status = Status::ok;
-    if (rank == leader) {
+    if (reuse) {
+        state->segment = std::move(offered.segment);  // its creator withdrew its descriptor
+    } else if (rank == leader) {
         status = state->segment->create(static_cast<std::size_t>(total));
     } else {
         state->segment->withdraw();
@@ -468,6 +521,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     mpich::Allreduce(verdict, agreed, 2, MPI_INT, MPI_MAX, comm);
     if (rank == leader) state->segment->withdraw();
     if (rank != leader) transport::shm::test_die_at("peer_agreed");
+    if (reuse) locked([] { ++counters().segments_reused; });
     if (agreed[0])
         return creation_failed(call, *state, Status::err_no_memory,
                                "cannot map the node's shared segment (local ranks open it "
@@ -675,7 +729,25 @@ int MPI_Win_free(MPI_Win *win) {
     int error = mpich::Win_free(win);
     if (state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
     if (state->group != MPI_GROUP_NULL) PMPI_Group_free(&state->group);
+    // A control-only segment is kept for the next window (segment_cache.hpp): past
+    // MPICH's MPI_Win_free, a barrier, no peer touches it any more; this rank clears its
+    // own control region (the fixed part, and the notification counters ever published),
+    // so that it reads as fresh memory again.
+    transport::shm::CachedSegment keep;
+    std::uint8_t *control = nullptr;
+    std::size_t fixed_bytes = 0, counter_bytes = 0;
+    if (state->segment_id != 0 && state->segment && state->segment->address()) {
+        control = static_cast<std::uint8_t *>(state->segment->address()) + state->control_offset;
+        fixed_bytes = state->layout->notifications();
+        counter_bytes = 8 * std::size_t{state->engine->notifications().used()};
+        keep.segment = std::move(state->segment);
+        keep.id = state->segment_id;
+    }
     locked([&] { delete state; });  // its transports share the UCX worker
+    if (keep) {
+        std::memset(control, 0, fixed_bytes + counter_bytes);
+        transport::shm::segment_cache_put(std::move(keep));
+    }
     // The last window takes the progress thread with it (MPI_Finalize stops it too).
     engine::progress_thread_stop_if_idle();
     return error;

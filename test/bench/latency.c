@@ -36,6 +36,11 @@
  *   i+1 and must see i), and at the end the target checks its word: the last put's
  *   stamp, or the number of acc/fop/cas operations.
  *
+ * osu_<op>_<sync>_create, osu_<op>_<sync>_dynamic (8 B; blocking series only; sync lock or
+ *   flush): the same rows on memory the user owns, as OSU's -w create and -w dynamic: an
+ *   MPI_Win_create window over a page-aligned 4 KiB buffer, and an MPI_Win_create_dynamic
+ *   window with that buffer attached (the target's address as displacement). Same checks.
+ *
  * fence_empty, fence_put, pscw_empty, pscw_put: both ranks take part in every epoch;
  *   rank 0 reports the mean time of one epoch:
  *     fence_empty  a sequence of MPI_Win_fence; one epoch is the span between two fences
@@ -459,6 +464,18 @@ static void osu_name(char *name, size_t size, int op, int sync) {
     snprintf(name, size, "osu_%s_%s", osu_op_names[op], osu_sync_names[sync]);
 }
 
+/* The flavors of the osu_<op>_<sync>_<flavor> rows (OSU's -w create / -w dynamic). */
+enum win_flavor { FLAVOR_ALLOCATE, FLAVOR_CREATE, FLAVOR_DYNAMIC };
+static const char *flavor_names[] = {"allocate", "create", "dynamic"};
+
+static void osu_flavor_name(char *name, size_t size, int op, int sync, enum win_flavor flavor) {
+    osu_name(name, size, op, sync);
+    if (flavor != FLAVOR_ALLOCATE) {
+        size_t used = strlen(name);
+        snprintf(name + used, size - used, "_%s", flavor_names[flavor]);
+    }
+}
+
 /* One OSU row in progress. The target's word is at displacement 0 of its window; the
  * origin keeps two slots of source, compare and result buffers (fence epochs alternate
  * them: the result of epoch i is read after the fence that opens epoch i+1). */
@@ -466,6 +483,7 @@ struct osu_run {
     enum osu_op op;
     enum sync_style style;
     MPI_Win win;
+    MPI_Aint disp; /* of the target's word (a dynamic window's: its address) */
     int salt;
     int64_t source[2], compare[2], result[2];
     long mismatches;
@@ -495,30 +513,32 @@ static void osu_issue(struct osu_run *run, long i) {
         case OSU_PUT:
             run->source[slot] = osu_stamp(run, i);
             BENCH_MPI(
-                MPI_Put(&run->source[slot], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, run->win));
+                MPI_Put(&run->source[slot], 1, MPI_INT64_T, TARGET, run->disp, 1, MPI_INT64_T,
+                        run->win));
             break;
         case OSU_GET:
             run->result[slot] = 0;
             BENCH_MPI(
-                MPI_Get(&run->result[slot], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, run->win));
+                MPI_Get(&run->result[slot], 1, MPI_INT64_T, TARGET, run->disp, 1, MPI_INT64_T,
+                        run->win));
             break;
         case OSU_ACC:
             run->source[slot] = 1;
-            BENCH_MPI(MPI_Accumulate(&run->source[slot], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T,
+            BENCH_MPI(MPI_Accumulate(&run->source[slot], 1, MPI_INT64_T, TARGET, run->disp, 1, MPI_INT64_T,
                                      MPI_SUM, run->win));
             break;
         case OSU_FOP:
             run->source[slot] = 1;
             run->result[slot] = -1;
             BENCH_MPI(MPI_Fetch_and_op(&run->source[slot], &run->result[slot], MPI_INT64_T, TARGET,
-                                       0, MPI_SUM, run->win));
+                                       run->disp, MPI_SUM, run->win));
             break;
         case OSU_CAS:
             run->compare[slot] = i;
             run->source[slot] = i + 1;
             run->result[slot] = -1;
             BENCH_MPI(MPI_Compare_and_swap(&run->source[slot], &run->compare[slot],
-                                           &run->result[slot], MPI_INT64_T, TARGET, 0, run->win));
+                                           &run->result[slot], MPI_INT64_T, TARGET, run->disp, run->win));
             break;
         default:
             break;
@@ -615,12 +635,13 @@ static void osu_passive_body(void *context, long i) {
 /* Collective: one passive-target OSU row. */
 static int run_osu_passive(const char *series, enum sync_style style, enum osu_op op,
                            enum osu_sync sync, MPI_Win win, int64_t *window_word, int rank,
-                           int salt, const struct bench_options *options) {
+                           int salt, const struct bench_options *options,
+                           enum win_flavor flavor, MPI_Aint disp) {
     char name[48];
-    osu_name(name, sizeof name, op, sync);
+    osu_flavor_name(name, sizeof name, op, sync, flavor);
     if (!bench_selected(options, name)) return 1;
     bench_set_step(series, name);
-    struct osu_run run = {.op = op, .style = style, .win = win, .salt = salt};
+    struct osu_run run = {.op = op, .style = style, .win = win, .disp = disp, .salt = salt};
     if (rank == TARGET) osu_target_word(&run, window_word, 1, 0);
     BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
     struct timing t = {0, 0, 0.0, 0.0};
@@ -1053,6 +1074,12 @@ void bench_list_latency(void) {
             osu_name(name, sizeof name, op, sync);
             bench_row(name, bytes, "usec");
         }
+    for (int flavor = FLAVOR_CREATE; flavor <= FLAVOR_DYNAMIC; flavor++)
+        for (int sync = OSU_LOCK; sync <= OSU_FLUSH; sync++)
+            for (int op = 0; op < NUM_OSU_OPS; op++) {
+                osu_flavor_name(name, sizeof name, op, sync, (enum win_flavor)flavor);
+                bench_row(name, bytes, "usec");
+            }
     for (int k = FENCE_EMPTY; k <= PSCW_PUT; k++)
         bench_row(paired_names[k], k == FENCE_EMPTY || k == PSCW_EMPTY ? "0" : bytes, "usec");
     bench_row(paired_names[PINGPONG], bytes, "usec");
@@ -1074,7 +1101,50 @@ static int run_passive_series(const char *series, enum sync_style style,
         for (int op = 0; op < NUM_OSU_OPS; op++)
             all_ok &=
                 run_osu_passive(series, style, (enum osu_op)op, (enum osu_sync)sync, win,
-                                (int64_t *)window_memory, rank, salt + 4 * op + sync, options);
+                                (int64_t *)window_memory, rank, salt + 4 * op + sync, options,
+                                FLAVOR_ALLOCATE, 0);
+    return all_ok;
+}
+
+/* Collective: the osu_<op>_lock/flush_<flavor> rows on a window of memory the user owns:
+ * MPI_Win_create over a page-aligned buffer (MPICH 4.0.2's UCX netmod rounds the base
+ * down to a page, DESIGN §1, which would misdirect its own RMA on an unaligned one), or
+ * MPI_Win_create_dynamic with that buffer attached (displacement: its address). */
+static int run_flavor_series(const char *series, enum win_flavor flavor, int rank,
+                             const struct bench_options *options) {
+    int wanted = 0;
+    char name[48];
+    for (int sync = OSU_LOCK; sync <= OSU_FLUSH; sync++)
+        for (int op = 0; op < NUM_OSU_OPS; op++) {
+            osu_flavor_name(name, sizeof name, op, sync, flavor);
+            wanted |= bench_selected(options, name);
+        }
+    if (!wanted) return 1;
+    bench_set_step(series, flavor_names[flavor]);
+    char *raw = bench_malloc("latency", 2 * 4096);
+    void *memory = (void *)(((uintptr_t)raw + 4095) & ~(uintptr_t)4095);
+    memset(memory, 0, 4096);
+    MPI_Win win;
+    MPI_Aint disp = 0;
+    if (flavor == FLAVOR_CREATE) {
+        BENCH_MPI(MPI_Win_create(memory, 4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    } else {
+        BENCH_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        BENCH_MPI(MPI_Win_attach(win, memory, 4096));
+        MPI_Aint mine;
+        BENCH_MPI(MPI_Get_address(memory, &mine));
+        BENCH_MPI(MPI_Bcast(&mine, 1, MPI_AINT, TARGET, MPI_COMM_WORLD));
+        disp = mine;
+    }
+    int all_ok = 1;
+    for (int sync = OSU_LOCK; sync <= OSU_FLUSH; sync++)
+        for (int op = 0; op < NUM_OSU_OPS; op++)
+            all_ok &= run_osu_passive(series, SYNC_BLOCKING, (enum osu_op)op, (enum osu_sync)sync,
+                                      win, (int64_t *)memory, rank, 80 + 4 * op + sync, options,
+                                      flavor, disp);
+    if (flavor == FLAVOR_DYNAMIC) BENCH_MPI(MPI_Win_detach(win, memory));
+    BENCH_MPI(MPI_Win_free(&win));
+    free(raw);
     return all_ok;
 }
 
@@ -1115,6 +1185,8 @@ int bench_latency(const struct bench_options *options) {
     all_ok &= run_passive_series("nbrma-nonblocking", SYNC_NONBLOCKING, window_memory, buffer, win,
                                  rank, 40, options);
 #endif
+    all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_CREATE, rank, options);
+    all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_DYNAMIC, rank, options);
 
     /* PSCW groups: each rank of the pair names the other (the window's group is
      * MPI_COMM_WORLD's, so the ranks are the same). */
