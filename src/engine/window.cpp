@@ -555,16 +555,18 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     return true;
 }
 
-// fetch_and_op or compare_and_swap as one 64-bit atomic in a DirectLock: a shape
-// Operation::check accepted before (atomic_shape_), 8-byte data the transport does
-// atomically in the window. false, with nothing done, for anything else (the general
-// path checks and runs it).
+// fetch_and_op, compare_and_swap, or an accumulate of one element, as one 64-bit atomic
+// in a DirectLock: a shape Operation::check accepted before (atomic_shape_), 8-byte data
+// the transport does atomically in the window (what the general path's accumulates do
+// element by element). false, with nothing done, for anything else (the general path
+// checks and runs it).
 bool Window::rma_atomic(const RmaCall &call, Status *status) {
     const bool swap = call.kind == RmaKind::compare_and_swap;
-    if ((!swap && call.kind != RmaKind::fetch_and_op) || call.notify ||
+    const bool accumulate = call.kind == RmaKind::accumulate;  // nothing fetched
+    if ((!swap && !accumulate && call.kind != RmaKind::fetch_and_op) || call.notify ||
         !config_.hardware_atomics || call.origin_count != 1 || call.target_count != 1 ||
-        call.result_count != 1 || call.origin_type != call.target_type ||
-        call.result_type != call.target_type ||
+        call.origin_type != call.target_type ||
+        (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)) ||
         !transport_.supports_atomics(call.target, Region::window))
         return false;
     AtomicShape &shape = atomic_shape_;
@@ -585,7 +587,8 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     std::uintptr_t end = 0;
     if ((!shape.operand_zero &&
          __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.origin), 8, &end)) ||
-        __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), 8, &end) ||
+        (!accumulate &&
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), 8, &end)) ||
         (swap && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), 8, &end)))
         return false;
     std::uint64_t offset = 0;
@@ -599,7 +602,7 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     ++counters().rma_ops;
     *status = transport_.atomic(call.target, shape.atomic, RemoteAddress{Region::window, offset},
                                 operand, compare, &previous, nullptr);
-    if (!is_error(*status)) std::memcpy(call.result, &previous, 8);
+    if (!is_error(*status) && !accumulate) std::memcpy(call.result, &previous, 8);
     return true;
 }
 

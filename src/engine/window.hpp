@@ -257,7 +257,7 @@ class Window {
     std::uint64_t fences_ = 0;
     std::uint64_t next_epoch_id_ = 1;
     std::uint64_t next_age_ = 1;
-    // The last fetch_and_op or compare_and_swap shape (kind, op, datatype) rma_atomic
+    // The last fetch_and_op, compare_and_swap or accumulate shape (kind, op, datatype) rma_atomic
     // saw, and whether it is one 64-bit transport atomic (Operation::check accepted it,
     // 8-byte integer data, an op the transport has). Only predefined datatypes and ops
     // are ever usable, and their handles live as long as the process.

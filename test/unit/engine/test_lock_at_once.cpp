@@ -302,6 +302,27 @@ TEST_F(LockAtOnce, FetchAndOpAndCompareAndSwapRunAsOneAtomicAtOnce) {
     std::int64_t unaligned = 0;
     std::memcpy(&unaligned, window_[1].data() + 36, sizeof unaligned);
     EXPECT_EQ(unaligned, 14);
+    // A one-element accumulate of an 8-byte integer: one atomic too (sum, replace, a
+    // bitwise op); MPI_NO_OP, which MPI allows in fetching calls only, is refused.
+    auto acc = [&](const void *origin, MPI_Op op, MPI_Aint displacement) {
+        RmaCall call = data_call(RmaKind::put, const_cast<void *>(origin), 1, MPI_INT64_T, 1,
+                                 displacement);
+        call.kind = RmaKind::accumulate;
+        call.op = op;
+        return w.rma(call, nullptr);
+    };
+    const std::int64_t mask = 0x0f;
+    ASSERT_EQ(acc(&five, MPI_SUM, 40), Status::ok);
+    ASSERT_EQ(acc(&nine, MPI_SUM, 40), Status::ok);
+    EXPECT_EQ(cell(1, 5), 14);
+    EXPECT_EQ(acc(&five, MPI_NO_OP, 40), Status::err_op);
+    EXPECT_EQ(cell(1, 5), 14);
+    ASSERT_EQ(acc(&mask, MPI_BAND, 40), Status::ok);
+    EXPECT_EQ(cell(1, 5), 14 & 0x0f);
+    ASSERT_EQ(acc(&nine, MPI_REPLACE, 40), Status::ok);
+    EXPECT_EQ(cell(1, 5), 9);
+    EXPECT_EQ(acc(&five, MPI_SUM, 60), Status::err_range);  // refused as before
+    EXPECT_EQ(cell(1, 5), 9);
     const std::int64_t pair[2] = {-3, -4};
     RmaCall accumulate = data_call(RmaKind::put, const_cast<std::int64_t *>(pair), 2,
                                    MPI_INT64_T, 1, 44);
