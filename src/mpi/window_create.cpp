@@ -57,6 +57,7 @@ enum PeerFlag : std::uint32_t {
     wants_ucx = 2,        // ... and is "ucx"
     mode_valid = 4,       // NBRMA_PROGRESS is a progress mode
     interrupt_ok = 8,     // NBRMA_PROGRESS=interrupt, and its helper runs (else: not interrupt)
+    offer_cma_checked = 16,  // the offered segment's window checked cross-memory attach
 };
 
 // Two ranks share a node iff they run on one kernel under one host name (what
@@ -383,6 +384,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (choice == "ucx") mine.flags |= wants_ucx;
     if (mode_ok) mine.flags |= mode_valid;
     if (!interrupt_why) mine.flags |= interrupt_ok;
+    if (offered && offered.cma_checked && !transport::shm::cross_memory_forbidden())
+        mine.flags |= offer_cma_checked;
     std::string notify_text;
     mine.notify_max = notify_capacity(state->info, &notify_text);
     if (flavor == Flavor::dynamic) {
@@ -515,10 +518,23 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                                             static_cast<std::size_t>(total));
     }
     // One agreement on the mapping and, for memory the user gave, on cross-memory attach.
+    // A reused segment is mapped already, and the window made on it checked
+    // cross-memory attach among the same node-local processes with no Yama consent to
+    // take: where every rank says so (and nbrma_transport=ucx needs no check), there is
+    // nothing to agree on and the allreduce is left out (the same on every rank).
     int verdict[2] = {is_error(status) ? 1 : 0, transport::shm::cma_ok}, agreed[2] = {0, 0};
-    if (!allocates && !state->all_ucx)
-        verdict[1] = cross_memory_verdict(*state, comm, rank, peers, is_local);
-    mpich::Allreduce(verdict, agreed, 2, MPI_INT, MPI_MAX, comm);
+    const bool cma_known = reuse && (all & offer_cma_checked);
+    if (reuse && (state->all_ucx || cma_known)) {
+        agreed[1] = transport::shm::cma_ok;
+    } else {
+        if (!allocates && !state->all_ucx)
+            verdict[1] = cross_memory_verdict(*state, comm, rank, peers, is_local);
+        mpich::Allreduce(verdict, agreed, 2, MPI_INT, MPI_MAX, comm);
+    }
+    bool consent = false;
+    for (const PeerRecord &peer : peers) consent |= peer.yama_scope == 1;
+    state->cma_checked = cma_known || (!allocates && !state->all_ucx && !consent &&
+                                       !agreed[0] && agreed[1] == transport::shm::cma_ok);
     if (rank == leader) state->segment->withdraw();
     if (rank != leader) transport::shm::test_die_at("peer_agreed");
     if (reuse) locked([] { ++counters().segments_reused; });
@@ -742,6 +758,7 @@ int MPI_Win_free(MPI_Win *win) {
         counter_bytes = 8 * std::size_t{state->engine->notifications().used()};
         keep.segment = std::move(state->segment);
         keep.id = state->segment_id;
+        keep.cma_checked = state->cma_checked;
     }
     locked([&] { delete state; });  // its transports share the UCX worker
     if (keep) {

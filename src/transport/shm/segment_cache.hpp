@@ -22,6 +22,9 @@ namespace nbrma::transport::shm {
 struct CachedSegment {
     std::unique_ptr<ShmSegment> segment;
     std::uint64_t id = 0;
+    // The window made on it agreed that its node-local ranks read each other with
+    // cross-memory attach, with no Yama consent involved (window_create.cpp).
+    bool cma_checked = false;
     explicit operator bool() const { return segment != nullptr; }
 };
 
