@@ -81,6 +81,9 @@ void window_erase(MPI_Win win);
 // An MPI_Request that is complete already, with an empty status: what opening calls
 // return (SC14 §VII-C), and closing calls whose epoch ended inside the call.
 int complete_request(MPI_Request *request);
+// `request` is the built-in handle complete_request hands out (a complete receive from
+// MPI_PROC_NULL, which MPI_Wait may simply set to MPI_REQUEST_NULL).
+bool is_complete_request(MPI_Request request);
 
 // Hands an engine request to the application as an MPI_Request (a generalized request
 // completed by nbrma's progress). Takes the MPI-side reference of `request`. A

@@ -14,6 +14,7 @@ check_PROGRAMS += \
 	test/rma/lock_fairness \
 	test/rma/lock_at_once \
 	test/rma/segment_reuse \
+	test/rma/complete_requests \
 	test/rma/unaligned_atomics \
 	test/rma/many_pending \
 	test/rma/mixed_requests \
@@ -104,6 +105,10 @@ test_rma_lock_at_once_LDADD = $(RMATEST_LDADD)
 test_rma_segment_reuse_SOURCES = test/rma/segment_reuse.c
 test_rma_segment_reuse_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_segment_reuse_LDADD = $(RMATEST_LDADD)
+
+test_rma_complete_requests_SOURCES = test/rma/complete_requests.c
+test_rma_complete_requests_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_complete_requests_LDADD = $(RMATEST_LDADD)
 test_rma_unaligned_atomics_SOURCES = test/rma/unaligned_atomics.c
 test_rma_unaligned_atomics_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_unaligned_atomics_LDADD = $(RMATEST_LDADD)
