@@ -235,7 +235,8 @@ Status Window::flush(int target, Request **request, bool local) {
 
 // A lock epoch toward `target` (-1: lock_all, whose locks come at each target's first
 // call) taken at once (DirectLock): only with nothing else on the window (no epoch
-// queued, no flush pending) and a transport that completes inline.
+// queued, no flush pending) and a transport that completes inline; with
+// access_after_access_reorder, a lock may also pass queued lock epochs (may_pass_queued).
 bool Window::lock_at_once(int target, LockMode mode, int assertions) {
     if (!flushes_.empty() || transport_flushes_ != 0 || !transport_.completes_inline())
         return false;
