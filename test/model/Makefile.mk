@@ -1,0 +1,9 @@
+# Models (owned by test/model): nbrma's engine over the sim transport with modelled
+# costs, for job sizes this machine cannot run. Not measurements. Included by the top
+# Makefile.am; built by plain `make`, not installed.
+#
+# transactions_model: the transactions workload (SC14 Fig 12, issue 15 goal 6) on 64-512
+# simulated ranks.
+noinst_PROGRAMS = test/model/transactions_model
+test_model_transactions_model_SOURCES = test/model/transactions_model.cpp
+test_model_transactions_model_LDADD = libnbrma_core.la $(MPICH_LIBS) $(UCX_LIBS)
