@@ -7,3 +7,8 @@
 noinst_PROGRAMS = test/model/transactions_model
 test_model_transactions_model_SOURCES = test/model/transactions_model.cpp
 test_model_transactions_model_LDADD = libnbrma_core.la $(MPICH_LIBS) $(UCX_LIBS)
+
+# check_model.sh: make check runs the model small (8 and 32 ranks) and checks its sums
+# and that reordered nonblocking epochs beat blocking ones there.
+TESTS += test/model/check_model.sh
+EXTRA_DIST += test/model/check_model.sh
