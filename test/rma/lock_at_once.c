@@ -42,12 +42,6 @@
 
 static int me, np;
 
-static unsigned long long counter(const char *name)
-{
-    unsigned long long v = 0;
-    nbrma_get_counter(name, &v);
-    return v;
-}
 
 static void mutual_exclusion(rt_win_t *w)
 {
@@ -279,7 +273,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     rt_select_flavors(argc, argv, sel);
     const int shm_mode = !getenv("NBRMA_TRANSPORT") && !getenv("NBRMA_VIRTUAL_NODES");
-    unsigned long long at_once0 = counter("locks_at_once");
+    unsigned long long at_once0 = rt_counter("locks_at_once");
 
     for (int f = 0; f < RT_NFLAVORS; f++) {
         if (!sel[f]) continue;
@@ -296,7 +290,7 @@ int main(int argc, char **argv)
 
 #ifndef NO_NBRMA
     if (shm_mode)
-        CHECK(counter("locks_at_once") > at_once0, "no lock was taken at once over shared memory");
+        CHECK(rt_counter("locks_at_once") > at_once0, "no lock was taken at once over shared memory");
 #else
     (void) shm_mode, (void) at_once0;
 #endif

@@ -11,13 +11,6 @@
 
 #define NPUTS 7
 
-static unsigned long long counter(const char *name)
-{
-    unsigned long long v = 0;
-    int rc = nbrma_get_counter(name, &v);
-    CHECK(rc == MPI_SUCCESS, "nbrma_get_counter(\"%s\") returned %d", name, rc);
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -37,10 +30,10 @@ int main(int argc, char **argv)
     }
 #endif
 
-    unsigned long long win0 = counter("windows_created");
-    unsigned long long open0 = counter("epochs_opened");
-    unsigned long long done0 = counter("epochs_completed");
-    unsigned long long grant0 = counter("lock_grants");
+    unsigned long long win0 = rt_counter("windows_created");
+    unsigned long long open0 = rt_counter("epochs_opened");
+    unsigned long long done0 = rt_counter("epochs_completed");
+    unsigned long long grant0 = rt_counter("lock_grants");
 
     MPI_Win win;
     int *base;
@@ -48,7 +41,7 @@ int main(int argc, char **argv)
     MPI_CHK(MPI_Win_allocate(sizeof(int) * 16, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                              &base, &win));
     MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    unsigned long long win1 = counter("windows_created");
+    unsigned long long win1 = rt_counter("windows_created");
 
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, win));
     for (int i = 0; i < NPUTS; i++)
@@ -60,13 +53,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < NPUTS; i++)
         vals[i] = me * 100 + i;
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, win));
-    unsigned long long ops0 = counter("rma_ops");
+    unsigned long long ops0 = rt_counter("rma_ops");
     for (int i = 0; i < NPUTS; i++)
         MPI_CHK(MPI_Put(&vals[i], 1, MPI_INT, t, i, 1, MPI_INT, win));
     MPI_CHK(MPI_Win_unlock(t, win));
     /* Counted after the unlock: over a transport whose lock grant arrives later (UCX)
      * the puts are recorded at MPI_Put and performed once the lock is granted. */
-    unsigned long long ops1 = counter("rma_ops");
+    unsigned long long ops1 = rt_counter("rma_ops");
 
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, win));
@@ -79,9 +72,9 @@ int main(int argc, char **argv)
     CHECK(win1 - win0 == 1, "windows_created grew by %llu for one MPI_Win_allocate",
           win1 - win0);
     CHECK(ops1 - ops0 == NPUTS, "rma_ops grew by %llu for %d MPI_Put", ops1 - ops0, NPUTS);
-    CHECK(counter("epochs_opened") > open0, "epochs_opened did not grow");
-    CHECK(counter("epochs_completed") > done0, "epochs_completed did not grow");
-    CHECK(counter("lock_grants") > grant0, "lock_grants did not grow");
+    CHECK(rt_counter("epochs_opened") > open0, "epochs_opened did not grow");
+    CHECK(rt_counter("epochs_completed") > done0, "epochs_completed did not grow");
+    CHECK(rt_counter("lock_grants") > grant0, "lock_grants did not grow");
 #else
     (void) win0, (void) win1, (void) ops0, (void) ops1, (void) open0, (void) done0,
         (void) grant0;

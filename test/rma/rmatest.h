@@ -110,6 +110,16 @@ static inline int rt_nprocs(void)
         }                                                                               \
     } while (0)
 
+/* One of nbrma's process-wide counters (nbrma_get_counter(3); 0 without nbrma); a
+ * refused name is a check failure. */
+static inline unsigned long long rt_counter(const char *name)
+{
+    unsigned long long v = 0;
+    int rc = nbrma_get_counter(name, &v);
+    CHECK(rc == MPI_SUCCESS, "nbrma_get_counter(\"%s\") returned %d", name, rc);
+    return v;
+}
+
 /* MPI_Init + make window calls return errors to MPI_CHK (which reports them). */
 static inline void rt_init(int *argc, char ***argv)
 {

@@ -23,12 +23,6 @@
 
 static int me, np;
 
-static unsigned long long counter(const char *name)
-{
-    unsigned long long v = 0;
-    nbrma_get_counter(name, &v);
-    return v;
-}
 
 static void one_round(int round, MPI_Comm comm)
 {
@@ -112,7 +106,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     MPI_Comm half;
     MPI_CHK(MPI_Comm_split(MPI_COMM_WORLD, me < np / 2, me, &half));
-    unsigned long long reused0 = counter("segments_reused");
+    unsigned long long reused0 = rt_counter("segments_reused");
 
     for (int round = 0; round < ROUNDS; round++) {
         /* world, world, half, half, world, half, ... : fits and misfits */
@@ -127,7 +121,7 @@ int main(int argc, char **argv)
     one_round(ROUNDS, MPI_COMM_WORLD);
 
 #ifndef NO_NBRMA
-    CHECK(counter("segments_reused") > reused0, "no window reused a freed window's segment");
+    CHECK(rt_counter("segments_reused") > reused0, "no window reused a freed window's segment");
 #else
     (void) reused0;
 #endif

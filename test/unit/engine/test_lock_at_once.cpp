@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -62,6 +63,15 @@ class LockAtOnce : public ::testing::Test {
         for (int round = 0; round < 1000 && !request->complete(); ++round)
             for (auto &window : windows_) window->progress();
         return request->complete();
+    }
+    // Finishes each request, expects it to have succeeded, releases it.
+    void finish_ok(std::initializer_list<Request *> requests) {
+        for (Request *request : requests) {
+            ASSERT_NE(request, nullptr);
+            EXPECT_TRUE(finish(request));
+            EXPECT_EQ(request->status(), Status::ok);
+            request->release();
+        }
     }
 
     sync::ControlLayout layout_{nranks};
@@ -463,11 +473,7 @@ TEST_F(LockAtOnce, WithAccessAfterAccessReorderALockPassesAQueuedEpochAtOnce) {
     Request *released = nullptr;  // the holder hands target 1 over
     ASSERT_EQ(holder.unlock(1, &released), Status::ok);
     ASSERT_NE(released, nullptr);
-    for (Request *request : {released, first, flushed, second}) {
-        EXPECT_TRUE(finish(request));
-        EXPECT_EQ(request->status(), Status::ok);
-        request->release();
-    }
+    finish_ok({released, first, flushed, second});
     EXPECT_EQ(cell(1, 1), queued);
     EXPECT_EQ(word(0).encode(), 0u);
     EXPECT_EQ(word(1).encode(), 0u);
@@ -491,12 +497,7 @@ TEST_F(LockAtOnce, WithoutTheReorderKeyALockQueuesBehindAQueuedEpoch) {
     ASSERT_EQ(origin.unlock(0, &second), Status::ok);
     Request *released = nullptr;
     ASSERT_EQ(holder.unlock(1, &released), Status::ok);
-    for (Request *request : {released, first, second}) {
-        ASSERT_NE(request, nullptr);
-        EXPECT_TRUE(finish(request));
-        EXPECT_EQ(request->status(), Status::ok);
-        request->release();
-    }
+    finish_ok({released, first, second});
     EXPECT_EQ(cell(0, 1), value);
     EXPECT_EQ(word(0).encode(), 0u);
     EXPECT_EQ(word(1).encode(), 0u);
@@ -520,11 +521,7 @@ TEST_F(LockAtOnce, ALockTowardTheQueuedEpochsTargetNeverPassesIt) {
     ASSERT_EQ(origin.unlock(1, &second), Status::ok);
     Request *released = nullptr;
     ASSERT_EQ(holder.unlock(1, &released), Status::ok);
-    for (Request *request : {released, first, second}) {
-        ASSERT_NE(request, nullptr);
-        EXPECT_TRUE(finish(request));
-        request->release();
-    }
+    finish_ok({released, first, second});
     EXPECT_EQ(word(1).encode(), 0u);
 }
 
