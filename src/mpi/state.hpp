@@ -59,6 +59,7 @@ struct WindowState {
     // region starts in it.
     std::uint64_t segment_id = 0;
     std::size_t control_offset = 0;
+    int segment_ranks = 0;     // node-local ranks mapping it
     bool cma_checked = false;  // passed on with the segment (segment_cache.hpp)
     // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
     std::unique_ptr<transport::Transport> transport;

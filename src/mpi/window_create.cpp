@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "common/log.hpp"
@@ -51,6 +50,8 @@ struct PeerRecord {
     std::uint64_t offer_id;
     std::int64_t offer_bytes;
     std::uint64_t fresh_id;  // the identity of a segment this rank would create as leader
+    std::int32_t offer_ranks;  // how many ranks mapped the offered segment
+    std::int32_t unused;       // (no padding bytes go out uninitialized)
 };
 enum PeerFlag : std::uint32_t {
     transport_valid = 1,  // nbrma_transport / NBRMA_TRANSPORT is "", "shm" or "ucx"
@@ -379,7 +380,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     0,
                     offered ? offered.id : 0,
                     offered ? static_cast<std::int64_t>(offered.segment->size()) : 0,
-                    transport::shm::new_segment_id()};
+                    transport::shm::new_segment_id(),
+                    offered ? offered.ranks : 0,
+                    0};
     if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
     if (choice == "ucx") mine.flags |= wants_ucx;
     if (mode_ok) mine.flags |= mode_valid;
@@ -472,34 +475,32 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         total = cursor;
     }
 
-    // Reuse only where, on every node, every rank offers one segment of the size this
-    // window needs (all ranks see all records: all decide alike). Otherwise nobody
-    // reuses: the ranks that offered put their segment back, prepare a memfd like the
-    // others, and the records are exchanged once more.
-    bool any_offer = false, reuse = true;
+    // Reuse only where every node's ranks offer the same segment, all of its holders
+    // (segment_offers_agree). Otherwise nobody reuses: the ranks that offered put their
+    // segment back, prepare a memfd like the others, and the records are exchanged once
+    // more.
+    bool any_offer = false, reuse = false;
     for (const PeerRecord &peer : peers) any_offer |= peer.offer_id != 0;
     if (any_offer) {
-        std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::uint64_t>> nodes;
-        for (const PeerRecord &peer : peers) {  // per node: ranks, the first one's offer
-            auto [it, fresh] = nodes.try_emplace(peer.node_key, 0, peer.offer_id);
-            ++it->second.first;
-            reuse &= peer.offer_id != 0 && peer.offer_id == it->second.second;
-        }
+        std::vector<transport::shm::SegmentOffer> offers;
+        offers.reserve(peers.size());
         for (const PeerRecord &peer : peers)
-            reuse &= peer.offer_bytes == control_bytes * nodes[peer.node_key].first;
+            offers.push_back({peer.node_key, peer.offer_id, peer.offer_bytes, peer.offer_ranks});
+        reuse = transport::shm::segment_offers_agree(offers, control_bytes);
         if (!reuse) {
             transport::shm::segment_cache_put(std::move(offered));
             if (state->segment->descriptor() < 0) (void)state->segment->prepare();
             mine.segment_fd = state->segment->descriptor();
             mine.offer_id = 0;
             mine.offer_bytes = 0;
+            mine.offer_ranks = 0;
             mpich::Allgather(&mine, sizeof mine, MPI_BYTE, peers.data(), sizeof mine, MPI_BYTE,
                              comm);
         }
     }
-    reuse = any_offer && reuse;
     if (!allocates) state->segment_id = reuse ? offered.id : peers[leader].fresh_id;
     state->control_offset = static_cast<std::size_t>(control_bytes) * local_index[rank];
+    state->segment_ranks = local_count;
 
     // One segment per node, the leader's memfd (nothing in /dev/shm, whoever dies
     // when); the others open it by the name its descriptor gives and drop theirs; the
@@ -585,7 +586,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
 
     void *base = user_base;
     if (allocates) base = size > 0 ? segment + offsets[rank] : nullptr;
-    void *my_control = segment + control_bytes * local_index[rank];
+    void *my_control = segment + state->control_offset;
     auto shm = std::make_unique<transport::shm::ShmTransport>(
         rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
     if (flavor == Flavor::dynamic) shm->enable_dynamic();
@@ -758,6 +759,7 @@ int MPI_Win_free(MPI_Win *win) {
         counter_bytes = 8 * std::size_t{state->engine->notifications().used()};
         keep.segment = std::move(state->segment);
         keep.id = state->segment_id;
+        keep.ranks = state->segment_ranks;
         keep.cma_checked = state->cma_checked;
     }
     locked([&] { delete state; });  // its transports share the UCX worker

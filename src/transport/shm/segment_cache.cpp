@@ -5,6 +5,8 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
 
 namespace nbrma::transport::shm {
 
@@ -38,6 +40,21 @@ void segment_cache_put(CachedSegment entry) {
             cache.pop_front();
         }
     }
+}
+
+bool segment_offers_agree(const std::vector<SegmentOffer> &offers, std::int64_t control_bytes) {
+    // per node: its ranks here, and the first one's offer
+    std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::uint64_t>> nodes;
+    for (const SegmentOffer &offer : offers) {
+        auto it = nodes.try_emplace(offer.node, 0, offer.id).first;
+        ++it->second.first;
+        if (offer.id == 0 || offer.id != it->second.second) return false;
+    }
+    for (const SegmentOffer &offer : offers) {
+        const std::int64_t node_ranks = nodes[offer.node].first;
+        if (offer.ranks != node_ranks || offer.bytes != control_bytes * node_ranks) return false;
+    }
+    return !offers.empty();
 }
 
 std::size_t segment_cache_size() {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "transport/shm/shm_segment.hpp"
 
@@ -22,6 +23,9 @@ namespace nbrma::transport::shm {
 struct CachedSegment {
     std::unique_ptr<ShmSegment> segment;
     std::uint64_t id = 0;
+    // How many node-local ranks mapped it (each keeps it at most once): a reuse needs
+    // all of them, so no rank outside the new window still holds it.
+    int ranks = 0;
     // The window made on it agreed that its node-local ranks read each other with
     // cross-memory attach, with no Yama consent involved (window_create.cpp).
     bool cma_checked = false;
@@ -41,6 +45,19 @@ CachedSegment segment_cache_take();
 void segment_cache_put(CachedSegment entry);
 // How many segments are cached (tests).
 std::size_t segment_cache_size();
+
+// One rank's offer, as window creation exchanges it (id 0: none).
+struct SegmentOffer {
+    std::uint64_t node;  // node key: equal iff on one node
+    std::uint64_t id;
+    std::int64_t bytes;
+    std::int32_t ranks;  // how many ranks mapped it (CachedSegment::ranks)
+};
+// Whether the window is made on the offered segments: on every node every rank offers
+// the same segment, mapped by exactly as many ranks as the node has in this window (so
+// every rank still holding it is here, and no other window can take it too), of
+// `control_bytes` per rank. The same answer on every rank, from the same offers.
+bool segment_offers_agree(const std::vector<SegmentOffer> &offers, std::int64_t control_bytes);
 
 }  // namespace nbrma::transport::shm
 

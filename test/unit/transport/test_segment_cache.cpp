@@ -1,7 +1,7 @@
 // The cache of freed windows' node segments (transport/shm/segment_cache.hpp): what is
 // put back comes out again, newest first, with its mapping and identity intact; the
 // cache keeps at most segment_cache_limit segments; identities are unique and carry
-// the creator's pid.
+// the creator's pid; and the rule window creation decides reuse by (segment_offers_agree).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -78,6 +78,28 @@ TEST(SegmentCache, IdentitiesAreUniqueNonZeroAndNameTheProcess) {
         EXPECT_EQ(id >> 32, static_cast<std::uint64_t>(getpid()));
         EXPECT_TRUE(seen.insert(id).second);
     }
+}
+
+TEST(SegmentCache, OffersAgreeOnlyWhenEveryHolderOfOneFittingSegmentIsThere) {
+    constexpr std::int64_t control = 4096;
+    const std::uint64_t a = 1, b = 2;  // two nodes
+    // Two nodes, each with its own segment, every rank offering it: reuse.
+    EXPECT_TRUE(segment_offers_agree({{a, 11, 2 * control, 2}, {a, 11, 2 * control, 2},
+                                      {b, 22, control, 1}},
+                                     control));
+    // A rank without an offer, or offering another segment, on any node: no reuse.
+    EXPECT_FALSE(segment_offers_agree({{a, 11, 2 * control, 2}, {a, 0, 0, 0}}, control));
+    EXPECT_FALSE(segment_offers_agree({{a, 11, 2 * control, 2}, {a, 12, 2 * control, 2}}, control));
+    EXPECT_FALSE(segment_offers_agree({{a, 11, 2 * control, 2}, {a, 11, 2 * control, 2},
+                                       {b, 0, 0, 0}},
+                                      control));
+    // The wrong size for this window's control regions.
+    EXPECT_FALSE(segment_offers_agree({{a, 11, 3 * control, 2}, {a, 11, 3 * control, 2}}, control));
+    // The right size, but mapped by more ranks than this window has on the node: a
+    // holder outside this window could make another window on it too.
+    EXPECT_FALSE(segment_offers_agree({{a, 11, 2 * control, 4}, {a, 11, 2 * control, 4}}, control));
+    EXPECT_FALSE(segment_offers_agree({{a, 11, control, 2}}, control));
+    EXPECT_FALSE(segment_offers_agree({}, control));
 }
 
 }  // namespace
