@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "engine/assist.hpp"
 #include "engine/interrupt.hpp"
+#include "mpi/collective_form.hpp"
 
 namespace nbrma::mpi {
 
@@ -48,6 +50,21 @@ const CounterRow rows[] = {
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
      "interrupt)",
      [] { return counters().progress_thread_sweeps; }},
+    {"assisted_calls", K::count, true,
+     "blocking MPICH collectives entered with nbrma work pending in inline mode, served "
+     "meanwhile by the assist thread",
+     [] { return engine::assisted_calls(); }},
+    {"assist_sweeps", K::count, true,
+     "sweeps of the assist thread that moved something",
+     [] { return engine::assist_sweeps(); }},
+    {"twin_collectives", K::count, true,
+     "interposed blocking collectives run as MPICH's nonblocking twin plus a sweeping wait "
+     "(on communicators with a member at MPI_THREAD_MULTIPLE)",
+     [] { return twin_collectives(); }},
+    {"collective_agreements", K::count, true,
+     "agreements on the form of a communicator's collectives (one at the first interposed "
+     "collective on a communicator; duplicates inherit it)",
+     [] { return collective_agreements(); }},
     {"interrupt_wakeups", K::count, true,
      "wake-ups of this rank's progress thread by the node's helper (interrupt mode)",
      [] { return interrupt::counters().wakeups.load(); }},

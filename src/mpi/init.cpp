@@ -10,6 +10,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "common/threads.hpp"
+#include "engine/assist.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
 #include "mpi/counter_table.hpp"
@@ -146,6 +147,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 int MPI_Finalize(void) {
     // Windows the application did not free keep the thread running until here.
     engine::progress_thread_stop();
+    engine::assist_stop();
     engine::interrupt::leave();
     threads::drain();
     if (verbose_level() >= 1) {

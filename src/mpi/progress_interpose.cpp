@@ -13,20 +13,27 @@
 // The other direction (MPICH progresses while nbrma blocks) is the poke in
 // engine::wait_request and the generalized requests' poll_fn (state.cpp).
 //
-// Collectives always run as their nonblocking twin plus a wait, on every rank and in
-// every state: MPI forbids matching a blocking collective with a nonblocking one (and
-// MPICH really does not match them), so the form must not depend on whether this rank
-// has nbrma work pending.
+// Collectives run in one form on every member of a communicator, whatever each rank's
+// state: MPI forbids matching a blocking collective with a nonblocking one (and MPICH
+// really does not match them). The members agree on the form at their first interposed
+// collective on it (mpi/collective_form.hpp): MPICH's own blocking collective, with an
+// engine::Assist keeping nbrma progressing beside it while this rank has work pending
+// (engine/assist.hpp; with nothing pending the call costs progress_wanted() and a
+// cache lookup), or, where a member runs at MPI_THREAD_MULTIPLE, the nonblocking twin
+// plus a sweeping wait.
 #include <mpi.h>
 
 #include "common/threads.hpp"
 #include "common/yield.hpp"
+#include "engine/assist.hpp"
 #include "engine/progress.hpp"
+#include "mpi/collective_form.hpp"
 #include "mpi/mpich.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 
 using nbrma::Backoff;
+using nbrma::mpi::CollectiveForm;
 using nbrma::engine::progress_sweep;
 using nbrma::engine::progress_wanted;
 namespace mpich = nbrma::mpich;
@@ -56,6 +63,29 @@ int wait_one(MPI_Request *request, MPI_Status *status) {
 // to start: `error`); waits for it.
 int finish(int error, MPI_Request *request, MPI_Status *status = MPI_STATUS_IGNORE) {
     return error != MPI_SUCCESS ? error : wait_one(request, status);
+}
+
+int wait_ignoring_status(MPI_Request *request) { return wait_one(request, MPI_STATUS_IGNORE); }
+
+// A blocking collective on `comm`, in the form its members agreed (mpi/collective_form.hpp):
+// MPICH's own `call`, assisted while nbrma wants progress; or the nonblocking twin
+// `start` plus a sweeping wait.
+template <class Start, class Call>
+int collective(MPI_Comm comm, Start start, Call call) {
+    CollectiveForm form = nbrma::mpi::collective_form(comm);
+    if (form == CollectiveForm::unknown) {
+        const int error = nbrma::mpi::agree_collective_form(comm, &form, wait_ignoring_status);
+        if (error != MPI_SUCCESS) return error;
+    }
+    if (form == CollectiveForm::not_comm) return call();  // MPICH reports it
+    if (form == CollectiveForm::twin) {
+        nbrma::mpi::count_twin_collective();
+        MPI_Request request;
+        return finish(start(&request), &request);
+    }
+    if (!progress_wanted()) return call();
+    nbrma::engine::Assist assist;
+    return call();
 }
 
 }  // namespace
@@ -186,62 +216,98 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
         [&] { return mpich::Probe(source, tag, comm, status); });
 }
 
-// ---- blocking collectives (always the nonblocking twin; see the file comment)
+// ---- blocking collectives (in the form the communicator's members agreed; see the file
+// comment)
 
 int MPI_Barrier(MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Ibarrier(comm, &request), &request);
+    return collective(
+        comm, [&](MPI_Request *request) { return PMPI_Ibarrier(comm, request); },
+        [&] { return mpich::Barrier(comm); });
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Ibcast(buffer, count, type, root, comm, &request), &request);
+    return collective(
+        comm,
+        [&](MPI_Request *request) {
+            return PMPI_Ibcast(buffer, count, type, root, comm, request);
+        },
+        [&] { return mpich::Bcast(buffer, count, type, root, comm); });
 }
 
 int MPI_Reduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
                int root, MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Ireduce(send_buffer, recv_buffer, count, type, op, root, comm, &request),
-                  &request);
+    return collective(
+        comm,
+        [&](MPI_Request *request) {
+            return PMPI_Ireduce(send_buffer, recv_buffer, count, type, op, root, comm, request);
+        },
+        [&] { return mpich::Reduce(send_buffer, recv_buffer, count, type, op, root, comm); });
 }
 
 int MPI_Allreduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
                   MPI_Op op, MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Iallreduce(send_buffer, recv_buffer, count, type, op, comm, &request),
-                  &request);
+    return collective(
+        comm,
+        [&](MPI_Request *request) {
+            return PMPI_Iallreduce(send_buffer, recv_buffer, count, type, op, comm, request);
+        },
+        [&] { return mpich::Allreduce(send_buffer, recv_buffer, count, type, op, comm); });
 }
 
 int MPI_Gather(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Igather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                               recv_type, root, comm, &request),
-                  &request);
+    return collective(
+        comm,
+        [&](MPI_Request *request) {
+            return PMPI_Igather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                recv_type, root, comm, request);
+        },
+        [&] {
+            return mpich::Gather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                 recv_type, root, comm);
+        });
 }
 
 int MPI_Scatter(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                 int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Iscatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                recv_type, root, comm, &request),
-                  &request);
+    return collective(
+        comm,
+        [&](MPI_Request *request) {
+            return PMPI_Iscatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                 recv_type, root, comm, request);
+        },
+        [&] {
+            return mpich::Scatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                  recv_type, root, comm);
+        });
 }
 
 int MPI_Allgather(const void *send_buffer, int send_count, MPI_Datatype send_type,
                   void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Iallgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                  recv_type, comm, &request),
-                  &request);
+    return collective(
+        comm,
+        [&](MPI_Request *request) {
+            return PMPI_Iallgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                   recv_type, comm, request);
+        },
+        [&] {
+            return mpich::Allgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                    recv_type, comm);
+        });
 }
 
 int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                  int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    MPI_Request request;
-    return finish(PMPI_Ialltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                 recv_type, comm, &request),
-                  &request);
+    return collective(
+        comm,
+        [&](MPI_Request *request) {
+            return PMPI_Ialltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                  recv_type, comm, request);
+        },
+        [&] {
+            return mpich::Alltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
+                                   recv_type, comm);
+        });
 }
 
 }  // extern "C"

@@ -119,8 +119,9 @@ Status process_worker(transport::ucx::UcxWorker **out) {
     static Status failure = Status::ok;
     if (!worker && !is_error(failure)) {
         std::unique_ptr<transport::ucx::UcxWorker> made;
-        // NBRMA_PROGRESS=interrupt: the progress thread also sleeps on its events
-        failure = transport::ucx::UcxWorker::create(nullptr, &made, engine::interrupt::attached());
+        // With wakeup: the interrupt-mode progress thread and the assist thread
+        // (engine/assist.hpp) sleep on its events
+        failure = transport::ucx::UcxWorker::create(nullptr, &made, true);
         if (!is_error(failure)) worker = made.release();
         // UCX's CMA transport relies on the same PR_SET_PTRACER consent as nbrma's
         transport::shm::PtracerGrant::keep_forever();

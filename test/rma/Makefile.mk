@@ -26,6 +26,7 @@ check_PROGRAMS += \
 	test/rma/exposures_ahead \
 	test/rma/late_post \
 	test/rma/collective_progress \
+	test/rma/collective_forms \
 	test/rma/ifence_chain \
 	test/rma/reorder \
 	test/rma/at_errors \
@@ -123,6 +124,9 @@ test_rma_exposures_ahead_LDADD = $(RMATEST_LDADD)
 test_rma_collective_progress_SOURCES = test/rma/collective_progress.c
 test_rma_collective_progress_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_collective_progress_LDADD = $(RMATEST_LDADD)
+test_rma_collective_forms_SOURCES = test/rma/collective_forms.c
+test_rma_collective_forms_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_collective_forms_LDADD = $(RMATEST_LDADD)
 
 test_rma_late_post_SOURCES = test/rma/late_post.c
 test_rma_late_post_CPPFLAGS = $(RMATEST_CPPFLAGS)

@@ -2,11 +2,12 @@
  * collective_progress: a rank that enters a blocking collective with nbrma work pending
  * does not hold a peer that needs that work before it can join (issue 15, goal 5).
  *
- * Something must progress nbrma inside the collective (today: nbrma runs every
- * interposed blocking collective as MPICH's nonblocking twin plus a loop that sweeps;
- * with NBRMA_PROGRESS=thread or interrupt the progress thread serves too). Each round,
- * for each of MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather,
- * MPI_Scatter, MPI_Allgather and MPI_Alltoall (every result checked):
+ * nbrma runs every interposed blocking collective as MPICH's own blocking collective;
+ * while the rank has nbrma work pending, something must progress it meanwhile (in
+ * inline mode the assist thread, engine/assist.hpp; in thread and interrupt modes the
+ * progress thread). Each round, for each of MPI_Barrier, MPI_Bcast, MPI_Reduce,
+ * MPI_Allreduce, MPI_Gather, MPI_Scatter, MPI_Allgather and MPI_Alltoall (every result
+ * checked):
  *
  *   late post  rank 0: MPIX_Win_istart toward rank 1, MPI_Put, MPIX_Win_icomplete, then
  *              the collective, then MPI_Wait on the icomplete request. Rank 1 posts only
@@ -19,8 +20,11 @@
  *              MPI_Iprobe, which serves peers over UCX): the lock and the put need rank 0
  *              to progress inside the collective.
  *
- * Other ranks just join the collectives. Argument "interrupt": NBRMA_PROGRESS=interrupt.
- * 2 or more processes.
+ * Other ranks just join the collectives. Then, on shared memory in inline mode, a
+ * collective with nothing pending is not assisted (nbrma_get_counter("assisted_calls")
+ * stays), and the rounds were (it grew on rank 0); in thread mode nothing is assisted
+ * (the progress thread serves). Argument "interrupt": NBRMA_PROGRESS=interrupt (the
+ * progress thread, woken by the node's helper, serves). 2 or more processes.
  */
 #include <unistd.h>
 
@@ -133,6 +137,13 @@ static void hand_over(MPI_Win win, volatile int *base, int c, int round)
     }
 }
 
+static unsigned long long counter(const char *name)
+{
+    unsigned long long value = 0;
+    MPI_CHK(nbrma_get_counter(name, &value));
+    return value;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "interrupt") == 0)
@@ -156,14 +167,38 @@ int main(int argc, char **argv)
     MPI_CHK(MPI_Group_incl(world, 1, &one, &target_group));
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 
+    /* nothing pending: MPICH's collective alone */
+    const char *transport = getenv("NBRMA_TRANSPORT"), *progress = getenv("NBRMA_PROGRESS");
+    const int shm_inline = !(transport && strcmp(transport, "ucx") == 0) &&
+                           !getenv("NBRMA_VIRTUAL_NODES") &&
+                           !(progress && strcmp(progress, "inline") != 0);
+    const int thread_mode = progress && strcmp(progress, "thread") == 0;
+    const unsigned long long idle0 = counter("assisted_calls");
     for (int c = 0; c < NCOLL; c++)
         collective(c, 0);
+    const unsigned long long idle1 = counter("assisted_calls");
 
     for (int round = 1; round <= 2; round++)
         for (int c = 0; c < NCOLL; c++) {
             late_post(win, origin_group, target_group, base, c, round);
             hand_over(win, base, c, round);
         }
+    const unsigned long long busy = counter("assisted_calls");
+#ifndef NO_NBRMA
+    if (shm_inline)
+        CHECK(idle1 == idle0, "%llu collectives with nothing pending were assisted",
+              idle1 - idle0);
+    if (me == 0 && shm_inline)
+        CHECK(busy > idle1, "no collective of rank 0 was assisted (inline mode)");
+    if (thread_mode)
+        CHECK(busy == 0, "%llu collectives assisted beside the progress thread", busy);
+#else
+    (void) idle0, (void) idle1, (void) busy, (void) shm_inline, (void) thread_mode;
+#endif
+    if (me == 0)
+        printf("assisted_calls on rank 0: %llu of %d collectives with work pending\n",
+               busy - idle1, 2 * 2 * NCOLL);
+
     MPI_CHK(MPI_Group_free(&origin_group));
     MPI_CHK(MPI_Group_free(&target_group));
     MPI_CHK(MPI_Group_free(&world));

@@ -47,7 +47,8 @@ class UcxRegistration {
 class UcxWorker {
   public:
     // A context (RMA + 64-bit atomics) and one worker; `tls`, if non-null, forces UCX_TLS.
-    // `wakeup` (NBRMA_PROGRESS=interrupt) adds UCP_FEATURE_WAKEUP: event_fd() and arm().
+    // `wakeup` adds UCP_FEATURE_WAKEUP: event_fd() and arm() (nbrma's windows always
+    // ask for it: threads that serve peers sleep on the worker's events).
     static Status create(const char *tls, std::unique_ptr<UcxWorker> *out, bool wakeup = false);
     UcxWorker(const UcxWorker &) = delete;
     UcxWorker &operator=(const UcxWorker &) = delete;
