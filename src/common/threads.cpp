@@ -70,7 +70,7 @@ bool on_progress_thread() { return progress_thread; }
 void mark_progress_thread() { progress_thread = true; }
 
 void defer(void (*fn)(void *), void *arg) {
-    if (!active()) {
+    if (!active() && !progress_thread) {
         fn(arg);
         return;
     }

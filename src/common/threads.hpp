@@ -135,12 +135,12 @@ inline int release_reference(std::atomic<int> &count) {
 // A small number naming the calling thread (1, 2, ... in order of first use).
 unsigned thread_tag();
 
-// True on nbrma's own progress thread.
+// True on nbrma's own progress thread (and its assist thread, engine/assist.hpp).
 bool on_progress_thread();
 void mark_progress_thread();
 
 // Queues fn(arg) for an application thread: run at once when called on one while
-// locking is off, else queued. Safe from any thread, with or without the lock.
+// locking is off, else queued (always on nbrma's own threads). Safe from any thread, with or without the lock.
 void defer(void (*fn)(void *), void *arg);
 
 // Runs the queued calls; does nothing on the progress thread. Never call it with the

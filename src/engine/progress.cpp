@@ -49,8 +49,6 @@ std::atomic<std::size_t> swept_size{0};
 void publish_swept_size() { swept_size.store(swept().size(), std::memory_order_relaxed); }
 void (*external_poke)() = nullptr;
 bool sweeping = false;
-// Sweeps begun by any thread (written under the lock, read without: progress_sweeps).
-std::atomic<std::uint64_t> sweeps_begun{0};
 std::atomic<int> serving{0};  // registered windows whose transport needs our poll to serve peers
 // registered windows whose operations complete only when polled, with no event descriptor
 std::atomic<int> polled{0};
@@ -93,7 +91,6 @@ bool prune_locked() {
 bool sweep_locked() {
     if (sweeping) return false;  // a completion hook re-entered progress
     sweeping = true;
-    sweeps_begun.store(sweeps_begun.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     bool moved = false;
     auto &list = swept();
     for (std::size_t i = 0; i < list.size(); ++i) moved |= list[i]->progress();
@@ -362,8 +359,6 @@ bool progress_sweep() {
     threads::drain();
     return moved;
 }
-
-std::uint64_t progress_sweeps() { return sweeps_begun.load(std::memory_order_relaxed); }
 
 int progress_arm_events() {
     if (!threads::try_lock()) return -1;  // another thread progresses: sleep, no events

@@ -27,10 +27,6 @@ bool progress_sweep();
 // one relaxed load, no lock).
 bool progress_pending();
 
-// How many sweeps any thread has begun so far: a helper thread that sees it move knows
-// another thread is progressing.
-std::uint64_t progress_sweeps();
-
 // For a thread that found nothing to sweep and would sleep: arms the event descriptor of
 // a registered window that has one (UCX, one worker per process) and returns it, to
 // poll() before sweeping again; -1 if no window has one (or another thread holds the

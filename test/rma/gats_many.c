@@ -6,20 +6,21 @@
  *                             of epoch i) into slot i % SLOTS; MPIX_Win_icomplete
  *   target (rank 1), epoch i: MPIX_Win_ipost(group {0}); MPIX_Win_iwait
  *
- * Three batches of `count` epochs (default 10,000). After each batch the target checks
+ * Four batches of `count` epochs (default 10,000). After each batch the target checks
  * that every slot holds the value of the last epoch that wrote it (so the epochs were
  * matched one to one and in order), and both ranks check every request was completed
  * and freed. VmRSS (/proc/self/status) is read after batch 1 (the warm-up) and after
- * batch 3 on each rank; its growth must stay below RSS_BOUND_KIB, i.e. completed epochs
+ * batch 4 on each rank; its growth must stay below RSS_BOUND_KIB, i.e. completed epochs
  * and their requests are not leaked. RSS keeps the high-water mark of the epochs that
  * were pending at once (timing-dependent), so the bound is generous; the heap bytes in
  * use (glibc mallinfo2) after each batch, when nothing is pending, are the tight check:
- * they must not grow by more than HEAP_BYTES_PER_EPOCH for each epoch of batches 2 and
- * 3 (any object an epoch or its requests leaked is larger; what the allocators keep of
- * the pending epochs' high-water mark is not: once under ASan on a loaded machine the
- * origin's heap grew 817 KiB over 20,000 epochs, 42 bytes each, and 0 in three reruns).
+ * the smaller of their growths in batches 3 and 4 must stay below HEAP_BYTES_PER_EPOCH
+ * for each epoch of a batch (a leaked object grows the heap in every batch, and is
+ * larger; what the allocators keep of a new high-water mark of pending epochs appears
+ * in one batch: once under ASan on a loaded machine the origin's heap grew 817 KiB over
+ * 20,000 epochs, 42 bytes each, and 0 in three reruns).
  * Rank 0 prints, for each rank, a line
- *   RSS after batch1 X KiB, after batch3 Y KiB, growth Z KiB; heap in use growth H KiB
+ *   RSS after batch1 X KiB, after batch4 Y KiB, growth Z KiB; heap in use growth H KiB
  *   (rank r, role)
  * Under AddressSanitizer (make check-asan) freed memory waits in ASan's quarantine (up to
  * 256 MiB), so RSS grows whatever nbrma does: the RSS bound is not checked, the heap
@@ -44,7 +45,7 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 #include "rmatest.h"
 
 #define SLOTS 16
-#define NBATCH 3
+#define NBATCH 4
 #define DEFAULT_COUNT 10000
 #define RSS_BOUND_KIB (32 * 1024L)
 /* Under ASan, LeakSanitizer reports any object nbrma leaks at exit, so the growth check
@@ -179,16 +180,22 @@ int main(int argc, char **argv)
     /* memory growth between the end of the warm-up batch and the end of the last */
     long growth = rss[NBATCH - 1] - rss[0];
     long heap_growth = heap[NBATCH - 1] - heap[0];
+    /* a leak grows the heap in every batch; what the allocators keep of a new pending
+     * high-water mark appears once (thread mode: ~280 KiB in about 1 run of 12, before
+     * and after issue 15's collectives change): the smaller growth of the last two
+     * batches is the check */
+    const long last = heap[NBATCH - 1] - heap[NBATCH - 2], before = heap[NBATCH - 2] - heap[NBATCH - 3];
+    const long per_batch = last < before ? last : before;
     if (me <= 1) {
         CHECK(rss[0] > 0 && rss[NBATCH - 1] > 0, "cannot read VmRSS from /proc/self/status");
         CHECK(!RSS_CHECKED || growth < RSS_BOUND_KIB,
               "RSS grew by %ld KiB between batch 1 and batch %d (bound %ld KiB)", growth,
               NBATCH, RSS_BOUND_KIB);
-        const long heap_bound_kib = HEAP_BYTES_PER_EPOCH * (NBATCH - 1) * n / 1024;
-        CHECK(heap_growth < heap_bound_kib,
-              "heap in use grew by %ld KiB between batch 1 and batch %d (bound %ld KiB: %ld "
-              "bytes an epoch)",
-              heap_growth, NBATCH, heap_bound_kib, HEAP_BYTES_PER_EPOCH);
+        const long heap_bound_kib = HEAP_BYTES_PER_EPOCH * n / 1024;
+        CHECK(per_batch < heap_bound_kib,
+              "heap in use grew by %ld and %ld KiB in batches %d and %d (bound %ld KiB a "
+              "batch: %ld bytes an epoch)",
+              before, last, NBATCH - 1, NBATCH, heap_bound_kib, HEAP_BYTES_PER_EPOCH);
     }
     {
         long mine[3] = { rss[0], rss[NBATCH - 1], heap_growth };
@@ -200,12 +207,14 @@ int main(int argc, char **argv)
         }
     }
     if (me == 0) {
-        printf("%d epochs per batch: batch1 %.3f s, batch2 %.3f s, batch3 %.3f s\n", n, secs[0],
-               secs[1], secs[2]);
+        printf("%d epochs per batch:", n);
+        for (int b = 0; b < NBATCH; b++)
+            printf(" batch%d %.3f s", b + 1, secs[b]);
+        printf("\n");
         for (int r = 0; r < 2; r++)
-            printf("RSS after batch1 %ld KiB, after batch3 %ld KiB, growth %ld KiB; "
+            printf("RSS after batch1 %ld KiB, after batch%d %ld KiB, growth %ld KiB; "
                    "heap in use growth %ld KiB (rank %d, %s)\n",
-                   all[3 * r], all[3 * r + 1], all[3 * r + 1] - all[3 * r], all[3 * r + 2], r,
+                   all[3 * r], NBATCH, all[3 * r + 1], all[3 * r + 1] - all[3 * r], all[3 * r + 2], r,
                    r == 0 ? "origin" : "target");
         fflush(stdout);
     }
