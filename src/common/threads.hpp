@@ -140,7 +140,8 @@ bool on_progress_thread();
 void mark_progress_thread();
 
 // Queues fn(arg) for an application thread: run at once when called on one while
-// locking is off, else queued (always on nbrma's own threads). Safe from any thread, with or without the lock.
+// locking is off, else queued (always on nbrma's own threads). Safe from any thread,
+// with or without the lock.
 void defer(void (*fn)(void *), void *arg);
 
 // Runs the queued calls; does nothing on the progress thread. Never call it with the
