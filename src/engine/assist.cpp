@@ -8,8 +8,10 @@
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
+#include "common/log.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/progress.hpp"
@@ -148,7 +150,19 @@ Assist::Assist() {
         std::lock_guard<std::mutex> hold(assist.mutex);
         if (!assist.running.load(std::memory_order_relaxed)) {
             assist.stopping = false;
-            assist.thread = std::thread(run);
+            try {
+                assist.thread = std::thread(run);
+            } catch (const std::system_error &) {
+                // No thread (the process is at its limit): the call goes on unassisted,
+                // as it would without nbrma; said once.
+                assist.inside.fetch_sub(1, std::memory_order_seq_cst);
+                static std::once_flag said;
+                std::call_once(said, [] {
+                    log(0, "cannot start the assist thread: blocking collectives with nbrma "
+                           "work pending run without nbrma's progress");
+                });
+                return;
+            }
             assist.running.store(true, std::memory_order_release);
         }
     } else if (assist.parked.load(std::memory_order_seq_cst)) {
