@@ -105,6 +105,22 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+    // nbrma's complete requests (what MPIX_Win_ilock and an iunlock that completed inside
+    // its call return, a batch of them in a nonblocking-epoch loop): set to
+    // MPI_REQUEST_NULL as MPICH would, without asking it (about 9 ns a transaction in
+    // the transactions benchmark). Not with statuses: MPICH writes its own for them.
+    const MPI_Request complete = nbrma::mpi::complete_request_handle();
+    if (statuses == MPI_STATUSES_IGNORE && complete != MPI_REQUEST_NULL && count > 0 &&
+        requests) {
+        bool open = false;
+        for (int i = 0; i < count; ++i) {
+            if (requests[i] == complete)
+                requests[i] = MPI_REQUEST_NULL;
+            else
+                open |= requests[i] != MPI_REQUEST_NULL;
+        }
+        if (!open) return MPI_SUCCESS;
+    }
     return progress_until(
         [&](int *done) { return mpich::Testall(count, requests, done, statuses); },
         [&] { return mpich::Waitall(count, requests, statuses); });

@@ -194,18 +194,12 @@ void ensure_initialized() {
     });
 }
 
-namespace {
-// MPICH's handle for a receive from MPI_PROC_NULL, once two of them came back equal (a
-// built-in handle: nothing allocated, nothing to free); MPI_REQUEST_NULL until then.
-std::atomic<MPI_Request> proc_null_receive{MPI_REQUEST_NULL};
-}  // namespace
-
 int complete_request(MPI_Request *request) {
     // A receive from MPI_PROC_NULL is exactly that, and MPICH hands it out without
     // allocating, where a generalized request would cost a handle and a poll on every
     // wait. MPICH 4.0.2 hands out one built-in handle for all of them: once seen twice,
     // it is handed out here directly (and MPI_Wait recognizes it: is_complete_request).
-    const MPI_Request known = proc_null_receive.load(std::memory_order_relaxed);
+    const MPI_Request known = complete_request_handle();
     if (known != MPI_REQUEST_NULL) {
         *request = known;
         return MPI_SUCCESS;
@@ -214,13 +208,8 @@ int complete_request(MPI_Request *request) {
     if (error != MPI_SUCCESS) return error;
     static std::atomic<MPI_Request> last{MPI_REQUEST_NULL};
     if (last.exchange(*request, std::memory_order_relaxed) == *request)
-        proc_null_receive.store(*request, std::memory_order_relaxed);
+        detail::proc_null_receive.store(*request, std::memory_order_relaxed);
     return MPI_SUCCESS;
-}
-
-bool is_complete_request(MPI_Request request) {
-    return request != MPI_REQUEST_NULL &&
-           request == proc_null_receive.load(std::memory_order_relaxed);
 }
 
 int request_wrap(engine::Request *request, MPI_Request *handle, engine::Window *cancellable) {

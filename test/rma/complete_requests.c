@@ -7,7 +7,8 @@
  *
  *   MPI_Wait (status ignored, and with a status), MPI_Test, MPI_Request_free,
  *   MPI_Waitall over them mixed with the program's MPI_Irecv from MPI_PROC_NULL and a
- *   real two-sided exchange, MPI_Request_get_status; every handle ends MPI_REQUEST_NULL
+ *   real two-sided exchange, MPI_Waitall ignoring statuses (alone, and with a null
+ *   handle and a real exchange), MPI_Request_get_status; every handle ends MPI_REQUEST_NULL
  *   (get_status leaves it), a receive from MPI_PROC_NULL reports count 0 and the status
  *   MPICH gave the program's first such receive (MPICH 4.0.2 reports source 0 and tag 0
  *   there, not MPI_PROC_NULL and MPI_ANY_TAG as MPI says; nbrma changes nothing in it),
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
         MPI_CHK(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, right, 0, win, &opened));
         MPI_CHK(MPI_Put(&value, 1, MPI_LONG_LONG, right, me, 1, MPI_LONG_LONG, win));
         MPI_CHK(MPIX_Win_iunlock(right, win, &closed));
-        switch (round % 5) {
+        switch (round % 6) {
         case 0:  /* MPI_Wait, status ignored, then with a status */
             MPI_CHK(MPI_Wait(&opened, MPI_STATUS_IGNORE));
             MPI_CHK(MPI_Wait(&closed, &status));
@@ -80,6 +81,30 @@ int main(int argc, char **argv)
         case 3: {  /* freed unwaited (the closing one after it completed) */
             MPI_CHK(MPI_Request_free(&opened));
             MPI_CHK(MPI_Wait(&closed, MPI_STATUS_IGNORE));
+            break;
+        }
+        case 4: {  /* Waitall ignoring statuses (nbrma sets these to null itself): alone,
+                    * or with a null handle and a real exchange */
+            if ((round / 6) % 2 == 0) {
+                MPI_Request two[2] = { opened, closed };
+                MPI_CHK(MPI_Waitall(2, two, MPI_STATUSES_IGNORE));
+                CHECK(two[0] == MPI_REQUEST_NULL && two[1] == MPI_REQUEST_NULL,
+                      "round %d: Waitall (statuses ignored) left a request", round);
+            } else {
+                MPI_Request all[5];
+                long long token = round, got = -1;
+                all[0] = opened;
+                all[1] = MPI_REQUEST_NULL;
+                all[2] = closed;
+                MPI_CHK(MPI_Irecv(&got, 1, MPI_LONG_LONG, left, 8, MPI_COMM_WORLD, &all[3]));
+                MPI_CHK(MPI_Isend(&token, 1, MPI_LONG_LONG, right, 8, MPI_COMM_WORLD, &all[4]));
+                MPI_CHK(MPI_Waitall(5, all, MPI_STATUSES_IGNORE));
+                for (int i = 0; i < 5; i++)
+                    CHECK(all[i] == MPI_REQUEST_NULL,
+                          "round %d: Waitall (statuses ignored) left request %d", round, i);
+                CHECK(got == round, "round %d: received %lld", round, got);
+            }
+            opened = closed = MPI_REQUEST_NULL;
             break;
         }
         default: {  /* Waitall with the program's own requests */
