@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <mutex>
 
-
 namespace nbrma::mpi {
 
 namespace {
