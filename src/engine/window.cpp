@@ -556,16 +556,20 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     return true;
 }
 
-// fetch_and_op, compare_and_swap, or an accumulate of one element, as one 64-bit atomic
-// in a DirectLock: a shape Operation::check accepted before (atomic_shape_), 8-byte data
-// the transport does atomically in the window (what the general path's accumulates do
-// element by element). false, with nothing done, for anything else (the general path
+// fetch_and_op, compare_and_swap, or an accumulate of up to 16 elements, as 64-bit
+// atomics (one an element) in a DirectLock: a shape Operation::check accepted before
+// (atomic_shape_), 8-byte data the transport does atomically in the window (what the
+// general path's accumulates do element by element; MPI promises accumulates atomicity
+// per element only). false, with nothing done, for anything else (the general path
 // checks and runs it).
 bool Window::rma_atomic(const RmaCall &call, Status *status) {
+    constexpr int most_elements = 16;
     const bool swap = call.kind == RmaKind::compare_and_swap;
     const bool accumulate = call.kind == RmaKind::accumulate;  // nothing fetched
+    const int elements = accumulate ? call.origin_count : 1;
     if ((!swap && !accumulate && call.kind != RmaKind::fetch_and_op) || call.notify ||
-        !config_.hardware_atomics || call.origin_count != 1 || call.target_count != 1 ||
+        !config_.hardware_atomics || elements < 1 || elements > most_elements ||
+        call.origin_count != elements || call.target_count != elements ||
         call.origin_type != call.target_type ||
         (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)) ||
         !transport_.supports_atomics(call.target, Region::window))
@@ -585,25 +589,32 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
                                                  &shape.operand_zero));
     }
     if (!shape.usable) return false;
+    const std::size_t bytes = 8 * static_cast<std::size_t>(elements);
     std::uintptr_t end = 0;
     if ((!shape.operand_zero &&
-         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.origin), 8, &end)) ||
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.origin), bytes, &end)) ||
         (!accumulate &&
          __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), 8, &end)) ||
         (swap && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), 8, &end)))
         return false;
-    std::uint64_t offset = 0;
-    if (!direct_range(call, 8, &offset) ||
+    std::uint64_t offset = 0;  // every element in range before the first is touched
+    if (!direct_range(call, bytes, &offset) ||
         !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}))
         return false;
-    std::uint64_t operand = 0, compare = 0, previous = 0;
-    if (!shape.operand_zero) std::memcpy(&operand, call.origin, 8);
+    std::uint64_t compare = 0, previous = 0;
     if (swap) std::memcpy(&compare, call.compare, 8);
     ++next_age_;
     ++counters().rma_ops;
-    *status = transport_.atomic(call.target, shape.atomic, RemoteAddress{Region::window, offset},
-                                operand, compare, &previous, nullptr);
-    if (!is_error(*status) && !accumulate) std::memcpy(call.result, &previous, 8);
+    const auto *origin = static_cast<const unsigned char *>(call.origin);
+    for (int i = 0; i < elements; ++i) {
+        std::uint64_t operand = 0;
+        if (!shape.operand_zero) std::memcpy(&operand, origin + 8 * i, 8);
+        *status = transport_.atomic(call.target, shape.atomic,
+                                    RemoteAddress{Region::window, offset + 8 * i}, operand,
+                                    compare, &previous, nullptr);
+        if (is_error(*status)) return true;
+    }
+    if (!accumulate) std::memcpy(call.result, &previous, 8);
     return true;
 }
 

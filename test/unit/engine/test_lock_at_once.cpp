@@ -358,6 +358,28 @@ TEST_F(LockAtOnce, FetchAndOpAndCompareAndSwapRunAsOneAtomicAtOnce) {
     ASSERT_EQ(w.rma(swap, nullptr), Status::ok);
     EXPECT_EQ(old, 9);
     EXPECT_EQ(cell(1, 2), 77);
+    // An accumulate of several 8-byte integers: one atomic an element; a vector that
+    // does not fit is refused whole (nothing added), as the general path refuses it.
+    const std::int64_t vector[4] = {1, 20, 300, -4000};
+    std::int64_t before[4];
+    for (int i = 0; i < 4; ++i) before[i] = cell(1, i);
+    RmaCall sum4 = data_call(RmaKind::put, const_cast<std::int64_t *>(vector), 4, MPI_INT64_T,
+                             1, 0);
+    sum4.kind = RmaKind::accumulate;
+    sum4.op = MPI_SUM;
+    ASSERT_EQ(w.rma(sum4, nullptr), Status::ok);
+    ASSERT_EQ(w.rma(sum4, nullptr), Status::ok);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(cell(1, i), before[i] + 2 * vector[i]) << i;
+    const std::int64_t tail5 = cell(1, 5), tail6 = cell(1, 6), tail7 = cell(1, 7);
+    sum4.displacement = 40;  // cells 5, 6, 7 and one past the 64-byte window
+    EXPECT_EQ(w.rma(sum4, nullptr), Status::err_range);
+    EXPECT_EQ(cell(1, 5), tail5);
+    EXPECT_EQ(cell(1, 6), tail6);
+    EXPECT_EQ(cell(1, 7), tail7);
+    sum4.displacement = 0;
+    sum4.op = MPI_REPLACE;
+    ASSERT_EQ(w.rma(sum4, nullptr), Status::ok);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(cell(1, i), vector[i]) << i;
     Request *request = reinterpret_cast<Request *>(1);
     ASSERT_EQ(w.unlock(1, &request), Status::ok);
     EXPECT_EQ(request, nullptr);
