@@ -68,24 +68,24 @@ int finish(int error, MPI_Request *request, MPI_Status *status = MPI_STATUS_IGNO
 int wait_ignoring_status(MPI_Request *request) { return wait_one(request, MPI_STATUS_IGNORE); }
 
 // A blocking collective on `comm`, in the form its members agreed (mpi/collective_form.hpp):
-// MPICH's own `call`, assisted while nbrma wants progress; or the nonblocking twin
-// `start` plus a sweeping wait.
-template <class Start, class Call>
-int collective(MPI_Comm comm, Start start, Call call) {
+// MPICH's own `blocking(args...)`, assisted while nbrma wants progress; or the
+// nonblocking `twin(args..., &request)` plus a sweeping wait.
+template <class Twin, class Blocking, class... Args>
+int collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
     CollectiveForm form = nbrma::mpi::collective_form(comm);
     if (form == CollectiveForm::unknown) {
         const int error = nbrma::mpi::agree_collective_form(comm, &form, wait_ignoring_status);
         if (error != MPI_SUCCESS) return error;
     }
-    if (form == CollectiveForm::not_comm) return call();  // MPICH reports it
+    if (form == CollectiveForm::not_comm) return blocking(args...);  // MPICH reports it
     if (form == CollectiveForm::twin) {
         nbrma::mpi::count_twin_collective();
         MPI_Request request;
-        return finish(start(&request), &request);
+        return finish(twin(args..., &request), &request);
     }
-    if (!progress_wanted()) return call();
+    if (!progress_wanted()) return blocking(args...);
     nbrma::engine::Assist assist;
-    return call();
+    return blocking(args...);
 }
 
 }  // namespace
@@ -236,94 +236,47 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 // comment)
 
 int MPI_Barrier(MPI_Comm comm) {
-    return collective(
-        comm, [&](MPI_Request *request) { return PMPI_Ibarrier(comm, request); },
-        [&] { return mpich::Barrier(comm); });
+    return collective(comm, PMPI_Ibarrier, mpich::Barrier, comm);
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-    return collective(
-        comm,
-        [&](MPI_Request *request) {
-            return PMPI_Ibcast(buffer, count, type, root, comm, request);
-        },
-        [&] { return mpich::Bcast(buffer, count, type, root, comm); });
+    return collective(comm, PMPI_Ibcast, mpich::Bcast, buffer, count, type, root, comm);
 }
 
 int MPI_Reduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
                int root, MPI_Comm comm) {
-    return collective(
-        comm,
-        [&](MPI_Request *request) {
-            return PMPI_Ireduce(send_buffer, recv_buffer, count, type, op, root, comm, request);
-        },
-        [&] { return mpich::Reduce(send_buffer, recv_buffer, count, type, op, root, comm); });
+    return collective(comm, PMPI_Ireduce, mpich::Reduce, send_buffer, recv_buffer, count, type, op,
+                      root, comm);
 }
 
 int MPI_Allreduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
                   MPI_Op op, MPI_Comm comm) {
-    return collective(
-        comm,
-        [&](MPI_Request *request) {
-            return PMPI_Iallreduce(send_buffer, recv_buffer, count, type, op, comm, request);
-        },
-        [&] { return mpich::Allreduce(send_buffer, recv_buffer, count, type, op, comm); });
+    return collective(comm, PMPI_Iallreduce, mpich::Allreduce, send_buffer, recv_buffer, count,
+                      type, op, comm);
 }
 
 int MPI_Gather(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    return collective(
-        comm,
-        [&](MPI_Request *request) {
-            return PMPI_Igather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                recv_type, root, comm, request);
-        },
-        [&] {
-            return mpich::Gather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                 recv_type, root, comm);
-        });
+    return collective(comm, PMPI_Igather, mpich::Gather, send_buffer, send_count, send_type,
+                      recv_buffer, recv_count, recv_type, root, comm);
 }
 
 int MPI_Scatter(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                 int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    return collective(
-        comm,
-        [&](MPI_Request *request) {
-            return PMPI_Iscatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                 recv_type, root, comm, request);
-        },
-        [&] {
-            return mpich::Scatter(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                  recv_type, root, comm);
-        });
+    return collective(comm, PMPI_Iscatter, mpich::Scatter, send_buffer, send_count, send_type,
+                      recv_buffer, recv_count, recv_type, root, comm);
 }
 
 int MPI_Allgather(const void *send_buffer, int send_count, MPI_Datatype send_type,
                   void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    return collective(
-        comm,
-        [&](MPI_Request *request) {
-            return PMPI_Iallgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                   recv_type, comm, request);
-        },
-        [&] {
-            return mpich::Allgather(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                    recv_type, comm);
-        });
+    return collective(comm, PMPI_Iallgather, mpich::Allgather, send_buffer, send_count, send_type,
+                      recv_buffer, recv_count, recv_type, comm);
 }
 
 int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                  int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    return collective(
-        comm,
-        [&](MPI_Request *request) {
-            return PMPI_Ialltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                  recv_type, comm, request);
-        },
-        [&] {
-            return mpich::Alltoall(send_buffer, send_count, send_type, recv_buffer, recv_count,
-                                   recv_type, comm);
-        });
+    return collective(comm, PMPI_Ialltoall, mpich::Alltoall, send_buffer, send_count, send_type,
+                      recv_buffer, recv_count, recv_type, comm);
 }
 
 }  // extern "C"

@@ -7,7 +7,6 @@
 #include <mpi.h>
 
 #include <atomic>
-
 #include <memory>
 #include <string>
 
