@@ -391,14 +391,18 @@ void Window::dump(std::FILE *out) const {
     for (int target = 0; target < size_; ++target) {
         const std::uint64_t grant = control_word(layout_.node_grant(target));
         const std::uint64_t next = control_word(layout_.node_next(target));
-        const auto *flags = static_cast<const std::uint8_t *>(transport_.local_control()) +
-                            layout_.node_reader_flag(target, 0);
-        int raised = 0;
-        for (int r = 0; r < size_; ++r) raised += __atomic_load_n(&flags[r], __ATOMIC_ACQUIRE) != 0;
-        if (grant || next || raised)
-            std::fprintf(out, "    node for target %d: grant %llu next %#llx reader flags %d\n",
+        const std::uint64_t top = control_word(layout_.node_top(target));
+        const std::uint64_t count = control_word(layout_.node_count(target));
+        const std::uint64_t below = control_word(layout_.node_below(target));
+        if (grant || next || top || count || below)
+            std::fprintf(out,
+                         "    node for target %d: grant %llu next %#llx readers top %llu count "
+                         "%llu below %llu\n",
                          target, static_cast<unsigned long long>(grant),
-                         static_cast<unsigned long long>(next), raised);
+                         static_cast<unsigned long long>(next),
+                         static_cast<unsigned long long>(top),
+                         static_cast<unsigned long long>(count),
+                         static_cast<unsigned long long>(below));
     }
 }
 

@@ -20,17 +20,23 @@ namespace nbrma::sync {
 //       node's help table)
 //   64  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (transport/directory.hpp)
-//   ..  per-peer matching counters (DESIGN §4), 32 bytes each, all monotone and
+//   ..  per-peer matching counters (DESIGN §4), 24 bytes each, all monotone and
 //       only ever fetch-added by that peer (so delivery order does not matter):
 //         +0  grant — exposures the peer opened toward this rank (the SC14 g)
 //         +8  done  — access epochs of the peer toward this rank that are done (d)
 //         +16 fence — fence barriers the peer entered (fence notices)
 //       The counters a (accesses requested) and e (exposures opened) are only ever
 //       read by their owner and live in the engine's window object instead.
-//   ..  per-target lock-queue nodes, node_stride() bytes each:
+//   ..  per-target lock-queue nodes, node_bytes (40) each, constant state per lock
+//       request (no per-rank arrays: a window costs 64 bytes a peer on every rank):
 //         +0  grant  — written 1 by whoever hands this rank the lock on that target
 //         +8  next   — written by an exclusive successor: (rank + 1) | (readers << 32)
-//         +16 reader flags — one byte per rank: "I wait behind your exclusive lock"
+//         +16 top    — readers queued behind this rank's exclusive request push
+//                      themselves here (swap: rank + 1 of the last one, 0 none)
+//         +24 count  — and then count themselves here (fetch-add 1): once it reaches
+//                      the number of readers the lock word said, the stack is whole
+//         +32 below  — this rank, as such a reader: what it found in top, plus 1
+//                      (the exclusive reads it to walk the stack)
 //   ..  notification counters (DESIGN §8), notify_capacity of them, 8 bytes each, only
 //       ever fetch-added by origins (MPIX_Put_notify ...) and read or set by this rank.
 //       Pages nobody touched cost nothing (shm and ucx map them lazily).
@@ -41,7 +47,8 @@ class ControlLayout {
     static constexpr std::size_t notify_num = 16;
     static constexpr std::size_t directory = 64;
     static constexpr std::size_t directory_bytes = 1024;
-    static constexpr std::size_t counter_bytes = 32;
+    static constexpr std::size_t counter_bytes = 24;
+    static constexpr std::size_t node_bytes = 40;
     // Everything from here on (counters, lock-queue nodes) is what a rank's pending
     // epochs wait on: writes there ring the rank's bell (NBRMA_PROGRESS=interrupt).
     static constexpr std::size_t watched = directory + directory_bytes;
@@ -53,21 +60,28 @@ class ControlLayout {
     std::uint32_t notify_capacity() const { return notify_capacity_; }
 
     std::size_t counters() const { return watched; }
-    std::size_t counter(int peer) const { return counters() + peer * counter_bytes; }
+    std::size_t counter(int peer) const {
+        return counters() + static_cast<std::size_t>(peer) * counter_bytes;
+    }
     std::size_t grant_count(int peer) const { return counter(peer); }
     std::size_t done_count(int peer) const { return counter(peer) + 8; }
     std::size_t fence_count(int peer) const { return counter(peer) + 16; }
 
-    std::size_t nodes() const { return counters() + nranks_ * counter_bytes; }
-    std::size_t node_stride() const { return 16 + round_up(nranks_, 8); }
-    std::size_t node(int target) const { return nodes() + target * node_stride(); }
+    std::size_t nodes() const {
+        return counters() + static_cast<std::size_t>(nranks_) * counter_bytes;
+    }
+    std::size_t node(int target) const {
+        return nodes() + static_cast<std::size_t>(target) * node_bytes;
+    }
     std::size_t node_grant(int target) const { return node(target); }
     std::size_t node_next(int target) const { return node(target) + 8; }
-    std::size_t node_reader_flag(int target, int reader) const {
-        return node(target) + 16 + reader;
-    }
+    std::size_t node_top(int target) const { return node(target) + 16; }
+    std::size_t node_count(int target) const { return node(target) + 24; }
+    std::size_t node_below(int target) const { return node(target) + 32; }
 
-    std::size_t notifications() const { return round_up(nodes() + nranks_ * node_stride(), 64); }
+    std::size_t notifications() const {
+        return round_up(nodes() + static_cast<std::size_t>(nranks_) * node_bytes, 64);
+    }
     std::size_t notification(std::uint32_t index) const { return notifications() + 8 * index; }
 
     std::size_t size() const {

@@ -26,6 +26,7 @@ void LockOperation::acquire(transport::Transport &transport, const ControlLayout
                             int target, LockMode mode) {
     begin(transport, layout, target, mode, Phase::acquire_cas);
     enqueued_ = false;
+    linked_ = -1;
     cas_expected_ = 0;  // guess: the lock is free
 }
 
@@ -43,13 +44,15 @@ void LockOperation::release(transport::Transport &transport, const ControlLayout
 }
 
 void LockOperation::describe(char *out, std::size_t size) const {
-    static const char *const names[] = {"idle",         "acquire_cas",    "wait_grant",
-                                        "release_cas",  "wait_successor", "wait_readers",
-                                        "finished"};
-    std::snprintf(out, size, "%s pending=%d cas=%#llx/%#llx readers=%u successor=%d",
+    static const char *const names[] = {"idle",           "acquire_cas",     "wait_grant",
+                                        "release_cas",    "wait_successor",  "register_reader",
+                                        "wait_readers",   "walk_readers",    "finished"};
+    std::snprintf(out, size,
+                  "%s pending=%d cas=%#llx/%#llx readers=%u successor=%d linked=%d woken=%u",
                   names[static_cast<int>(phase_)], pending_,
                   static_cast<unsigned long long>(cas_expected_),
-                  static_cast<unsigned long long>(cas_result_), readers_, successor_);
+                  static_cast<unsigned long long>(cas_result_), readers_, successor_, linked_,
+                  woken_);
 }
 
 void LockOperation::on_complete(Status status) {
@@ -101,6 +104,16 @@ Status LockOperation::grant(int rank) {
     return post_put(rank, layout_->node_grant(target_), &grant_value_, sizeof grant_value_);
 }
 
+Status LockOperation::read_below(int rank) {
+    reader_ = rank;
+    link_result_ = 0;
+    Status status = transport_->get(rank, &link_result_, sizeof link_result_,
+                                    RemoteAddress{Region::control, layout_->node_below(target_)},
+                                    this);
+    if (status == Status::in_progress) ++pending_;
+    return is_error(status) ? status : Status::ok;
+}
+
 Status LockOperation::step() {
     switch (phase_) {
         case Phase::acquire_cas:
@@ -145,6 +158,7 @@ Status LockOperation::step() {
         case Phase::wait_grant: {
             if (load_local(layout_->node_grant(target_)) == 0) return Status::in_progress;
             store_local(layout_->node_grant(target_), 0);
+            if (linked_ >= 0) store_local(layout_->node_below(target_), 0);
             phase_ = Phase::finished;
             return Status::ok;
         }
@@ -175,21 +189,43 @@ Status LockOperation::step() {
             if (status == Status::in_progress) ++pending_;
             return is_error(status) ? status : Status::ok;
         }
+        case Phase::register_reader: {
+            // Our swap put us on top of the exclusive's stack; what was there is below us.
+            // Recorded before we count ourselves, so the exclusive, which walks only once
+            // every reader counted, always finds it.
+            store_local(layout_->node_below(target_), link_result_ + 1);
+            phase_ = Phase::wait_grant;
+            Status status = transport_->atomic(
+                linked_, AtomicOp::fetch_add, RemoteAddress{Region::control, layout_->node_count(target_)},
+                1, 0, nullptr, this);
+            if (status == Status::in_progress) ++pending_;
+            return is_error(status) ? status : Status::ok;
+        }
         case Phase::wait_readers: {
-            auto *flags = static_cast<std::uint8_t *>(transport_->local_control()) +
-                          layout_->node_reader_flag(target_, 0);
-            std::uint32_t raised = 0;
-            for (int r = 0; r < layout_->nranks(); ++r)
-                if (__atomic_load_n(&flags[r], __ATOMIC_ACQUIRE)) ++raised;
-            if (raised < readers_) return Status::in_progress;
-            phase_ = Phase::finished;
-            for (int r = 0; r < layout_->nranks(); ++r) {
-                if (!__atomic_load_n(&flags[r], __ATOMIC_ACQUIRE)) continue;
-                __atomic_store_n(&flags[r], 0, __ATOMIC_RELAXED);
-                Status status = grant(r);
-                if (is_error(status)) return status;
+            if (load_local(layout_->node_count(target_)) < readers_) return Status::in_progress;
+            // Every reader pushed itself before counting, and no other reader comes to
+            // this node before our next exclusive request: the stack is whole and ours.
+            store_local(layout_->node_count(target_), 0);
+            const std::uint64_t top = load_local(layout_->node_top(target_));
+            store_local(layout_->node_top(target_), 0);
+            if (top == 0) return Status::err_other;
+            woken_ = 0;
+            phase_ = Phase::walk_readers;
+            return read_below(static_cast<int>(top) - 1);
+        }
+        case Phase::walk_readers: {
+            // reader_'s below has arrived: grant it (it clears below when it sees the
+            // grant, so never before the read), and read the next one's meanwhile.
+            const std::uint64_t below = link_result_;
+            if (below == 0) return Status::err_other;  // a reader counted before recording
+            Status status = grant(reader_);
+            if (is_error(status)) return status;
+            if (++woken_ == readers_) {
+                phase_ = Phase::finished;
+                return Status::ok;
             }
-            return Status::ok;
+            if (below == 1) return Status::err_other;  // fewer on the stack than counted
+            return read_below(static_cast<int>(below - 1) - 1);
         }
         case Phase::idle:
         case Phase::finished:
@@ -212,8 +248,13 @@ Status LockOperation::after_acquire_cas(LockWord old) {
         next_record_ = LockNext::encode(me_, old.waiting);
         return post_put(tail, layout_->node_next(target_), &next_record_, sizeof next_record_);
     }
-    return post_put(tail, layout_->node_reader_flag(target_, me_), &flag_value_,
-                    sizeof flag_value_);
+    linked_ = tail;
+    phase_ = Phase::register_reader;
+    Status status = transport_->atomic(tail, AtomicOp::swap,
+                                       RemoteAddress{Region::control, layout_->node_top(target_)},
+                                       static_cast<std::uint64_t>(me_ + 1), 0, &link_result_, this);
+    if (status == Status::in_progress) ++pending_;
+    return is_error(status) ? status : Status::ok;
 }
 
 Status LockOperation::after_release_cas(LockWord old) {

@@ -8,11 +8,15 @@
 //   holder grants us. If an exclusive requester T was tail, we write
 //   next = (me, readers queued behind T) into T's node and T hands over at release.
 // Acquire shared: CAS; with no exclusive tail, active += 1 and the lock is ours;
-//   otherwise waiting += 1 and we raise our flag in the tail's node: that exclusive
-//   wakes us when it releases.
+//   otherwise waiting += 1 and we register with the tail's node: swap ourselves onto
+//   its reader stack (`top`), keep what we found there as our `below`, then count
+//   ourselves in its `count`. That exclusive wakes us when it releases.
 // Release exclusive: if still tail, CAS tail := 0 and turn `waiting` into `active`;
 //   else wait locally for the successor's `next`, then either grant it (no readers
-//   between us) or make it `head` behind those readers. Then wake our readers.
+//   between us) or make it `head` behind those readers. Then wake our readers: wait
+//   locally until `count` says all of them registered, then walk the stack from `top`,
+//   reading each reader's `below` (a get) before granting it. Constant state per
+//   request, whatever the number of ranks; one round trip per reader woken.
 // Release shared: CAS active -= 1; the last holder out grants `head`.
 #ifndef NBRMA_SYNC_LOCK_PROTOCOL_HPP
 #define NBRMA_SYNC_LOCK_PROTOCOL_HPP
@@ -60,7 +64,10 @@ class LockOperation final : public transport::Completion {
         release_cas,        // CAS the word to leave (exclusive: only if still tail)
         wait_successor,     // exclusive: spin locally until the successor linked, then
                             // grant it or make it head behind our readers (fetch-add)
+        register_reader,    // shared behind an exclusive: pushed on its stack, now
+                            // record below and count ourselves
         wait_readers,       // exclusive: spin locally until our readers registered
+        walk_readers,       // exclusive: read the next reader's below, grant it
         finished,
     };
 
@@ -74,6 +81,7 @@ class LockOperation final : public transport::Completion {
     Status after_acquire_cas(LockWord old);
     Status after_release_cas(LockWord old);
     Status grant(int rank);
+    Status read_below(int rank);
 
     transport::Transport *transport_ = nullptr;
     const ControlLayout *layout_ = nullptr;
@@ -90,10 +98,13 @@ class LockOperation final : public transport::Completion {
     std::uint64_t add_result_ = 0;  // wait_successor's fetch-add (fetched only to complete late)
     std::uint32_t readers_ = 0;   // exclusive release: readers queued behind us
     int successor_ = -1;
+    int linked_ = -1;              // shared behind an exclusive: that exclusive (the tail)
+    std::uint64_t link_result_ = 0;  // register_reader: the top we replaced; walk: a below
+    std::uint32_t woken_ = 0;      // walk_readers: readers granted so far
+    int reader_ = -1;              // walk_readers: the reader whose below was read
     // Sources of puts must outlive them.
     std::uint64_t next_record_ = 0;
     std::uint64_t grant_value_ = 1;
-    std::uint8_t flag_value_ = 1;
 };
 
 // One-CAS forms, for a transport whose atomics complete inside the call (shared

@@ -28,7 +28,7 @@ bool inside(std::uint64_t offset, std::size_t length, std::uint64_t size) {
 // attached memory (a displacement computed from a null base lands there).
 constexpr std::uint64_t null_page = 4096;
 
-// Control-region writes (lock grants, successor records, reader flags) are words their
+// Control-region writes (lock grants, successor records, reader links) are words their
 // owner reads, clears and reuses while the writer may still be running. memcpy must not
 // do them: glibc copies 8 bytes as two overlapping 8-byte stores to the same address, and
 // a writer preempted between the two rewrote a grant its owner had already consumed and

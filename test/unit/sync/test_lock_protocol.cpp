@@ -298,15 +298,10 @@ class LockRun {
             s << "offset " << off;
             return s.str();
         }
-        std::size_t node = (off - layout_.nodes()) / layout_.node_stride();
-        std::size_t in = (off - layout_.nodes()) % layout_.node_stride();
-        s << "node(target " << node << ")";
-        if (in < 8)
-            s << ".grant";
-        else if (in < 16)
-            s << ".next";
-        else
-            s << ".reader_flag[" << in - 16 << "]";
+        std::size_t node = (off - layout_.nodes()) / ControlLayout::node_bytes;
+        std::size_t in = (off - layout_.nodes()) % ControlLayout::node_bytes;
+        static const char *const fields[] = {".grant", ".next", ".top", ".count", ".below"};
+        s << "node(target " << node << ")" << fields[in / 8];
         return s.str();
     }
 

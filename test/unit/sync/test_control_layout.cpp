@@ -1,0 +1,72 @@
+// The control region's size as jobs grow (issue 16): computed from the real layout
+// (sync/control_region.hpp) for p = 2 ... 2^20 ranks, against the bound of 64 bytes a
+// peer plus a constant, and the fields of every peer disjoint and 8-byte aligned.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+
+#include "sync/control_region.hpp"
+
+using nbrma::sync::ControlLayout;
+
+namespace {
+
+constexpr std::size_t per_peer_bound = 64;
+// Lock word, accumulate lock, notification count, the directory header of dynamic
+// windows, and the rounding of the end to a cache line.
+constexpr std::size_t constant_bound = ControlLayout::watched + 64;
+
+}  // namespace
+
+TEST(ControlLayout, BytesPerRankStayWithin64APeer) {
+    std::printf("[ control ] bytes per rank per window (no notification counters)\n");
+    std::printf("[ control ] %10s %16s %12s\n", "ranks", "bytes", "bytes/peer");
+    for (int log = 1; log <= 20; ++log) {
+        const int p = 1 << log;
+        const ControlLayout layout(p);
+        const std::size_t bytes = layout.size();
+        EXPECT_LE(bytes, per_peer_bound * p + constant_bound) << "p = " << p;
+        if (log % 2 == 0 || log == 1)
+            std::printf("[ control ] %10d %16zu %12.1f\n", p, bytes, double(bytes) / p);
+    }
+    // Not a power of two, and the largest window the lock word admits.
+    for (int p : {3, 1000, 65534}) {
+        const ControlLayout layout(p);
+        EXPECT_LE(layout.size(), per_peer_bound * p + constant_bound) << "p = " << p;
+    }
+}
+
+TEST(ControlLayout, NotificationCountersComeOnTop) {
+    const ControlLayout plain(1024), notified(1024, 100);
+    EXPECT_EQ(notified.notifications(), plain.notifications());
+    EXPECT_GE(notified.size(), plain.size() + 8 * 100);
+    EXPECT_LT(notified.size(), plain.size() + 8 * 100 + 64);
+    EXPECT_EQ(notified.notification(99) + 8, notified.notifications() + 800);
+}
+
+TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
+    for (int p : {1, 2, 3, 7, 64, 1000}) {
+        const ControlLayout layout(p);
+        std::set<std::size_t> words = {ControlLayout::lock_word, ControlLayout::accumulate_lock,
+                                       ControlLayout::notify_num};
+        auto add = [&](std::size_t offset) {
+            EXPECT_EQ(offset % 8, 0u) << "p = " << p << " offset " << offset;
+            EXPECT_GE(offset, ControlLayout::watched) << "p = " << p;
+            EXPECT_LE(offset + 8, layout.notifications()) << "p = " << p;
+            EXPECT_TRUE(words.insert(offset).second) << "p = " << p << ": " << offset << " twice";
+        };
+        for (int peer = 0; peer < p; ++peer) {
+            add(layout.grant_count(peer));
+            add(layout.done_count(peer));
+            add(layout.fence_count(peer));
+            add(layout.node_grant(peer));
+            add(layout.node_next(peer));
+            add(layout.node_top(peer));
+            add(layout.node_count(peer));
+            add(layout.node_below(peer));
+        }
+        EXPECT_EQ(words.size(), 3 + 8 * std::size_t(p));
+        EXPECT_LE(layout.notifications(), layout.size());
+    }
+}
