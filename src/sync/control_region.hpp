@@ -18,6 +18,9 @@ namespace nbrma::sync {
 //   16  notification counters this rank has now (MPIX_Win_notify_set_num): origins
 //       read it to check an index (the bell of NBRMA_PROGRESS=interrupt lives in the
 //       node's help table)
+//   24  head rank: where the exclusive request at the head of this rank's lock queue,
+//       waiting for shared holders to drain, and the last of them to leave meet
+//       (lock_word.hpp: HeadRank)
 //   64  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (transport/directory.hpp)
 //   ..  per-peer matching counters (DESIGN §4), 24 bytes each, all monotone and
@@ -45,6 +48,7 @@ class ControlLayout {
     static constexpr std::size_t lock_word = 0;
     static constexpr std::size_t accumulate_lock = 8;
     static constexpr std::size_t notify_num = 16;
+    static constexpr std::size_t head_rank = 24;
     static constexpr std::size_t directory = 64;
     static constexpr std::size_t directory_bytes = 1024;
     static constexpr std::size_t counter_bytes = 24;

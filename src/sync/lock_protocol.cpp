@@ -44,9 +44,10 @@ void LockOperation::release(transport::Transport &transport, const ControlLayout
 }
 
 void LockOperation::describe(char *out, std::size_t size) const {
-    static const char *const names[] = {"idle",           "acquire_cas",     "wait_grant",
-                                        "release_cas",    "wait_successor",  "register_reader",
-                                        "wait_readers",   "walk_readers",    "finished"};
+    static const char *const names[] = {
+        "idle",           "acquire_cas",     "publish_head", "wait_grant",
+        "release_cas",    "drain_head",      "clear_head",   "wait_successor",
+        "register_reader", "wait_readers",   "walk_readers", "finished"};
     std::snprintf(out, size,
                   "%s pending=%d cas=%#llx/%#llx readers=%u successor=%d linked=%d woken=%u",
                   names[static_cast<int>(phase_)], pending_,
@@ -104,6 +105,17 @@ Status LockOperation::grant(int rank) {
     return post_put(rank, layout_->node_grant(target_), &grant_value_, sizeof grant_value_);
 }
 
+// A fetching atomic on the target's head_rank word (fetching, so that it completes only
+// once performed there), its result in head_result_.
+Status LockOperation::post_head_atomic(AtomicOp op, std::uint64_t operand,
+                                       std::uint64_t compare) {
+    Status status = transport_->atomic(target_, op,
+                                       RemoteAddress{Region::control, ControlLayout::head_rank},
+                                       operand, compare, &head_result_, this);
+    if (status == Status::in_progress) ++pending_;
+    return is_error(status) ? status : Status::ok;
+}
+
 Status LockOperation::read_below(int rank) {
     reader_ = rank;
     link_result_ = 0;
@@ -132,7 +144,7 @@ Status LockOperation::step() {
                 if (mode_ == LockMode::exclusive) {
                     next.tail = static_cast<std::uint32_t>(me_ + 1);
                     if (old.tail == 0) {
-                        if (old.active > 0) next.head = next.tail;
+                        if (old.active > 0) next.head = true;
                     } else {
                         next.waiting = 0;  // those readers now wait for the old tail
                     }
@@ -151,7 +163,7 @@ Status LockOperation::step() {
                 next.waiting = 0;
             } else {
                 next.active -= 1;
-                if (old.active == 1) next.head = 0;  // we grant it below
+                if (old.active == 1) next.head = false;  // we grant it below
             }
             return post_cas(next.encode());
         }
@@ -178,16 +190,48 @@ Status LockOperation::step() {
             // (UCX), and a reader we then grant over a faster path (shared memory) could
             // release before its count arrived: active would underflow and the head never
             // be granted (LockProtocolRandom.EarlyLocalCompletion).
+            // The successor's rank goes to the head_rank word first, where the last of
+            // those readers will find it: we grant them only once both are performed.
             LockWord add;
             add.active = readers_;
-            add.head = static_cast<std::uint32_t>(successor_ + 1);
+            add.head = true;
             phase_ = Phase::wait_readers;
-            Status status = transport_->atomic(
+            Status status = post_head_atomic(AtomicOp::swap,
+                                             static_cast<std::uint64_t>(successor_ + 1), 0);
+            if (is_error(status)) return status;
+            status = transport_->atomic(
                 target_, AtomicOp::fetch_add,
                 RemoteAddress{Region::control, ControlLayout::lock_word}, add.encode(), 0,
                 &add_result_, this);
             if (status == Status::in_progress) ++pending_;
             return is_error(status) ? status : Status::ok;
+        }
+        case Phase::publish_head: {
+            // Our rank is in head_rank now. Found drained: the last shared holder left
+            // before, the lock is ours, and we clear the word; else it will grant us.
+            if (head_result_ != HeadRank::drained) {
+                phase_ = Phase::wait_grant;
+                return Status::ok;
+            }
+            head_grant_ = -1;
+            phase_ = Phase::clear_head;
+            return post_head_atomic(AtomicOp::swap, 0, 0);
+        }
+        case Phase::drain_head: {
+            // Marked drained: the head will find it. Else we found its rank: clear the
+            // word (performed before our grant lets it run on and release, so a later
+            // head's rank is never wiped), then grant it.
+            if (head_result_ == 0) {
+                phase_ = Phase::finished;
+                return Status::ok;
+            }
+            head_grant_ = static_cast<int>(head_result_) - 1;
+            phase_ = Phase::clear_head;
+            return post_head_atomic(AtomicOp::swap, 0, 0);
+        }
+        case Phase::clear_head: {
+            phase_ = Phase::finished;
+            return head_grant_ >= 0 ? grant(head_grant_) : Status::ok;
         }
         case Phase::register_reader: {
             // Our swap put us on top of the exclusive's stack; what was there is below us.
@@ -239,9 +283,13 @@ Status LockOperation::after_acquire_cas(LockWord old) {
     phase_ = Phase::wait_grant;
     if (old.tail == 0) {
         // Shared: no exclusive requester at all. Exclusive: granted unless readers hold it
-        // (then we are head and the last reader out grants us).
-        if (mode_ == LockMode::shared || old.active == 0) phase_ = Phase::finished;
-        return Status::ok;
+        // (then we are head: we leave our rank for the last reader out, who grants us).
+        if (mode_ == LockMode::shared || old.active == 0) {
+            phase_ = Phase::finished;
+            return Status::ok;
+        }
+        phase_ = Phase::publish_head;
+        return post_head_atomic(AtomicOp::swap, static_cast<std::uint64_t>(me_ + 1), 0);
     }
     int tail = static_cast<int>(old.tail) - 1;
     if (mode_ == LockMode::exclusive) {
@@ -260,7 +308,10 @@ Status LockOperation::after_acquire_cas(LockWord old) {
 Status LockOperation::after_release_cas(LockWord old) {
     if (mode_ == LockMode::shared) {
         phase_ = Phase::finished;
-        if (old.active == 1 && old.head != 0) return grant(static_cast<int>(old.head) - 1);
+        if (old.active == 1 && old.head) {
+            phase_ = Phase::drain_head;
+            return post_head_atomic(AtomicOp::compare_swap, HeadRank::drained, 0);
+        }
         return Status::ok;
     }
     readers_ = old.waiting;

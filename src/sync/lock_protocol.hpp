@@ -17,7 +17,12 @@
 //   locally until `count` says all of them registered, then walk the stack from `top`,
 //   reading each reader's `below` (a get) before granting it. Constant state per
 //   request, whatever the number of ranks; one round trip per reader woken.
-// Release shared: CAS active -= 1; the last holder out grants `head`.
+// Release shared: CAS active -= 1; the last holder out grants the head, whose rank it
+//   meets at the target's head_rank word (lock_word.hpp: HeadRank): the head swaps its
+//   rank in, the last holder CASes 0 to drained, and whoever comes second acts (the
+//   holder clears the word and grants; the head clears it and holds the lock). An
+//   exclusive that hands over to a successor behind readers puts the successor's rank
+//   there itself before it wakes the readers.
 #ifndef NBRMA_SYNC_LOCK_PROTOCOL_HPP
 #define NBRMA_SYNC_LOCK_PROTOCOL_HPP
 
@@ -60,8 +65,11 @@ class LockOperation final : public transport::Completion {
     enum class Phase : std::uint8_t {
         idle,
         acquire_cas,        // CAS the word to join the queue
+        publish_head,       // exclusive head: our rank swapped into head_rank
         wait_grant,         // spin (locally) on our node's grant
         release_cas,        // CAS the word to leave (exclusive: only if still tail)
+        drain_head,         // last shared holder out: head_rank CAS 0 -> drained
+        clear_head,         // head_rank cleared by whoever came second (then grant)
         wait_successor,     // exclusive: spin locally until the successor linked, then
                             // grant it or make it head behind our readers (fetch-add)
         register_reader,    // shared behind an exclusive: pushed on its stack, now
@@ -82,6 +90,7 @@ class LockOperation final : public transport::Completion {
     Status after_release_cas(LockWord old);
     Status grant(int rank);
     Status read_below(int rank);
+    Status post_head_atomic(transport::AtomicOp op, std::uint64_t operand, std::uint64_t compare);
 
     transport::Transport *transport_ = nullptr;
     const ControlLayout *layout_ = nullptr;
@@ -98,6 +107,8 @@ class LockOperation final : public transport::Completion {
     std::uint64_t add_result_ = 0;  // wait_successor's fetch-add (fetched only to complete late)
     std::uint32_t readers_ = 0;   // exclusive release: readers queued behind us
     int successor_ = -1;
+    std::uint64_t head_result_ = 0;  // what a head_rank atomic found
+    int head_grant_ = -1;            // clear_head: the head to grant once cleared
     int linked_ = -1;              // shared behind an exclusive: that exclusive (the tail)
     std::uint64_t link_result_ = 0;  // register_reader: the top we replaced; walk: a below
     std::uint32_t woken_ = 0;      // walk_readers: readers granted so far

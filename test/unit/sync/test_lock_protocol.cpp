@@ -25,7 +25,8 @@
 // request's place fixed when its acquire's atomic on the lock word succeeds at the
 // target (and enqueued() must agree): an exclusive is granted only after every
 // request enqueued before it, a shared only after every exclusive enqueued before it;
-// lock-word invariants (head != 0 implies tail != 0 and active > 0); no error status.
+// lock-word invariants (head implies tail != 0 and active > 0; the head rank word 0,
+// drained or a rank + 1); no error status.
 // At the end: no step enabled implies every script finished (no deadlock), nothing
 // in flight, every lock word 0 and every control region all zero (nothing left
 // behind for the next epoch).
@@ -287,8 +288,8 @@ class LockRun {
     static std::string word_name(std::uint64_t w) {
         LockWord d = LockWord::decode(w);
         char buf[128];
-        std::snprintf(buf, sizeof buf, "0x%016" PRIx64 " {active %u, waiting %u, tail %u, head %u}", w, d.active,
-                      d.waiting, d.tail, d.head);
+        std::snprintf(buf, sizeof buf, "0x%016" PRIx64 " {active %u, waiting %u, tail %u, head %d}", w, d.active,
+                      d.waiting, d.tail, d.head ? 1 : 0);
         return buf;
     }
 
@@ -425,15 +426,18 @@ class LockRun {
         for (int t = 0; t < n_; ++t) {
             std::uint64_t w = world_.load64(t, Region::control, ControlLayout::lock_word);
             LockWord d = LockWord::decode(w);
-            if (d.head != 0 && (d.tail == 0 || d.active == 0))
-                fail("lock word invariant (head != 0 implies tail != 0 and active > 0) broken on target " +
+            if (d.head && (d.tail == 0 || d.active == 0))
+                fail("lock word invariant (head implies tail != 0 and active > 0) broken on target " +
                      std::to_string(t) + ": " + word_name(w));
             if (d.tail == 0 && d.waiting != 0)
                 fail("lock word invariant (waiting readers need a tail) broken on target " + std::to_string(t) +
                      ": " + word_name(w));
-            if (d.tail > static_cast<unsigned>(n_) || d.head > static_cast<unsigned>(n_) ||
-                d.active > static_cast<unsigned>(n_) || d.waiting > static_cast<unsigned>(n_))
+            if (d.tail > static_cast<unsigned>(n_) || d.active > static_cast<unsigned>(n_) ||
+                d.waiting > static_cast<unsigned>(n_))
                 fail("lock word field out of range on target " + std::to_string(t) + ": " + word_name(w));
+            std::uint64_t head = world_.load64(t, Region::control, ControlLayout::head_rank);
+            if (head != 0 && head != nbrma::sync::HeadRank::drained && head > static_cast<std::uint64_t>(n_))
+                fail("head rank word out of range on target " + std::to_string(t) + ": " + std::to_string(head));
         }
     }
 
