@@ -49,6 +49,7 @@ void Epoch::reset(std::uint64_t id, EpochKind kind, int target, sync::LockMode m
     assert_ = assertions;
     open_ = true;
     barrier_passed_ = false;
+    barrier_round_ = 0;
     state_ = EngineState::deferred;
     failure_ = Status::ok;
     calls_ = 0;
@@ -60,8 +61,8 @@ void Epoch::reset(std::uint64_t id, EpochKind kind, int target, sync::LockMode m
     member_.clear();
     beside_.clear();
     // Untouched targets must read as null (find()); keep their states for at().
-    for (auto &state : targets_)
-        if (state) spare_targets_.push_back(std::move(state));
+    for (int rank : touched_) spare_targets_.push_back(std::move(targets_[rank]));
+    touched_.clear();
     ++counters().epochs_opened;
 }
 
@@ -134,6 +135,7 @@ TargetState &Epoch::at(int rank) {
         spare_targets_.pop_back();
         state->reset();
     }
+    touched_.push_back(rank);
     return *state;
 }
 

@@ -134,15 +134,20 @@ class Epoch {
     void fail(Status status) {
         if (!is_error(failure_)) failure_ = status;
     }
-    // The fence barrier: notices to every peer, then every peer's notice.
+    // The fence barrier, a dissemination barrier: in round k a notice to rank + 2^k,
+    // then rank - 2^k's notice; `barrier_round` is the round whose notice we await.
     Notices &barrier_notices() { return barrier_notices_; }
+    int barrier_round() const { return barrier_round_; }
+    void next_barrier_round() { ++barrier_round_; }
     bool barrier_passed() const { return barrier_passed_; }
     void pass_barrier();
 
     bool covers(int rank) const;
     TargetState &at(int rank);          // created on first use
     TargetState *find(int rank) const;  // null if never touched
-    const std::vector<std::unique_ptr<TargetState>> &targets() const { return targets_; }
+    // The ranks with a TargetState, in the order first touched: what sweeps walk, so an
+    // epoch that deals with few of many ranks costs little per sweep.
+    const std::vector<int> &touched() const { return touched_; }
 
   private:
     std::uint64_t id_;
@@ -152,6 +157,7 @@ class Epoch {
     int assert_;
     bool open_ = true;
     bool barrier_passed_ = false;
+    int barrier_round_ = 0;
     EngineState state_ = EngineState::deferred;
     Status failure_ = Status::ok;
     std::uint64_t calls_ = 0;
@@ -164,6 +170,7 @@ class Epoch {
     std::vector<std::uint64_t> beside_;
     unsigned opener_ = 0;
     std::vector<std::unique_ptr<TargetState>> targets_;  // by rank
+    std::vector<int> touched_;
     // Target states of earlier uses (reset()), handed out again by at().
     std::vector<std::unique_ptr<TargetState>> spare_targets_;
 };

@@ -742,8 +742,8 @@ bool Window::waiting() const {
     if (!flushes_.empty() || transport_flushes_ != 0) return true;
     for (const auto &epoch : epochs_) {
         if (epoch->state() != EngineState::active || !epoch->open()) return true;
-        for (const auto &target : epoch->targets()) {
-            if (!target) continue;
+        for (int rank : epoch->touched()) {
+            const TargetState *target = epoch->find(rank);
             if (!target->pending.empty() || target->phase == TargetPhase::acquiring ||
                 target->phase == TargetPhase::releasing || target->phase == TargetPhase::flushing)
                 return true;
@@ -828,16 +828,16 @@ void Window::activate(Epoch &epoch) {
             start_target(epoch, epoch.target(), epoch.at(epoch.target()));
             return;
         case EpochKind::fence:
-            // The fence barrier, over counters: our earlier epochs are complete (serial
-            // activation), so tell every peer; the barrier passes once every peer told us.
-            for (int peer = 0; peer < size(); ++peer)
-                if (peer != rank())
-                    notify(peer, layout_.fence_count(rank()), epoch.barrier_notices());
+            // The fence barrier, a dissemination barrier over counters: our earlier epochs
+            // are complete (serial activation), so round 0 tells rank + 1; the rounds go
+            // on in advance_fence.
+            if (layout_.fence_rounds() > 0) send_fence_round(epoch);
             [[fallthrough]];
         case EpochKind::lock_all:  // shared locks on demand, per target, at the first call
-            for (int peer = 0; peer < size(); ++peer) {
+            for (std::size_t i = 0; i < epoch.touched().size(); ++i) {
+                const int peer = epoch.touched()[i];
                 TargetState *state = epoch.find(peer);
-                if (state && state->phase == TargetPhase::none) start_target(epoch, peer, *state);
+                if (state->phase == TargetPhase::none) start_target(epoch, peer, *state);
             }
             return;
         case EpochKind::access:
@@ -958,13 +958,10 @@ bool Window::advance(Epoch &epoch) {
 bool Window::advance_passive(Epoch &epoch) {
     bool moved = false;
     bool busy = false;  // some target still acquiring, holding work, or releasing
-    // A lock epoch touches its one target only; lock_all any of them.
-    const bool single = epoch.kind() == EpochKind::lock;
-    const int first = single ? epoch.target() : 0;
-    const int last = single ? epoch.target() + 1 : size();
-    for (int rank = first; rank < last; ++rank) {
+    // A lock epoch touches its one target only; lock_all those it dealt with.
+    for (std::size_t i = 0; i < epoch.touched().size(); ++i) {
+        const int rank = epoch.touched()[i];
         TargetState *state = epoch.find(rank);
-        if (!state) continue;
         if (state->phase == TargetPhase::acquiring) {
             Status status = state->operation.advance();
             if (status == Status::ok) {
@@ -1017,29 +1014,46 @@ bool Window::advance_passive(Epoch &epoch) {
     return moved;
 }
 
+// Round k of the fence barrier: one notice to rank + 2^k, into our slot of its round k.
+void Window::send_fence_round(Epoch &epoch) {
+    const int round = epoch.barrier_round();
+    const int peer = static_cast<int>((rank() + (std::int64_t{1} << round)) % size());
+    notify(peer, sync::ControlLayout::fence_round(round), epoch.barrier_notices());
+}
+
 bool Window::advance_fence(Epoch &epoch) {
     bool moved = false;
     if (!epoch.barrier_passed()) {
+        // Round k passes when rank - 2^k's notice of this fence arrived, which it sent
+        // only after its own rounds before k passed: after the last round every rank
+        // has entered the fence (each counter counts one notice a barrier fence).
+        const int rounds = layout_.fence_rounds();
+        while (epoch.barrier_round() < rounds) {
+            if (control_word(sync::ControlLayout::fence_round(epoch.barrier_round())) <
+                epoch.sequence())
+                return moved;
+            epoch.next_barrier_round();
+            moved = true;
+            if (epoch.barrier_round() < rounds) send_fence_round(epoch);
+        }
         Notices &notices = epoch.barrier_notices();
-        if (!notices.done()) return false;
+        if (!notices.done()) return moved;
         if (is_error(notices.failure)) epoch.fail(notices.failure);
-        for (int peer = 0; peer < size(); ++peer)
-            if (peer != rank() && control_word(layout_.fence_count(peer)) < epoch.sequence())
-                return false;
         epoch.pass_barrier();
-        for (int peer = 0; peer < size(); ++peer)
-            if (TargetState *state = epoch.find(peer)) state->phase = TargetPhase::held;
+        for (int peer : epoch.touched()) epoch.find(peer)->phase = TargetPhase::held;
         moved = true;
     }
-    for (int peer = 0; peer < size(); ++peer)
-        if (TargetState *state = epoch.find(peer)) moved |= run_pending(epoch, *state);
+    for (std::size_t i = 0; i < epoch.touched().size(); ++i) {
+        const int peer = epoch.touched()[i];
+        moved |= run_pending(epoch, *epoch.find(peer));
+    }
     if (epoch.open()) return moved;
     // The calls complete at their targets before the epoch does (and so before the
     // next fence tells the peers).
     bool flushed = true;
-    for (int peer = 0; peer < size(); ++peer) {
+    for (int peer : epoch.touched()) {
         TargetState *state = epoch.find(peer);
-        if (!state || state->phase == TargetPhase::released) continue;
+        if (state->phase == TargetPhase::released) continue;
         if (flushed_to(epoch, peer, *state)) {
             state->phase = TargetPhase::released;
             moved = true;
@@ -1127,10 +1141,10 @@ bool Window::flush_done(Flush &flush) {
     if (!flush.ran) {
         for (const auto &epoch : epochs_) {
             if (epoch->state() == EngineState::completed) continue;
-            for (int rank = 0; rank < size(); ++rank) {
+            for (int rank : epoch->touched()) {
                 if (flush.target != -1 && rank != flush.target) continue;
                 const TargetState *state = epoch->find(rank);
-                if (state && !state->pending.empty() && state->pending.front()->age() <= flush.age)
+                if (!state->pending.empty() && state->pending.front()->age() <= flush.age)
                     return false;
             }
         }

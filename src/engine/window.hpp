@@ -236,6 +236,7 @@ class Window {
     bool flush_done(Flush &flush);
     std::uint64_t control_word(std::size_t offset) const;
     void notify(int peer, std::size_t offset, Notices &notices);
+    void send_fence_round(Epoch &epoch);
     Status check_notify(const RmaCall &call);
 
     transport::Transport &transport_;

@@ -23,15 +23,17 @@ namespace nbrma::sync {
 //       (lock_word.hpp: HeadRank)
 //   64  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (transport/directory.hpp)
-//   ..  per-peer matching counters (DESIGN §4), 24 bytes each, all monotone and
+//   ..  fence round counters, max_fence_rounds of them: the fence barrier is a
+//       dissemination barrier (ceil(log2 p) rounds); round k's counter is fetch-added
+//       once a barrier fence by rank - 2^k (mod p), monotone like the counters below
+//   ..  per-peer matching counters (DESIGN §4), 16 bytes each, all monotone and
 //       only ever fetch-added by that peer (so delivery order does not matter):
 //         +0  grant — exposures the peer opened toward this rank (the SC14 g)
 //         +8  done  — access epochs of the peer toward this rank that are done (d)
-//         +16 fence — fence barriers the peer entered (fence notices)
 //       The counters a (accesses requested) and e (exposures opened) are only ever
 //       read by their owner and live in the engine's window object instead.
 //   ..  per-target lock-queue nodes, node_bytes (40) each, constant state per lock
-//       request (no per-rank arrays: a window costs 64 bytes a peer on every rank):
+//       request (no per-rank arrays: a window costs 56 bytes a peer on every rank):
 //         +0  grant  — written 1 by whoever hands this rank the lock on that target
 //         +8  next   — written by an exclusive successor: (rank + 1) | (readers << 32)
 //         +16 top    — readers queued behind this rank's exclusive request push
@@ -51,9 +53,10 @@ class ControlLayout {
     static constexpr std::size_t head_rank = 24;
     static constexpr std::size_t directory = 64;
     static constexpr std::size_t directory_bytes = 1024;
-    static constexpr std::size_t counter_bytes = 24;
+    static constexpr std::size_t counter_bytes = 16;
+    static constexpr int max_fence_rounds = 24;  // ceil(log2 p) for every p < 2^24
     static constexpr std::size_t node_bytes = 40;
-    // Everything from here on (counters, lock-queue nodes) is what a rank's pending
+    // Everything from here on (fence rounds, counters, lock-queue nodes) is what a rank's pending
     // epochs wait on: writes there ring the rank's bell (NBRMA_PROGRESS=interrupt).
     static constexpr std::size_t watched = directory + directory_bytes;
 
@@ -63,13 +66,20 @@ class ControlLayout {
     int nranks() const { return nranks_; }
     std::uint32_t notify_capacity() const { return notify_capacity_; }
 
-    std::size_t counters() const { return watched; }
+    // The dissemination fence's rounds for this many ranks, and round k's counter.
+    int fence_rounds() const {
+        int rounds = 0;
+        while (rounds < max_fence_rounds && (std::int64_t{1} << rounds) < nranks_) ++rounds;
+        return rounds;
+    }
+    static constexpr std::size_t fence_round(int round) { return watched + 8 * round; }
+
+    std::size_t counters() const { return fence_round(max_fence_rounds); }
     std::size_t counter(int peer) const {
         return counters() + static_cast<std::size_t>(peer) * counter_bytes;
     }
     std::size_t grant_count(int peer) const { return counter(peer); }
     std::size_t done_count(int peer) const { return counter(peer) + 8; }
-    std::size_t fence_count(int peer) const { return counter(peer) + 16; }
 
     std::size_t nodes() const {
         return counters() + static_cast<std::size_t>(nranks_) * counter_bytes;

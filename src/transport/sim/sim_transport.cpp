@@ -129,6 +129,7 @@ SimWorld::SimWorld(int nranks, std::size_t control_bytes, std::size_t window_byt
     endpoints_.reserve(nranks);
     for (int r = 0; r < nranks; ++r) endpoints_.push_back(std::make_unique<SimTransport>(*this, r));
     fence_epoch_.assign(static_cast<std::size_t>(nranks) * nranks, 0);
+    traffic_.assign(nranks, Traffic());
 }
 
 SimWorld::~SimWorld() = default;
@@ -166,6 +167,13 @@ Status SimWorld::check(int peer, Region region, std::uint64_t offset, std::size_
 }
 
 Status SimWorld::post(Op op) {
+    Traffic &traffic = traffic_[op.origin];
+    switch (op.kind) {
+        case OpKind::put: ++traffic.puts; traffic.bytes += op.length; break;
+        case OpKind::get: ++traffic.gets; traffic.bytes += op.length; break;
+        case OpKind::atomic: ++traffic.atomics; traffic.bytes += 8; break;
+        case OpKind::flush: ++traffic.flushes; break;
+    }
     op.fence_epoch = fence_epoch_[static_cast<std::size_t>(op.origin) * nranks_ + op.target];
     op.serial = serial_++;
     if (early_local_ && (op.kind == OpKind::put || (op.kind == OpKind::atomic && !op.result))) {

@@ -138,6 +138,16 @@ class SimWorld {
     // Total operations ever delivered (a progress measure for tests).
     std::uint64_t delivered_count() const { return delivered_; }
 
+    // What a rank posted since the world began or reset_traffic(): the message counts
+    // of the scaling model (test/unit/engine/test_scale.cpp).
+    struct Traffic {
+        std::uint64_t puts = 0, gets = 0, atomics = 0, flushes = 0;
+        std::uint64_t bytes = 0;  // put and get payloads, 8 an atomic
+        std::uint64_t messages() const { return puts + gets + atomics; }
+    };
+    const Traffic &traffic(int rank) const { return traffic_.at(rank); }
+    void reset_traffic() { traffic_.assign(traffic_.size(), Traffic()); }
+
     std::string describe(std::size_t index) const;
     static std::string describe(const Op &op);
 
@@ -158,6 +168,7 @@ class SimWorld {
     std::vector<Op> ops_;
     std::uint64_t serial_ = 0;
     std::uint64_t delivered_ = 0;
+    std::vector<Traffic> traffic_;  // by origin
     bool early_local_ = false;
 };
 

@@ -921,12 +921,14 @@ TEST(FenceBarrier, OneDelayedRankHoldsEveryFenceAndRecordedPut) {
         EXPECT_EQ(ranks.w(r).epochs_pending(), 2u);
     }
     for (int r = 0; r < n; ++r) EXPECT_TRUE(ranks.window_clean(r)) << "a recorded put ran at rank " << r;
-    // Every notice of the first fence arrived; rank 3 sent none.
-    for (int r = 0; r < n; ++r)
-        for (int peer = 0; peer < n; ++peer)
-            if (peer != r) {
-                EXPECT_EQ(ranks.fences(r, peer), peer == 3 ? 0u : 1u) << r << "<-" << peer;
-            }
+    // The dissemination barrier of the first fence went as far as it can without rank
+    // 3: round 0 (r -> r + 1) from ranks 0-2; round 1 (r -> r + 2) from ranks 1 and 2,
+    // which heard from ranks 0 and 1 in round 0, not from rank 0, which waits for 3.
+    const std::uint64_t round0[n] = {0, 1, 1, 1}, round1[n] = {1, 0, 0, 1};
+    for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(ranks.fence_round(r, 0), round0[r]) << "rank " << r;
+        EXPECT_EQ(ranks.fence_round(r, 1), round1[r]) << "rank " << r;
+    }
 
     fence_and_put(3);
     CompletionOrder order;
@@ -961,10 +963,8 @@ TEST(FenceBarrier, OneDelayedRankHoldsEveryFenceAndRecordedPut) {
         EXPECT_TRUE(last[r]->complete());
         EXPECT_EQ(ranks.w(r).epochs_pending(), 0u);
         EXPECT_FALSE(ranks.w(r).has_open_epoch());
-        for (int peer = 0; peer < n; ++peer)
-            if (peer != r) {
-                EXPECT_EQ(ranks.fences(r, peer), 3u);
-            }
+        for (int round = 0; round < ranks.layout.fence_rounds(); ++round)
+            EXPECT_EQ(ranks.fence_round(r, round), 3u) << "rank " << r << " round " << round;
     }
 }
 
@@ -1012,13 +1012,16 @@ TEST(FenceBarrier, EpochsUnderRandomDeliveryOrders) {
         ASSERT_TRUE(run.failure().empty()) << "seed " << seed << ": " << run.failure();
         ASSERT_TRUE(run.all_finished() && run.unfinished().empty()) << "seed " << seed << ": " << run.unfinished();
         ASSERT_TRUE(run.requests().all_complete_ok()) << "seed " << seed;
-        for (int r = 0; r < n; ++r)
+        for (int r = 0; r < n; ++r) {
+            for (int round = 0; round < ranks.layout.fence_rounds(); ++round)
+                ASSERT_EQ(ranks.fence_round(r, round), static_cast<std::uint64_t>(epochs + 1))
+                    << "seed " << seed << " round " << round;
             for (int peer = 0; peer < n; ++peer) {
                 if (peer == r) continue;
-                ASSERT_EQ(ranks.fences(r, peer), static_cast<std::uint64_t>(epochs + 1)) << "seed " << seed;
                 for (int k = 0; k < epochs; ++k)
                     ASSERT_EQ(ranks.at(r, slot_of(peer, k)), value(peer, r, k)) << "seed " << seed;
             }
+        }
     }
 }
 

@@ -1,10 +1,11 @@
 // The control region's size as jobs grow (issue 16): computed from the real layout
 // (sync/control_region.hpp) for p = 2 ... 2^20 ranks, against the bound of 64 bytes a
-// peer plus a constant, and the fields of every peer disjoint and 8-byte aligned.
+// peer plus a constant (56 now), and the fields of every peer disjoint and 8-byte aligned.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <set>
+#include <utility>
 
 #include "sync/control_region.hpp"
 
@@ -13,9 +14,9 @@ using nbrma::sync::ControlLayout;
 namespace {
 
 constexpr std::size_t per_peer_bound = 64;
-// Lock word, accumulate lock, notification count, the directory header of dynamic
-// windows, and the rounding of the end to a cache line.
-constexpr std::size_t constant_bound = ControlLayout::watched + 64;
+// Lock word, accumulate lock, notification count, head rank, the directory header of
+// dynamic windows, the fence rounds, and the rounding of the end to a cache line.
+constexpr std::size_t constant_bound = ControlLayout::watched + 8 * ControlLayout::max_fence_rounds + 64;
 
 }  // namespace
 
@@ -37,6 +38,14 @@ TEST(ControlLayout, BytesPerRankStayWithin64APeer) {
     }
 }
 
+TEST(ControlLayout, FenceRoundsAreCeilLog2) {
+    const std::pair<int, int> expected[] = {{1, 0},   {2, 1},         {3, 2},        {4, 2},
+                                            {5, 3},   {1024, 10},     {1025, 11},    {65536, 16},
+                                            {1 << 20, 20}, {(1 << 21) - 2, 21}};
+    for (auto [p, rounds] : expected) EXPECT_EQ(ControlLayout(p).fence_rounds(), rounds) << p;
+    EXPECT_LE(ControlLayout((1 << 21) - 2).fence_rounds(), ControlLayout::max_fence_rounds);
+}
+
 TEST(ControlLayout, NotificationCountersComeOnTop) {
     const ControlLayout plain(1024), notified(1024, 100);
     EXPECT_EQ(notified.notifications(), plain.notifications());
@@ -49,7 +58,7 @@ TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
     for (int p : {1, 2, 3, 7, 64, 1000}) {
         const ControlLayout layout(p);
         std::set<std::size_t> words = {ControlLayout::lock_word, ControlLayout::accumulate_lock,
-                                       ControlLayout::notify_num};
+                                       ControlLayout::notify_num, ControlLayout::head_rank};
         auto add = [&](std::size_t offset) {
             EXPECT_EQ(offset % 8, 0u) << "p = " << p << " offset " << offset;
             EXPECT_GE(offset, ControlLayout::watched) << "p = " << p;
@@ -59,14 +68,15 @@ TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
         for (int peer = 0; peer < p; ++peer) {
             add(layout.grant_count(peer));
             add(layout.done_count(peer));
-            add(layout.fence_count(peer));
             add(layout.node_grant(peer));
             add(layout.node_next(peer));
             add(layout.node_top(peer));
             add(layout.node_count(peer));
             add(layout.node_below(peer));
         }
-        EXPECT_EQ(words.size(), 3 + 8 * std::size_t(p));
+        for (int round = 0; round < ControlLayout::max_fence_rounds; ++round)
+            add(ControlLayout::fence_round(round));
+        EXPECT_EQ(words.size(), 4 + 7 * std::size_t(p) + ControlLayout::max_fence_rounds);
         EXPECT_LE(layout.notifications(), layout.size());
     }
 }
