@@ -36,12 +36,15 @@ const char *engine_state_name(EngineState state) {
 
 Epoch::Epoch(std::uint64_t id, EpochKind kind, int nranks, int target, sync::LockMode mode,
              int assertions)
-    : targets_(nranks) {
+    : kind_(kind), nranks_(nranks) {
     reset(id, kind, target, mode, assertions);
 }
 
 void Epoch::reset(std::uint64_t id, EpochKind kind, int target, sync::LockMode mode,
                   int assertions) {
+    // Untouched targets must read as null (find()); keep their states for at().
+    for (int rank : touched_) spare_targets_.push_back(std::move(slot(rank)));
+    touched_.clear();
     id_ = id;
     kind_ = kind;
     target_ = target;
@@ -60,9 +63,6 @@ void Epoch::reset(std::uint64_t id, EpochKind kind, int target, sync::LockMode m
     group_.clear();
     member_.clear();
     beside_.clear();
-    // Untouched targets must read as null (find()); keep their states for at().
-    for (int rank : touched_) spare_targets_.push_back(std::move(targets_[rank]));
-    touched_.clear();
     ++counters().epochs_opened;
 }
 
@@ -73,7 +73,7 @@ Epoch::~Epoch() {
 }
 
 void Epoch::set_group(std::vector<int> group) {
-    member_.assign(targets_.size(), 0);
+    member_.assign(static_cast<std::size_t>(nranks_), 0);
     for (int rank : group) member_[rank] = 1;
     group_ = std::move(group);
 }
@@ -125,8 +125,16 @@ void Epoch::complete() {
     close_request_ = nullptr;
 }
 
+// A lock epoch deals with its one target; the others get a table by rank the first time
+// they touch one (kept when the epoch is reused).
+std::unique_ptr<TargetState> &Epoch::slot(int rank) {
+    if (kind_ == EpochKind::lock) return one_;
+    if (targets_.empty()) targets_.resize(static_cast<std::size_t>(nranks_));
+    return targets_[rank];
+}
+
 TargetState &Epoch::at(int rank) {
-    std::unique_ptr<TargetState> &state = targets_[rank];
+    std::unique_ptr<TargetState> &state = slot(rank);
     if (state) return *state;
     if (spare_targets_.empty()) {
         state = std::make_unique<TargetState>();
@@ -139,6 +147,9 @@ TargetState &Epoch::at(int rank) {
     return *state;
 }
 
-TargetState *Epoch::find(int rank) const { return targets_[rank].get(); }
+TargetState *Epoch::find(int rank) const {
+    if (kind_ == EpochKind::lock) return rank == target_ ? one_.get() : nullptr;
+    return targets_.empty() ? nullptr : targets_[rank].get();
+}
 
 }  // namespace nbrma::engine

@@ -150,6 +150,8 @@ class Epoch {
     const std::vector<int> &touched() const { return touched_; }
 
   private:
+    std::unique_ptr<TargetState> &slot(int rank);
+
     std::uint64_t id_;
     EpochKind kind_;
     int target_;
@@ -169,7 +171,9 @@ class Epoch {
     std::vector<char> member_;  // by rank
     std::vector<std::uint64_t> beside_;
     unsigned opener_ = 0;
-    std::vector<std::unique_ptr<TargetState>> targets_;  // by rank
+    int nranks_;
+    std::unique_ptr<TargetState> one_;                   // lock epochs: the target's
+    std::vector<std::unique_ptr<TargetState>> targets_;  // the others: by rank, or empty
     std::vector<int> touched_;
     // Target states of earlier uses (reset()), handed out again by at().
     std::vector<std::unique_ptr<TargetState>> spare_targets_;
