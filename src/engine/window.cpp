@@ -30,6 +30,7 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
               reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(
                   transport.local_control()) + sync::ControlLayout::notify_num)),
       notify_known_() {
+    for (PeerFlush &peer : peer_flushes_) peer.in_flight_count = &transport_flushes_;
     notify_.on_wait([](void *window) { static_cast<Window *>(window)->queued(); }, this);
 }
 
@@ -380,7 +381,7 @@ void Window::dump(std::FILE *out) const {
         if (flush.last_run == 0) continue;
         std::fprintf(out, "    peer %d: last run %llu, flushed %llu, flush in flight %d\n", peer,
                      static_cast<unsigned long long>(flush.last_run),
-                     static_cast<unsigned long long>(flush.flushed), flush.covers != 0 ? 1 : 0);
+                     static_cast<unsigned long long>(flush.flushed), flush.in_flight ? 1 : 0);
     }
     const sync::LockWord word = sync::LockWord::decode(control_word(sync::ControlLayout::lock_word));
     std::fprintf(out, "    lock word: active %u waiting %u tail %u head %d, head rank word %#llx\n",
@@ -899,38 +900,16 @@ Status Window::run(Operation &operation, std::uint64_t byte_offset) {
 bool Window::remote_complete(int peer, std::uint64_t upto, Status *failure) {
     PeerFlush &flush = peer_flushes_[peer];
     upto = std::min(upto, flush.last_run);
-    if (flush.flushed < upto && flush.covers == 0) {
-        flush.covers = runs_;  // >= upto > 0
+    if (flush.flushed < upto && !flush.in_flight) {
+        flush.covers = runs_;
+        flush.in_flight = true;
         ++transport_flushes_;
-        if (flush_spares_.empty()) {
-            flush_completions_.push_back(std::make_unique<FlushInFlight>());
-            flush_completions_.back()->window = this;
-            flush_spares_.push_back(flush_completions_.back().get());
-        }
-        FlushInFlight *completion = flush_spares_.back();
-        flush_spares_.pop_back();
-        completion->peer = peer;
-        Status status = transport_.flush(peer, completion);
-        if (status != Status::in_progress) flush_completed(completion, status);
+        Status status = transport_.flush(peer, &flush);
+        if (status != Status::in_progress) flush.on_complete(status);
     }
     if (flush.flushed < upto) return false;
-    if (upto > 0 && !flush_failures_.empty())
-        for (const auto &[failed, status] : flush_failures_)
-            if (failed == peer) *failure = status;
+    if (upto > 0 && is_error(flush.failure)) *failure = flush.failure;
     return true;
-}
-
-void Window::flush_completed(FlushInFlight *completion, Status status) {
-    PeerFlush &flush = peer_flushes_[completion->peer];
-    flush.flushed = flush.covers;
-    flush.covers = 0;
-    --transport_flushes_;
-    if (is_error(status)) {
-        bool known = false;
-        for (const auto &entry : flush_failures_) known |= entry.first == completion->peer;
-        if (!known) flush_failures_.emplace_back(completion->peer, status);
-    }
-    flush_spares_.push_back(completion);
 }
 
 // A closed epoch's calls toward `peer` ran; whether they completed there (flushing

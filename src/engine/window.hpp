@@ -158,19 +158,20 @@ class Window {
     // everything posted to the peer before it. Every operation that may not have
     // reached its target when it returns (Operation::needs_flush) gets a number
     // (runs_); one flush at a time is in flight per peer.
-    // Remote completion toward one peer, 24 bytes a peer.
-    struct PeerFlush {
+    struct PeerFlush final : transport::Completion {
         std::uint64_t last_run = 0;  // number of the last operation run toward the peer
         std::uint64_t flushed = 0;   // operations up to this number are complete there
-        std::uint64_t covers = 0;    // not 0: a flush in flight will have completed these
+        std::uint64_t covers = 0;    // what the flush in flight will have completed
+        bool in_flight = false;
+        Status failure = Status::ok;  // a flush toward the peer failed (sticky)
+        int *in_flight_count = nullptr;
+        void on_complete(Status status) override {
+            in_flight = false;
+            --*in_flight_count;
+            flushed = covers;
+            if (is_error(status)) failure = status;
+        }
     };
-    // The completion of one transport flush in flight (a few, reused: flush_spares_).
-    struct FlushInFlight final : transport::Completion {
-        Window *window = nullptr;
-        int peer = -1;
-        void on_complete(Status status) override { window->flush_completed(this, status); }
-    };
-    void flush_completed(FlushInFlight *flush, Status status);
 
     // Work was queued: onto the sweep list, if registered and not there yet (SweepLink).
     // A lock or lock_all epoch taken at once (lock_at_once): over a transport that
@@ -277,10 +278,6 @@ class Window {
     std::uint64_t runs_ = 0;               // operations that needed a flush (PeerFlush)
     std::vector<PeerFlush> peer_flushes_;  // by peer
     int transport_flushes_ = 0;            // in flight
-    std::vector<std::unique_ptr<FlushInFlight>> flush_completions_;  // every one made
-    std::vector<FlushInFlight *> flush_spares_;                      // those not in flight
-    // Peers a transport flush failed toward (sticky; rare, so not a field a peer).
-    std::vector<std::pair<int, Status>> flush_failures_;
     NotifyCounters notify_;
     // Per target: how many notification counters it had when we last read its count
     // (sized at the first notified call).

@@ -85,10 +85,12 @@ TEST(WindowMemory, BytesPerRankPerWindow) {
                     lock_bytes, fence_bytes, total);
         EXPECT_LE(control, 60) << p;
         // The window's per-peer vectors: sizes and disp_units of every rank (12 bytes),
-        // remote-completion state (24); PSCW and notification state come with their
-        // first use. An epoch's table of target states, 8 bytes a peer, comes with its
-        // first call (and never for a lock epoch).
-        EXPECT_LE(heap, 40) << p;
+        // remote-completion state (48: a flush completion of its own a peer; 24 with a
+        // pool of completions cost 11 ns on every put + flush over shared memory);
+        // PSCW and notification state come with their first use. An epoch's table of
+        // target states, 8 bytes a peer, comes with its first call (and never for a
+        // lock epoch).
+        EXPECT_LE(heap, 64) << p;
         EXPECT_LE(lock_bytes, 1) << p;  // a lock epoch deals with one target
         EXPECT_LE(double(fence_untouched - with_lock) / p, 1) << p;  // nothing touched yet
         EXPECT_LE(fence_bytes, 9) << p;
