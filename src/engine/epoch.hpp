@@ -134,8 +134,8 @@ class Epoch {
     void fail(Status status) {
         if (!is_error(failure_)) failure_ = status;
     }
-    // The fence barrier, a dissemination barrier: in round k a notice to rank + 2^k,
-    // then rank - 2^k's notice; `barrier_round` is the round whose notice we await.
+    // The fence barrier, a dissemination barrier (Window::send_fence_round):
+    // `barrier_round` is the round whose notices we await.
     Notices &barrier_notices() { return barrier_notices_; }
     int barrier_round() const { return barrier_round_; }
     void next_barrier_round() { ++barrier_round_; }

@@ -828,7 +828,7 @@ void Window::activate(Epoch &epoch) {
             return;
         case EpochKind::fence:
             // The fence barrier, a dissemination barrier over counters: our earlier epochs
-            // are complete (serial activation), so round 0 tells rank + 1; the rounds go
+            // are complete (serial activation), so round 0 tells its peers; the rounds go
             // on in advance_fence.
             if (layout_.fence_rounds() > 0) send_fence_round(epoch);
             [[fallthrough]];
@@ -1015,24 +1015,40 @@ bool Window::advance_passive(Epoch &epoch) {
     return moved;
 }
 
-// Round k of the fence barrier: one notice to rank + 2^k, into our slot of its round k.
+// Round i of the fence barrier: a notice to rank + j k^i for j = 1 .. k-1 (below p), each
+// into the slot the receiver keeps for us (control_region.hpp).
 void Window::send_fence_round(Epoch &epoch) {
-    const int round = epoch.barrier_round();
-    const int peer = static_cast<int>((rank() + (std::int64_t{1} << round)) % size());
-    notify(peer, sync::ControlLayout::fence_round(round), epoch.barrier_notices());
+    const int round = epoch.barrier_round(), radix = layout_.fence_radix();
+    std::int64_t distance = 1;
+    for (int i = 0; i < round; ++i) distance *= radix;
+    for (int j = 1; j < radix && j * distance < size(); ++j)
+        notify(static_cast<int>((rank() + j * distance) % size()),
+               sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)),
+               epoch.barrier_notices());
+}
+
+// Whether round `round` of the fence barrier numbered `sequence` has heard from every
+// rank - j k^round.
+bool Window::fence_round_heard(int round, std::uint64_t sequence) const {
+    const int radix = layout_.fence_radix();
+    std::int64_t distance = 1;
+    for (int i = 0; i < round; ++i) distance *= radix;
+    for (int j = 1; j < radix && j * distance < size(); ++j)
+        if (control_word(sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j))) <
+            sequence)
+            return false;
+    return true;
 }
 
 bool Window::advance_fence(Epoch &epoch) {
     bool moved = false;
     if (!epoch.barrier_passed()) {
-        // Round k passes when rank - 2^k's notice of this fence arrived, which it sent
-        // only after its own rounds before k passed: after the last round every rank
-        // has entered the fence (each counter counts one notice a barrier fence).
+        // Round i passes when the notices of this fence from rank - j k^i arrived, which
+        // they sent only after their own rounds before i passed: after the last round
+        // every rank has entered the fence (each slot counts one notice a barrier fence).
         const int rounds = layout_.fence_rounds();
         while (epoch.barrier_round() < rounds) {
-            if (control_word(sync::ControlLayout::fence_round(epoch.barrier_round())) <
-                epoch.sequence())
-                return moved;
+            if (!fence_round_heard(epoch.barrier_round(), epoch.sequence())) return moved;
             epoch.next_barrier_round();
             moved = true;
             if (epoch.barrier_round() < rounds) send_fence_round(epoch);

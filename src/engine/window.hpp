@@ -237,6 +237,7 @@ class Window {
     std::uint64_t control_word(std::size_t offset) const;
     void notify(int peer, std::size_t offset, Notices &notices);
     void send_fence_round(Epoch &epoch);
+    bool fence_round_heard(int round, std::uint64_t sequence) const;
     Status check_notify(const RmaCall &call);
 
     transport::Transport &transport_;

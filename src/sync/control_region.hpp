@@ -23,9 +23,12 @@ namespace nbrma::sync {
 //       (lock_word.hpp: HeadRank)
 //   64  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (transport/directory.hpp)
-//   ..  fence round counters, max_fence_rounds of them: the fence barrier is a
-//       dissemination barrier (ceil(log2 p) rounds); round k's counter is fetch-added
-//       once a barrier fence by rank - 2^k (mod p), monotone like the counters below
+//   ..  fence counters, max_fence_slots of them, each fetch-added once a barrier fence
+//       by one sender (so monotone like the counters below). The fence barrier is a
+//       k-ary dissemination barrier: round i sends to rank + j k^i, j = 1 .. k-1 (while
+//       below p), into the slot of (i, j). With p <= direct_fence_ranks, k = p: one
+//       round, a notice to every peer (the quickest on few ranks); beyond, k = 2:
+//       ceil(log2 p) rounds of one notice (fence_radix, fence_rounds, fence_slot_of)
 //   ..  per-peer matching counters (DESIGN §4), 16 bytes each, all monotone and
 //       only ever fetch-added by that peer (so delivery order does not matter):
 //         +0  grant — exposures the peer opened toward this rank (the SC14 g)
@@ -54,7 +57,8 @@ class ControlLayout {
     static constexpr std::size_t directory = 64;
     static constexpr std::size_t directory_bytes = 1024;
     static constexpr std::size_t counter_bytes = 16;
-    static constexpr int max_fence_rounds = 24;  // ceil(log2 p) for every p < 2^24
+    static constexpr int direct_fence_ranks = 8;  // up to this many: a one-round fence
+    static constexpr int max_fence_slots = 24;    // ceil(log2 p) for every p < 2^24
     static constexpr std::size_t node_bytes = 40;
     // Everything from here on (fence rounds, counters, lock-queue nodes) is what a rank's pending
     // epochs wait on: writes there ring the rank's bell (NBRMA_PROGRESS=interrupt).
@@ -66,15 +70,18 @@ class ControlLayout {
     int nranks() const { return nranks_; }
     std::uint32_t notify_capacity() const { return notify_capacity_; }
 
-    // The dissemination fence's rounds for this many ranks, and round k's counter.
+    // The fence barrier's radix k, its rounds (the least R with k^R >= p), and the slot
+    // that rank - j k^round writes in round `round`.
+    int fence_radix() const { return nranks_ <= direct_fence_ranks ? nranks_ : 2; }
     int fence_rounds() const {
         int rounds = 0;
-        while (rounds < max_fence_rounds && (std::int64_t{1} << rounds) < nranks_) ++rounds;
+        for (std::int64_t reach = 1; reach < nranks_; reach *= fence_radix()) ++rounds;
         return rounds;
     }
-    static constexpr std::size_t fence_round(int round) { return watched + 8 * round; }
+    int fence_slot_of(int round, int j) const { return round * (fence_radix() - 1) + j - 1; }
+    static constexpr std::size_t fence_slot(int slot) { return watched + 8 * std::size_t(slot); }
 
-    std::size_t counters() const { return fence_round(max_fence_rounds); }
+    std::size_t counters() const { return fence_slot(max_fence_slots); }
     std::size_t counter(int peer) const {
         return counters() + static_cast<std::size_t>(peer) * counter_bytes;
     }

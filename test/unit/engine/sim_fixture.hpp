@@ -198,17 +198,18 @@ struct SimRanks {
     std::uint64_t dones(int rank, int peer) const {
         return world.load64(rank, transport::Region::control, layout.done_count(peer));
     }
-    // The fence notices `rank` has had from `peer`: the counter of the barrier round in
-    // which peer notifies rank (peer = rank - 2^round mod n), 0 if it never does.
+    // The fence notices `rank` has had from `peer`: the slot of the barrier round in
+    // which peer notifies rank (peer = rank - j k^round mod n), 0 if it never does.
     std::uint64_t fences(int rank, int peer) const {
-        const int n = static_cast<int>(windows.size());
-        for (int round = 0; round < layout.fence_rounds(); ++round)
-            if (((rank - (1 << round)) % n + n) % n == peer) return fence_round(rank, round);
+        const int n = static_cast<int>(windows.size()), radix = layout.fence_radix();
+        const std::int64_t distance = ((rank - peer) % n + n) % n;
+        std::int64_t reach = 1;
+        for (int round = 0; round < layout.fence_rounds(); ++round, reach *= radix)
+            for (int j = 1; j < radix; ++j)
+                if (j * reach == distance)
+                    return world.load64(rank, transport::Region::control,
+                                        sync::ControlLayout::fence_slot(layout.fence_slot_of(round, j)));
         return 0;
-    }
-    // The counter of round `round` of the fence barrier at `rank` (written by rank - 2^round).
-    std::uint64_t fence_round(int rank, int round) const {
-        return world.load64(rank, transport::Region::control, sync::ControlLayout::fence_round(round));
     }
     // The int64 at `offset` of `rank`'s window memory.
     std::int64_t at(int rank, std::size_t offset) const {

@@ -921,14 +921,12 @@ TEST(FenceBarrier, OneDelayedRankHoldsEveryFenceAndRecordedPut) {
         EXPECT_EQ(ranks.w(r).epochs_pending(), 2u);
     }
     for (int r = 0; r < n; ++r) EXPECT_TRUE(ranks.window_clean(r)) << "a recorded put ran at rank " << r;
-    // The dissemination barrier of the first fence went as far as it can without rank
-    // 3: round 0 (r -> r + 1) from ranks 0-2; round 1 (r -> r + 2) from ranks 1 and 2,
-    // which heard from ranks 0 and 1 in round 0, not from rank 0, which waits for 3.
-    const std::uint64_t round0[n] = {0, 1, 1, 1}, round1[n] = {1, 0, 0, 1};
-    for (int r = 0; r < n; ++r) {
-        EXPECT_EQ(ranks.fence_round(r, 0), round0[r]) << "rank " << r;
-        EXPECT_EQ(ranks.fence_round(r, 1), round1[r]) << "rank " << r;
-    }
+    // Every notice of the first fence arrived; rank 3 sent none.
+    for (int r = 0; r < n; ++r)
+        for (int peer = 0; peer < n; ++peer)
+            if (peer != r) {
+                EXPECT_EQ(ranks.fences(r, peer), peer == 3 ? 0u : 1u) << r << "<-" << peer;
+            }
 
     fence_and_put(3);
     CompletionOrder order;
@@ -963,8 +961,10 @@ TEST(FenceBarrier, OneDelayedRankHoldsEveryFenceAndRecordedPut) {
         EXPECT_TRUE(last[r]->complete());
         EXPECT_EQ(ranks.w(r).epochs_pending(), 0u);
         EXPECT_FALSE(ranks.w(r).has_open_epoch());
-        for (int round = 0; round < ranks.layout.fence_rounds(); ++round)
-            EXPECT_EQ(ranks.fence_round(r, round), 3u) << "rank " << r << " round " << round;
+        for (int peer = 0; peer < n; ++peer)
+            if (peer != r) {
+                EXPECT_EQ(ranks.fences(r, peer), 3u);
+            }
     }
 }
 
@@ -972,6 +972,47 @@ TEST(FenceBarrier, OneDelayedRankHoldsEveryFenceAndRecordedPut) {
 // nonblocking; random delivery orders. Fence k's request at a rank completes only
 // when every rank's epoch k-1 puts have landed; a put of epoch k lands only after
 // its origin passed fence k.
+// Beyond 8 ranks the fence barrier is a dissemination barrier (ceil(log2 n) rounds of
+// one notice): one late rank still holds every other rank's fence and recorded put, and
+// each rank sends exactly one notice a round.
+TEST(FenceBarrier, DisseminationOverTwelveRanksWaitsForTheLateOne) {
+    constexpr int n = 12, late = 7;
+    Ranks ranks(n);
+    ASSERT_EQ(ranks.layout.fence_radix(), 2);
+    ASSERT_EQ(ranks.layout.fence_rounds(), 4);
+    Requests requests;
+    std::int64_t values[n];
+    Request *first[n], *second[n];
+    auto fence_and_put = [&](int r) {
+        values[r] = 700 + r;
+        first[r] = requests(ifence(ranks.w(r), 0));
+        ASSERT_EQ(ranks.w(r).rma(put_call((r + 5) % n, 8 * r, &values[r]), nullptr), Status::ok);
+        second[r] = requests(ifence(ranks.w(r), MPI_MODE_NOSUCCEED));
+    };
+    ranks.world.reset_traffic();
+    for (int r = 0; r < n; ++r)
+        if (r != late) fence_and_put(r);
+    ranks.settle();
+    ranks.spin(100);
+    for (int r = 0; r < n; ++r) {
+        if (r == late) continue;
+        EXPECT_FALSE(first[r]->complete()) << "rank " << r << "'s fence passed without rank " << late;
+        EXPECT_TRUE(ranks.window_clean(r)) << "a recorded put ran at rank " << r;
+    }
+    fence_and_put(late);
+    ranks.settle();
+    for (int r = 0; r < n; ++r) {
+        EXPECT_TRUE(first[r]->complete() && second[r]->complete()) << "rank " << r;
+        EXPECT_EQ(ranks.at((r + 5) % n, 8 * r), values[r]) << "rank " << r << "'s put";
+        // Two barrier fences: one notice a round each, in the slot of each round.
+        EXPECT_EQ(ranks.world.traffic(r).atomics, 2u * 4) << "rank " << r;
+        for (int round = 0; round < 4; ++round)
+            EXPECT_EQ(ranks.fences(r, ((r - (1 << round)) % n + n) % n), 2u)
+                << "rank " << r << " round " << round;
+    }
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
 TEST(FenceBarrier, EpochsUnderRandomDeliveryOrders) {
     constexpr int n = 4, epochs = 3;
     Program program(n);
@@ -1012,16 +1053,13 @@ TEST(FenceBarrier, EpochsUnderRandomDeliveryOrders) {
         ASSERT_TRUE(run.failure().empty()) << "seed " << seed << ": " << run.failure();
         ASSERT_TRUE(run.all_finished() && run.unfinished().empty()) << "seed " << seed << ": " << run.unfinished();
         ASSERT_TRUE(run.requests().all_complete_ok()) << "seed " << seed;
-        for (int r = 0; r < n; ++r) {
-            for (int round = 0; round < ranks.layout.fence_rounds(); ++round)
-                ASSERT_EQ(ranks.fence_round(r, round), static_cast<std::uint64_t>(epochs + 1))
-                    << "seed " << seed << " round " << round;
+        for (int r = 0; r < n; ++r)
             for (int peer = 0; peer < n; ++peer) {
                 if (peer == r) continue;
+                ASSERT_EQ(ranks.fences(r, peer), static_cast<std::uint64_t>(epochs + 1)) << "seed " << seed;
                 for (int k = 0; k < epochs; ++k)
                     ASSERT_EQ(ranks.at(r, slot_of(peer, k)), value(peer, r, k)) << "seed " << seed;
             }
-        }
     }
 }
 

@@ -534,7 +534,7 @@ TEST(ReorderExclusions, FenceNeverActivatesBesideAnEarlierAccessEpoch) {
 
     EXPECT_EQ(ranks.fences(1, 0), 0u);  // rank 0's fence epoch never activated
     EXPECT_EQ(ranks.fences(2, 0), 0u);
-    EXPECT_EQ(ranks.fences(2, 1), 1u);  // rank 1's did (its round 0 notice to rank 2)
+    EXPECT_EQ(ranks.fences(0, 1), 1u);  // rank 1's did
     EXPECT_FALSE(complete0->complete());
     EXPECT_FALSE(fence0->complete());
     EXPECT_FALSE(wait2->complete());

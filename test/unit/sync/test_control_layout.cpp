@@ -15,8 +15,8 @@ namespace {
 
 constexpr std::size_t per_peer_bound = 64;
 // Lock word, accumulate lock, notification count, head rank, the directory header of
-// dynamic windows, the fence rounds, and the rounding of the end to a cache line.
-constexpr std::size_t constant_bound = ControlLayout::watched + 8 * ControlLayout::max_fence_rounds + 64;
+// dynamic windows, the fence slots, and the rounding of the end to a cache line.
+constexpr std::size_t constant_bound = ControlLayout::watched + 8 * ControlLayout::max_fence_slots + 64;
 
 }  // namespace
 
@@ -38,12 +38,28 @@ TEST(ControlLayout, BytesPerRankStayWithin64APeer) {
     }
 }
 
-TEST(ControlLayout, FenceRoundsAreCeilLog2) {
-    const std::pair<int, int> expected[] = {{1, 0},   {2, 1},         {3, 2},        {4, 2},
-                                            {5, 3},   {1024, 10},     {1025, 11},    {65536, 16},
-                                            {1 << 20, 20}, {(1 << 21) - 2, 21}};
+TEST(ControlLayout, FenceRoundsAndSlots) {
+    // Up to direct_fence_ranks ranks: one round, a slot a peer; beyond: ceil(log2 p).
+    const std::pair<int, int> expected[] = {{1, 0},    {2, 1},     {3, 1},          {8, 1},
+                                            {9, 4},    {16, 4},    {1024, 10},      {1025, 11},
+                                            {65536, 16}, {1 << 20, 20}, {(1 << 21) - 2, 21}};
     for (auto [p, rounds] : expected) EXPECT_EQ(ControlLayout(p).fence_rounds(), rounds) << p;
-    EXPECT_LE(ControlLayout((1 << 21) - 2).fence_rounds(), ControlLayout::max_fence_rounds);
+    for (int p : {2, 3, 8, 9, 1000, (1 << 21) - 2}) {
+        const ControlLayout layout(p);
+        const int radix = layout.fence_radix();
+        std::set<int> slots;
+        std::int64_t reach = 1;
+        for (int round = 0; round < layout.fence_rounds(); ++round, reach *= radix)
+            for (int j = 1; j < radix && j * reach < p; ++j) {
+                const int slot = layout.fence_slot_of(round, j);
+                EXPECT_GE(slot, 0);
+                EXPECT_LT(slot, ControlLayout::max_fence_slots) << p;
+                EXPECT_TRUE(slots.insert(slot).second) << p;
+            }
+        EXPECT_EQ(slots.size(), std::size_t(p <= ControlLayout::direct_fence_ranks
+                                                ? p - 1
+                                                : layout.fence_rounds())) << p;
+    }
 }
 
 TEST(ControlLayout, NotificationCountersComeOnTop) {
@@ -74,9 +90,9 @@ TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
             add(layout.node_count(peer));
             add(layout.node_below(peer));
         }
-        for (int round = 0; round < ControlLayout::max_fence_rounds; ++round)
-            add(ControlLayout::fence_round(round));
-        EXPECT_EQ(words.size(), 4 + 7 * std::size_t(p) + ControlLayout::max_fence_rounds);
+        for (int slot = 0; slot < ControlLayout::max_fence_slots; ++slot)
+            add(ControlLayout::fence_slot(slot));
+        EXPECT_EQ(words.size(), 4 + 7 * std::size_t(p) + ControlLayout::max_fence_slots);
         EXPECT_LE(layout.notifications(), layout.size());
     }
 }
