@@ -74,7 +74,7 @@ struct TargetState {
     // As if newly made, keeping the queue's storage (a reused epoch's target).
     void reset() {
         phase = TargetPhase::none;
-        operation = sync::LockOperation();
+        // operation: acquire() and release() set up everything they use
         match_id = 0;
         notices = Notices();
         flush_upto = 0;
