@@ -28,8 +28,7 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
                   transport.local_control()) + layout.notifications()),
               layout.notify_capacity(),
               reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(
-                  transport.local_control()) + sync::ControlLayout::notify_num)),
-      notify_known_() {
+                  transport.local_control()) + sync::ControlLayout::notify_num)) {
     for (PeerFlush &peer : peer_flushes_) peer.in_flight_count = &transport_flushes_;
     notify_.on_wait([](void *window) { static_cast<Window *>(window)->queued(); }, this);
 }
@@ -247,7 +246,9 @@ bool Window::lock_at_once(int target, LockMode mode, int assertions) {
     if (target >= 0 && !nocheck && !sync::acquire_at_once(transport_, target, mode)) return false;
     direct_.target = target;
     direct_.all = target < 0;
-    if (direct_.all) direct_.held.assign(size(), 0);
+    // lock_all: no target held yet (the flags of the last one were cleared with it).
+    if (direct_.all && direct_.held.empty())
+        direct_.held.assign(static_cast<std::size_t>(size()), 0);
     direct_.mode = mode;
     direct_.assertions = assertions;
     direct_.opener = threads::active() ? threads::thread_tag() : 0;
@@ -289,6 +290,7 @@ bool Window::direct_covers(int target) {
         ++counters().lock_grants;
     }
     direct_.held[target] = 1;
+    direct_.held_ranks.push_back(target);
     return true;
 }
 
@@ -301,15 +303,15 @@ bool Window::unlock_at_once() {
     if (direct_.all) {
         // Each lock released at once leaves the set; one that must be handed over stays
         // for the ordinary epoch.
-        bool all_released = true;
-        for (int rank = 0; rank < size(); ++rank) {
-            if (!direct_.held[rank]) continue;
+        std::size_t kept = 0;
+        for (int rank : direct_.held_ranks) {
             if (nocheck || sync::release_at_once(transport_, rank, LockMode::shared))
                 direct_.held[rank] = 0;
             else
-                all_released = false;
+                direct_.held_ranks[kept++] = rank;
         }
-        if (!all_released) return false;
+        direct_.held_ranks.resize(kept);
+        if (kept > 0) return false;
         direct_.all = false;
     } else {
         if (!nocheck && !sync::release_at_once(transport_, direct_.target, direct_.mode))
@@ -330,8 +332,8 @@ bool Window::direct_flush(int target) {
     };
     if (!direct_.all) return flushed(direct_.target);
     if (target >= 0) return !direct_.held[target] || flushed(target);
-    for (int rank = 0; rank < size(); ++rank)
-        if (direct_.held[rank] && !flushed(rank)) return false;
+    for (int rank : direct_.held_ranks)
+        if (!flushed(rank)) return false;
     return true;
 }
 
@@ -348,9 +350,15 @@ void Window::materialize() {
     --counters().epochs_opened;  // counted when it was taken
     epoch.set_opener(direct_.opener);
     epoch.activate();
-    for (int rank = 0; rank < size(); ++rank)
-        if (all ? direct_.held[rank] != 0 : rank == target)
+    if (all) {
+        for (int rank : direct_.held_ranks) {
             epoch.at(rank).phase = TargetPhase::held;
+            direct_.held[rank] = 0;
+        }
+        direct_.held_ranks.clear();
+    } else {
+        epoch.at(target).phase = TargetPhase::held;
+    }
     if (is_error(direct_.failure)) epoch.fail(direct_.failure);
 }
 
@@ -552,7 +560,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     const RemoteAddress address{Region::window, offset};
     if (put) {
         *status = transport_.put(call.target, call.origin, bytes, address, nullptr);
-        peer_flushes_[call.target].last_run = ++runs_;
+        ran_toward(call.target);
     } else {
         *status = transport_.get(call.target, call.result, bytes, address, nullptr);
     }
@@ -889,7 +897,7 @@ Status Window::run(Operation &operation, std::uint64_t byte_offset) {
     if (operation.call().notify)  // the index was checked against the capacity at the call
         view.notify_offset = layout_.notification(static_cast<std::uint32_t>(operation.call().notify_index));
     Status status = operation.execute(view);
-    if (operation.needs_flush()) peer_flushes_[operation.call().target].last_run = ++runs_;
+    if (operation.needs_flush()) ran_toward(operation.call().target);
     return status;
 }
 
@@ -1019,8 +1027,7 @@ bool Window::advance_passive(Epoch &epoch) {
 // into the slot the receiver keeps for us (control_region.hpp).
 void Window::send_fence_round(Epoch &epoch) {
     const int round = epoch.barrier_round(), radix = layout_.fence_radix();
-    std::int64_t distance = 1;
-    for (int i = 0; i < round; ++i) distance *= radix;
+    const std::int64_t distance = layout_.fence_distance(round);
     for (int j = 1; j < radix && j * distance < size(); ++j)
         notify(static_cast<int>((rank() + j * distance) % size()),
                sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)),
@@ -1031,8 +1038,7 @@ void Window::send_fence_round(Epoch &epoch) {
 // rank - j k^round.
 bool Window::fence_round_heard(int round, std::uint64_t sequence) const {
     const int radix = layout_.fence_radix();
-    std::int64_t distance = 1;
-    for (int i = 0; i < round; ++i) distance *= radix;
+    const std::int64_t distance = layout_.fence_distance(round);
     for (int j = 1; j < radix && j * distance < size(); ++j)
         if (control_word(sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j))) <
             sequence)
@@ -1170,9 +1176,18 @@ bool Window::flush_done(Flush &flush) {
         flush.upto = runs_;
     }
     if (flush.target != -1) return remote_complete(flush.target, flush.upto, &flush.failure);
+    // Only the peers something ran toward since they were last found complete.
     bool done = true;
-    for (int rank = 0; rank < size(); ++rank)
+    std::size_t kept = 0;
+    for (int rank : unflushed_) {
         done &= remote_complete(rank, flush.upto, &flush.failure);
+        PeerFlush &peer = peer_flushes_[rank];
+        if (peer.flushed < peer.last_run)
+            unflushed_[kept++] = rank;
+        else
+            peer.listed = false;
+    }
+    unflushed_.resize(kept);
     return done;
 }
 

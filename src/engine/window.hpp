@@ -163,6 +163,7 @@ class Window {
         std::uint64_t flushed = 0;   // operations up to this number are complete there
         std::uint64_t covers = 0;    // what the flush in flight will have completed
         bool in_flight = false;
+        bool listed = false;          // in unflushed_
         Status failure = Status::ok;  // a flush toward the peer failed (sticky)
         int *in_flight_count = nullptr;
         void on_complete(Status status) override {
@@ -187,7 +188,8 @@ class Window {
     struct DirectLock {
         int target = -1;  // lock: its target; -1: none (or lock_all)
         bool all = false;  // lock_all
-        std::vector<char> held;  // lock_all: the shared lock of this target is ours
+        std::vector<char> held;      // lock_all: the shared lock of this target is ours
+        std::vector<int> held_ranks;  // and those targets, so nothing walks all p ranks
         sync::LockMode mode = sync::LockMode::shared;
         int assertions = 0;
         unsigned opener = 0;
@@ -278,6 +280,18 @@ class Window {
     bool several_openers_ = false;
     std::uint64_t runs_ = 0;               // operations that needed a flush (PeerFlush)
     std::vector<PeerFlush> peer_flushes_;  // by peer
+    // The peers something ran toward since a flush of every peer last found them
+    // complete: what MPI_Win_flush_all waits for, so it never walks all p peers.
+    std::vector<int> unflushed_;
+    // An operation that needs a flush ran toward `peer`: numbered, and the peer listed.
+    void ran_toward(int peer) {
+        PeerFlush &flush = peer_flushes_[peer];
+        flush.last_run = ++runs_;
+        if (!flush.listed) {
+            flush.listed = true;
+            unflushed_.push_back(peer);
+        }
+    }
     int transport_flushes_ = 0;            // in flight
     NotifyCounters notify_;
     // Per target: how many notification counters it had when we last read its count

@@ -79,6 +79,12 @@ class ControlLayout {
         return rounds;
     }
     int fence_slot_of(int round, int j) const { return round * (fence_radix() - 1) + j - 1; }
+    // k^round: round `round` reaches rank + j k^round.
+    std::int64_t fence_distance(int round) const {
+        std::int64_t distance = 1;
+        for (int i = 0; i < round; ++i) distance *= fence_radix();
+        return distance;
+    }
     static constexpr std::size_t fence_slot(int slot) { return watched + 8 * std::size_t(slot); }
 
     std::size_t counters() const { return fence_slot(max_fence_slots); }

@@ -72,13 +72,19 @@ Status LockOperation::advance() {
     }
 }
 
-Status LockOperation::post_cas(std::uint64_t desired) {
-    cas_posted_ = true;
-    Status status = transport_->atomic(target_, AtomicOp::compare_swap,
-                                       RemoteAddress{Region::control, ControlLayout::lock_word},
-                                       desired, cas_expected_, &cas_result_, this);
+// One atomic on a word of peer's control region, counted in pending_ while in flight.
+Status LockOperation::post_atomic(int peer, AtomicOp op, std::size_t offset, std::uint64_t operand,
+                                  std::uint64_t compare, std::uint64_t *result) {
+    Status status = transport_->atomic(peer, op, RemoteAddress{Region::control, offset}, operand,
+                                       compare, result, this);
     if (status == Status::in_progress) ++pending_;
     return is_error(status) ? status : Status::ok;
+}
+
+Status LockOperation::post_cas(std::uint64_t desired) {
+    cas_posted_ = true;
+    return post_atomic(target_, AtomicOp::compare_swap, ControlLayout::lock_word, desired,
+                       cas_expected_, &cas_result_);
 }
 
 Status LockOperation::post_put(int peer, std::size_t offset, const void *source,
@@ -109,11 +115,7 @@ Status LockOperation::grant(int rank) {
 // once performed there), its result in head_result_.
 Status LockOperation::post_head_atomic(AtomicOp op, std::uint64_t operand,
                                        std::uint64_t compare) {
-    Status status = transport_->atomic(target_, op,
-                                       RemoteAddress{Region::control, ControlLayout::head_rank},
-                                       operand, compare, &head_result_, this);
-    if (status == Status::in_progress) ++pending_;
-    return is_error(status) ? status : Status::ok;
+    return post_atomic(target_, op, ControlLayout::head_rank, operand, compare, &head_result_);
 }
 
 Status LockOperation::read_below(int rank) {
@@ -199,12 +201,8 @@ Status LockOperation::step() {
             Status status = post_head_atomic(AtomicOp::swap,
                                              static_cast<std::uint64_t>(successor_ + 1), 0);
             if (is_error(status)) return status;
-            status = transport_->atomic(
-                target_, AtomicOp::fetch_add,
-                RemoteAddress{Region::control, ControlLayout::lock_word}, add.encode(), 0,
-                &add_result_, this);
-            if (status == Status::in_progress) ++pending_;
-            return is_error(status) ? status : Status::ok;
+            return post_atomic(target_, AtomicOp::fetch_add, ControlLayout::lock_word,
+                               add.encode(), 0, &add_result_);
         }
         case Phase::publish_head: {
             // Our rank is in head_rank now. Found drained: the last shared holder left
@@ -239,11 +237,8 @@ Status LockOperation::step() {
             // every reader counted, always finds it.
             store_local(layout_->node_below(target_), link_result_ + 1);
             phase_ = Phase::wait_grant;
-            Status status = transport_->atomic(
-                linked_, AtomicOp::fetch_add, RemoteAddress{Region::control, layout_->node_count(target_)},
-                1, 0, nullptr, this);
-            if (status == Status::in_progress) ++pending_;
-            return is_error(status) ? status : Status::ok;
+            return post_atomic(linked_, AtomicOp::fetch_add, layout_->node_count(target_), 1, 0,
+                               nullptr);
         }
         case Phase::wait_readers: {
             if (load_local(layout_->node_count(target_)) < readers_) return Status::in_progress;
@@ -298,11 +293,8 @@ Status LockOperation::after_acquire_cas(LockWord old) {
     }
     linked_ = tail;
     phase_ = Phase::register_reader;
-    Status status = transport_->atomic(tail, AtomicOp::swap,
-                                       RemoteAddress{Region::control, layout_->node_top(target_)},
-                                       static_cast<std::uint64_t>(me_ + 1), 0, &link_result_, this);
-    if (status == Status::in_progress) ++pending_;
-    return is_error(status) ? status : Status::ok;
+    return post_atomic(tail, AtomicOp::swap, layout_->node_top(target_),
+                       static_cast<std::uint64_t>(me_ + 1), 0, &link_result_);
 }
 
 Status LockOperation::after_release_cas(LockWord old) {

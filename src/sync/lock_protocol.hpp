@@ -82,6 +82,8 @@ class LockOperation final : public transport::Completion {
     void begin(transport::Transport &transport, const ControlLayout &layout, int target,
                LockMode mode, Phase phase);
     Status step();
+    Status post_atomic(int peer, transport::AtomicOp op, std::size_t offset,
+                       std::uint64_t operand, std::uint64_t compare, std::uint64_t *result);
     Status post_cas(std::uint64_t desired);
     Status post_put(int peer, std::size_t offset, const void *source, std::size_t length);
     std::uint64_t load_local(std::size_t offset) const;

@@ -124,6 +124,56 @@ TEST(RemoteCompletion, FlushAllWaitsForEveryTarget) {
     EXPECT_TRUE(requests.all_complete_ok());
 }
 
+// flush_all waits only for the peers something ran toward since it last found them
+// complete (a list, not a walk over every rank): a peer made complete by a flush of its
+// own and written again must still be waited for, and so must one written after a
+// flush_all found it complete.
+TEST(RemoteCompletion, FlushAllFollowsPeersWrittenAgain) {
+    SimRanks ranks(6);
+    ranks.hold_puts();
+    Requests requests;
+    Window &origin = ranks.w(0);
+    ASSERT_EQ(origin.lock_all(0), Status::ok);
+    const std::int64_t values[4] = {11, 12, 13, 14};
+    ASSERT_EQ(origin.rma(put_call(3, 0, &values[0]), nullptr), Status::ok);
+    Request *to3 = requests([&] {
+        Request *request = nullptr;
+        EXPECT_EQ(origin.flush(3, &request), Status::ok);
+        return request;
+    }());
+    ranks.settle();
+    ASSERT_TRUE(to3->complete());  // peer 3 complete, through its own flush
+    ASSERT_EQ(origin.rma(put_call(3, 8, &values[1]), nullptr), Status::ok);
+    ASSERT_EQ(origin.rma(put_call(5, 0, &values[2]), nullptr), Status::ok);
+    Request *all = nullptr;
+    ASSERT_EQ(origin.flush(-1, &all), Status::ok);
+    requests(all);
+    settle_holding_puts(ranks);
+    EXPECT_FALSE(all->complete());
+    deliver_put_to(ranks, 5);
+    settle_holding_puts(ranks);
+    EXPECT_FALSE(all->complete()) << "flush_all forgot peer 3, written again after its flush";
+    deliver_put_to(ranks, 3);
+    settle_holding_puts(ranks);
+    EXPECT_TRUE(all->complete());
+    // Found complete by that flush_all, written again: waited for again.
+    ASSERT_EQ(origin.rma(put_call(5, 8, &values[3]), nullptr), Status::ok);
+    Request *again = nullptr;
+    ASSERT_EQ(origin.flush(-1, &again), Status::ok);
+    requests(again);
+    settle_holding_puts(ranks);
+    EXPECT_FALSE(again->complete());
+    deliver_put_to(ranks, 5);
+    settle_holding_puts(ranks);
+    EXPECT_TRUE(again->complete());
+    EXPECT_EQ(ranks.at(3, 8), values[1]);
+    EXPECT_EQ(ranks.at(5, 0), values[2]);
+    EXPECT_EQ(ranks.at(5, 8), values[3]);
+    requests(simtest::iunlock_all(origin));
+    ranks.settle();
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
 // The lock is released only once the data arrived (and a NOCHECK epoch, which has no
 // lock, still completes only then): the next holder reads what we wrote.
 TEST(RemoteCompletion, UnlockReleasesTheLockOnlyAfterThePutArrived) {
