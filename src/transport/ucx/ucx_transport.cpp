@@ -169,12 +169,26 @@ Status UcxTransport::connect(int peer, const std::uint8_t *record, std::size_t l
         std::size_t rkey_length = 0;
         if (!in.word(&remote->base) || !in.word(&remote->length) || !in.bytes(&rkey, &rkey_length))
             return Status::err_arg;
-        status = unpack(p.ep, rkey, rkey_length, &remote->rkey);
-        if (is_error(status)) return status;
+        if (packed_keys_.size() + rkey_length > UINT32_MAX) return Status::err_no_memory;
+        remote->packed_offset = static_cast<std::uint32_t>(packed_keys_.size());
+        remote->packed_length = static_cast<std::uint32_t>(rkey_length);
+        packed_keys_.insert(packed_keys_.end(), rkey, rkey + rkey_length);
     }
     std::uint64_t dynamic = 0;
     if (!in.word(&dynamic)) return Status::err_arg;
     p.dynamic = dynamic != 0;
+    return Status::ok;
+}
+
+// The peer's control and window rkeys, unpacked at the first access toward it.
+Status UcxTransport::unpack_keys(Peer &peer) {
+    for (Remote *remote : {&peer.control, &peer.window}) {
+        if (remote->rkey || remote->packed_length == 0) continue;
+        Status status = unpack(peer.ep, packed_keys_.data() + remote->packed_offset,
+                               remote->packed_length, &remote->rkey);
+        if (is_error(status)) return status;
+    }
+    peer.unpacked = true;
     return Status::ok;
 }
 
@@ -262,6 +276,8 @@ Status UcxTransport::check_attached(int peer, std::uint64_t low, std::uint64_t h
     if (peer < 0 || peer >= size() || !peers_[peer].ep || !peers_[peer].dynamic)
         return Status::err_range;
     Peer &p = peers_[peer];
+    if (!p.unpacked)
+        if (Status status = unpack_keys(p); is_error(status)) return status;
     DirectorySource source(*this, p);
     Status status = p.directory.refresh(source);
     if (is_error(status)) return status;
@@ -335,6 +351,8 @@ Status UcxTransport::resolve_dynamic(Peer &peer, std::uint64_t address, std::siz
 Status UcxTransport::resolve(int peer, RemoteAddress address, std::size_t length) {
     if (peer < 0 || peer >= size() || !peers_[peer].ep) return Status::err_rank;
     Peer &p = peers_[peer];
+    if (!p.unpacked)
+        if (Status status = unpack_keys(p); is_error(status)) return status;
     if (address.region == Region::window && p.dynamic)
         return resolve_dynamic(p, address.offset, length);
     pieces_.clear();

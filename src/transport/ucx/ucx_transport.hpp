@@ -87,6 +87,9 @@ class UcxTransport final : public Transport {
         std::uint64_t base = 0;
         std::uint64_t length = 0;
         ucp_rkey_h rkey = nullptr;
+        // The packed rkey in packed_keys_, until the first access to the peer unpacks it.
+        std::uint32_t packed_offset = 0;
+        std::uint32_t packed_length = 0;
     };
     struct CachedKey {  // an unpacked rkey of a peer's directory slot
         std::uint64_t generation = 0;
@@ -97,6 +100,7 @@ class UcxTransport final : public Transport {
         Remote control;
         Remote window;
         bool dynamic = false;
+        bool unpacked = false;  // control and window rkeys unpacked (first access)
         DirectoryCache directory;           // dynamic windows: the peer's attached regions
         std::uint64_t directory_array = 0;  // the slot array directory_rkey is for
         ucp_rkey_h directory_rkey = nullptr;
@@ -105,6 +109,7 @@ class UcxTransport final : public Transport {
         // engine's next call toward this peer) need not read the generation again.
         bool checked = false;
     };
+    Status unpack_keys(Peer &peer);
     struct Piece {  // one contiguous operation: remote address, length, rkey
         std::uint64_t remote;
         std::size_t length;
@@ -137,6 +142,10 @@ class UcxTransport final : public Transport {
     void *control_;
     std::size_t control_size_;
     std::vector<Peer> peers_;
+    // Every peer's packed rkeys as connect() got them: a window's keys are unpacked peer
+    // by peer at the first access (unpack_keys), so creating a window costs no unpack
+    // for peers it never reaches.
+    std::vector<std::uint8_t> packed_keys_;
     std::unique_ptr<UcxRegistration> control_registration_;
     std::unique_ptr<UcxRegistration> window_registration_;
     bool dynamic_ = false;
