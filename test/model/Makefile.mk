@@ -9,7 +9,7 @@
 noinst_PROGRAMS = test/model/transactions_model test/model/scale_model
 test_model_transactions_model_SOURCES = test/model/transactions_model.cpp
 test_model_transactions_model_LDADD = libnbrma_core.la $(MPICH_LIBS) $(UCX_LIBS)
-test_model_scale_model_SOURCES = test/model/scale_model.cpp
+test_model_scale_model_SOURCES = test/model/scale_model.cpp test/unit/engine/rma_calls.hpp
 test_model_scale_model_LDADD = libnbrma_core.la $(MPICH_LIBS) $(UCX_LIBS)
 
 # check_model.sh: make check runs the model small (8 and 32 ranks) and checks its sums

@@ -40,9 +40,11 @@
 #include "engine/window.hpp"
 #include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
+#include "../unit/engine/rma_calls.hpp"  // put_call
 
 using namespace nbrma;
 using namespace nbrma::engine;
+using simtest::put_call;
 using transport::sim::SimWorld;
 
 namespace {
@@ -120,19 +122,6 @@ class Job {
     std::vector<std::unique_ptr<Window>> windows_;
     std::vector<Request *> requests_;
 };
-
-RmaCall put_call(int target, MPI_Aint displacement, const std::int64_t *value) {
-    RmaCall call;
-    call.kind = RmaKind::put;
-    call.origin = value;
-    call.origin_count = 1;
-    call.origin_type = MPI_INT64_T;
-    call.target = target;
-    call.displacement = displacement;
-    call.target_count = 1;
-    call.target_type = MPI_INT64_T;
-    return call;
-}
 
 int ceil_log2(int p) {
     int rounds = 0;

@@ -139,7 +139,7 @@ class SimWorld {
     std::uint64_t delivered_count() const { return delivered_; }
 
     // What a rank posted since the world began or reset_traffic(): the message counts
-    // of the scaling model (test/unit/engine/test_scale.cpp).
+    // of the scaling model (test/model/scale_model.cpp).
     struct Traffic {
         std::uint64_t puts = 0, gets = 0, atomics = 0, flushes = 0;
         std::uint64_t bytes = 0;  // put and get payloads, 8 an atomic

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/window.hpp"
+#include "rma_calls.hpp"
 #include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
@@ -223,20 +224,6 @@ struct SimRanks {
     std::vector<std::unique_ptr<Window>> windows;
 };
 
-// One 64-bit put of *value to `target` at `displacement` (disp_unit 1).
-inline RmaCall put_call(int target, MPI_Aint displacement, const std::int64_t *value) {
-    RmaCall call;
-    call.kind = RmaKind::put;
-    call.origin = value;
-    call.origin_count = 1;
-    call.origin_type = MPI_INT64_T;
-    call.target = target;
-    call.displacement = displacement;
-    call.target_count = 1;
-    call.target_type = MPI_INT64_T;
-    return call;
-}
-
 // Our references of the requests a test obtained; dropped at the end.
 struct Requests {
     std::vector<Request *> all;
@@ -286,6 +273,11 @@ inline Request *iwait(Window &window) {
 inline Request *ifence(Window &window, int assert) {
     Request *request = nullptr;
     EXPECT_EQ(window.fence(assert, &request), Status::ok);
+    return request;
+}
+inline Request *iflush(Window &window, int target) {  // target -1: flush_all
+    Request *request = nullptr;
+    EXPECT_EQ(window.flush(target, &request), Status::ok);
     return request;
 }
 inline Request *iunlock(Window &window, int target) {

@@ -136,18 +136,14 @@ TEST(RemoteCompletion, FlushAllFollowsPeersWrittenAgain) {
     ASSERT_EQ(origin.lock_all(0), Status::ok);
     const std::int64_t values[4] = {11, 12, 13, 14};
     ASSERT_EQ(origin.rma(put_call(3, 0, &values[0]), nullptr), Status::ok);
-    Request *to3 = requests([&] {
-        Request *request = nullptr;
-        EXPECT_EQ(origin.flush(3, &request), Status::ok);
-        return request;
-    }());
+    Request *to3 = requests(simtest::iflush(origin, 3));
+    ASSERT_NE(to3, nullptr);
     ranks.settle();
     ASSERT_TRUE(to3->complete());  // peer 3 complete, through its own flush
     ASSERT_EQ(origin.rma(put_call(3, 8, &values[1]), nullptr), Status::ok);
     ASSERT_EQ(origin.rma(put_call(5, 0, &values[2]), nullptr), Status::ok);
-    Request *all = nullptr;
-    ASSERT_EQ(origin.flush(-1, &all), Status::ok);
-    requests(all);
+    Request *all = requests(simtest::iflush(origin, -1));
+    ASSERT_NE(all, nullptr);
     settle_holding_puts(ranks);
     EXPECT_FALSE(all->complete());
     deliver_put_to(ranks, 5);
@@ -158,9 +154,8 @@ TEST(RemoteCompletion, FlushAllFollowsPeersWrittenAgain) {
     EXPECT_TRUE(all->complete());
     // Found complete by that flush_all, written again: waited for again.
     ASSERT_EQ(origin.rma(put_call(5, 8, &values[3]), nullptr), Status::ok);
-    Request *again = nullptr;
-    ASSERT_EQ(origin.flush(-1, &again), Status::ok);
-    requests(again);
+    Request *again = requests(simtest::iflush(origin, -1));
+    ASSERT_NE(again, nullptr);
     settle_holding_puts(ranks);
     EXPECT_FALSE(again->complete());
     deliver_put_to(ranks, 5);
