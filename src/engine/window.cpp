@@ -392,24 +392,29 @@ void Window::dump(std::FILE *out) const {
                      static_cast<unsigned long long>(flush.flushed), flush.in_flight ? 1 : 0);
     }
     const sync::LockWord word = sync::LockWord::decode(control_word(sync::ControlLayout::lock_word));
-    std::fprintf(out, "    lock word: active %u waiting %u tail %u head %d, head rank word %#llx\n",
+    std::fprintf(out,
+                 "    lock word: active %u waiting %u tail %u head %d, head rank word %#llx, "
+                 "doorway tail %llu\n",
                  word.active, word.waiting, word.tail, word.head ? 1 : 0,
-                 static_cast<unsigned long long>(control_word(sync::ControlLayout::head_rank)));
+                 static_cast<unsigned long long>(control_word(sync::ControlLayout::head_rank)),
+                 static_cast<unsigned long long>(control_word(sync::ControlLayout::door_tail)));
     for (int target = 0; target < size_; ++target) {
         const std::uint64_t grant = control_word(layout_.node_grant(target));
         const std::uint64_t next = control_word(layout_.node_next(target));
         const std::uint64_t top = control_word(layout_.node_top(target));
         const std::uint64_t count = control_word(layout_.node_count(target));
         const std::uint64_t below = control_word(layout_.node_below(target));
-        if (grant || next || top || count || below)
+        const std::uint64_t door_next = control_word(layout_.node_door_next(target));
+        if (grant || next || top || count || below || door_next)
             std::fprintf(out,
                          "    node for target %d: grant %llu next %#llx readers top %llu count "
-                         "%llu below %llu\n",
+                         "%llu below %llu doorway next %llu\n",
                          target, static_cast<unsigned long long>(grant),
                          static_cast<unsigned long long>(next),
                          static_cast<unsigned long long>(top),
                          static_cast<unsigned long long>(count),
-                         static_cast<unsigned long long>(below));
+                         static_cast<unsigned long long>(below),
+                         static_cast<unsigned long long>(door_next));
     }
 }
 

@@ -21,6 +21,11 @@ namespace nbrma::sync {
 //   24  head rank: where the exclusive request at the head of this rank's lock queue,
 //       waiting for shared holders to drain, and the last of them to leave meet
 //       (lock_word.hpp: HeadRank)
+//   32  doorway tail: rank + 1 of the last lock operation queued in this rank's doorway
+//       (0: none). A lock operation whose CAS of the lock word keeps failing queues
+//       here (swap) and retries only once its predecessor has got through, so a burst
+//       of p requests costs each a constant number of atomics, not O(p) CAS retries
+//       (lock_protocol.hpp)
 //   64  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (transport/directory.hpp)
 //   ..  fence counters, max_fence_slots of them, each fetch-added once a barrier fence
@@ -35,9 +40,12 @@ namespace nbrma::sync {
 //         +8  done  — access epochs of the peer toward this rank that are done (d)
 //       The counters a (accesses requested) and e (exposures opened) are only ever
 //       read by their owner and live in the engine's window object instead.
-//   ..  per-target lock-queue nodes, node_bytes (40) each, constant state per lock
-//       request (no per-rank arrays: a window costs 56 bytes a peer on every rank):
-//         +0  grant  — written 1 by whoever hands this rank the lock on that target
+//   ..  per-target lock-queue nodes, node_bytes (48) each, constant state per lock
+//       request (no per-rank arrays: a window costs 64 bytes a peer on every rank):
+//         +0  grant  — written 1 by whoever hands this rank the lock on that target,
+//                      or the doorway on that target (never both at once: an operation
+//                      waits in the doorway only before its request joins the queue,
+//                      or while it holds the lock and releases it)
 //         +8  next   — written by an exclusive successor: (rank + 1) | (readers << 32)
 //         +16 top    — readers queued behind this rank's exclusive request push
 //                      themselves here (swap: rank + 1 of the last one, 0 none)
@@ -45,6 +53,8 @@ namespace nbrma::sync {
 //                      the number of readers the lock word said, the stack is whole
 //         +32 below  — this rank, as such a reader: what it found in top, plus 1
 //                      (the exclusive reads it to walk the stack)
+//         +40 door_next — written by the operation queued behind this rank's in the
+//                      target's doorway: its rank + 1
 //   ..  notification counters (DESIGN §8), notify_capacity of them, 8 bytes each, only
 //       ever fetch-added by origins (MPIX_Put_notify ...) and read or set by this rank.
 //       Pages nobody touched cost nothing (shm and ucx map them lazily).
@@ -54,12 +64,13 @@ class ControlLayout {
     static constexpr std::size_t accumulate_lock = 8;
     static constexpr std::size_t notify_num = 16;
     static constexpr std::size_t head_rank = 24;
+    static constexpr std::size_t door_tail = 32;
     static constexpr std::size_t directory = 64;
     static constexpr std::size_t directory_bytes = 1024;
     static constexpr std::size_t counter_bytes = 16;
     static constexpr int direct_fence_ranks = 8;  // up to this many: a one-round fence
     static constexpr int max_fence_slots = 24;    // ceil(log2 p) for every p < 2^24
-    static constexpr std::size_t node_bytes = 40;
+    static constexpr std::size_t node_bytes = 48;
     // Everything from here on (fence rounds, counters, lock-queue nodes) is what a rank's pending
     // epochs wait on: writes there ring the rank's bell (NBRMA_PROGRESS=interrupt).
     static constexpr std::size_t watched = directory + directory_bytes;
@@ -105,6 +116,7 @@ class ControlLayout {
     std::size_t node_top(int target) const { return node(target) + 16; }
     std::size_t node_count(int target) const { return node(target) + 24; }
     std::size_t node_below(int target) const { return node(target) + 32; }
+    std::size_t node_door_next(int target) const { return node(target) + 40; }
 
     std::size_t notifications() const {
         return round_up(nodes() + static_cast<std::size_t>(nranks_) * node_bytes, 64);

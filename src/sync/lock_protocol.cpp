@@ -2,6 +2,7 @@
 // and lock_word.hpp for the word's invariants.
 #include "sync/lock_protocol.hpp"
 
+#include <atomic>
 #include <cstdio>
 
 namespace nbrma::sync {
@@ -9,6 +10,16 @@ namespace nbrma::sync {
 using transport::AtomicOp;
 using transport::Region;
 using transport::RemoteAddress;
+
+namespace {
+std::atomic<int> doorway_failures{2};
+}  // namespace
+
+int LockOperation::doorway_after() { return doorway_failures.load(std::memory_order_relaxed); }
+
+void LockOperation::set_doorway_after(int failures) {
+    doorway_failures.store(failures < 0 ? 0 : failures, std::memory_order_relaxed);
+}
 
 void LockOperation::begin(transport::Transport &transport, const ControlLayout &layout,
                           int target, LockMode mode, Phase phase) {
@@ -19,6 +30,8 @@ void LockOperation::begin(transport::Transport &transport, const ControlLayout &
     mode_ = mode;
     failure_ = Status::ok;
     cas_posted_ = false;
+    failures_ = 0;
+    in_door_ = false;
     phase_ = phase;
 }
 
@@ -47,13 +60,15 @@ void LockOperation::describe(char *out, std::size_t size) const {
     static const char *const names[] = {
         "idle",           "acquire_cas",     "publish_head", "wait_grant",
         "release_cas",    "drain_head",      "clear_head",   "wait_successor",
-        "register_reader", "wait_readers",   "walk_readers", "finished"};
+        "register_reader", "wait_readers",   "walk_readers", "door_join",
+        "door_wait",      "door_leave",      "door_pass",    "finished"};
     std::snprintf(out, size,
-                  "%s pending=%d cas=%#llx/%#llx readers=%u successor=%d linked=%d woken=%u",
+                  "%s pending=%d cas=%#llx/%#llx failures=%d door=%d readers=%u successor=%d "
+                  "linked=%d woken=%u",
                   names[static_cast<int>(phase_)], pending_,
                   static_cast<unsigned long long>(cas_expected_),
-                  static_cast<unsigned long long>(cas_result_), readers_, successor_, linked_,
-                  woken_);
+                  static_cast<unsigned long long>(cas_result_), failures_, in_door_ ? 1 : 0,
+                  readers_, successor_, linked_, woken_);
 }
 
 void LockOperation::on_complete(Status status) {
@@ -134,11 +149,10 @@ Status LockOperation::step() {
         case Phase::release_cas: {
             if (cas_posted_) {
                 cas_posted_ = false;
-                LockWord old = LockWord::decode(cas_expected_);
-                if (cas_result_ == cas_expected_)
-                    return phase_ == Phase::acquire_cas ? after_acquire_cas(old)
-                                                        : after_release_cas(old);
+                if (cas_result_ == cas_expected_) return cas_over(true);
                 cas_expected_ = cas_result_;  // lost a race or guessed wrong: retry
+                const int door_after = doorway_after();
+                if (!in_door_ && door_after > 0 && ++failures_ >= door_after) return join_door();
             }
             LockWord old = LockWord::decode(cas_expected_);
             LockWord next = old;
@@ -156,10 +170,8 @@ Status LockOperation::step() {
                     next.waiting += 1;
                 }
             } else if (mode_ == LockMode::exclusive) {
-                if (old.tail != static_cast<std::uint32_t>(me_ + 1)) {
-                    phase_ = Phase::wait_successor;  // a successor is linking to us
-                    return Status::ok;
-                }
+                if (old.tail != static_cast<std::uint32_t>(me_ + 1))
+                    return cas_over(false);  // a successor is linking to us
                 next.tail = 0;
                 next.active += old.waiting;
                 next.waiting = 0;
@@ -266,11 +278,77 @@ Status LockOperation::step() {
             if (below == 1) return Status::err_other;  // fewer on the stack than counted
             return read_below(static_cast<int>(below - 1) - 1);
         }
+        case Phase::door_join: {
+            // Found the doorway empty: ours, retry at once. Else link behind the one found.
+            if (door_result_ == 0) {
+                phase_ = door_for_;
+                return Status::ok;
+            }
+            phase_ = Phase::door_wait;
+            door_record_ = static_cast<std::uint64_t>(me_ + 1);
+            return post_put(static_cast<int>(door_result_) - 1, layout_->node_door_next(target_),
+                            &door_record_, sizeof door_record_);
+        }
+        case Phase::door_wait: {
+            if (load_local(layout_->node_grant(target_)) == 0) return Status::in_progress;
+            store_local(layout_->node_grant(target_), 0);
+            phase_ = door_for_;
+            return Status::ok;
+        }
+        case Phase::door_leave: {
+            // Still the doorway's tail: it is empty now. Else someone is linking behind us.
+            if (door_result_ == static_cast<std::uint64_t>(me_ + 1)) {
+                phase_ = door_for_;
+                return after_cas();
+            }
+            phase_ = Phase::door_pass;
+            return Status::ok;
+        }
+        case Phase::door_pass: {
+            const std::uint64_t next = load_local(layout_->node_door_next(target_));
+            if (next == 0) return Status::in_progress;
+            store_local(layout_->node_door_next(target_), 0);
+            phase_ = door_for_;
+            Status status = grant(static_cast<int>(next) - 1);
+            if (is_error(status)) return status;
+            return after_cas();
+        }
         case Phase::idle:
         case Phase::finished:
             break;
     }
     return Status::err_other;
+}
+
+// Our CAS of the lock word keeps failing: queue in the target's doorway.
+Status LockOperation::join_door() {
+    in_door_ = true;
+    door_for_ = phase_;
+    phase_ = Phase::door_join;
+    return post_atomic(target_, AtomicOp::swap, ControlLayout::door_tail,
+                       static_cast<std::uint64_t>(me_ + 1), 0, &door_result_);
+}
+
+// The CAS phase is over (swapped: our CAS took, the word it replaced in cas_expected_;
+// else an exclusive release found a successor). Leave the doorway first if we are in it.
+Status LockOperation::cas_over(bool swapped) {
+    cas_swapped_ = swapped;
+    if (swapped && phase_ == Phase::acquire_cas) enqueued_ = true;  // our place is fixed
+    if (!in_door_) return after_cas();
+    in_door_ = false;
+    door_for_ = phase_;
+    phase_ = Phase::door_leave;
+    return post_atomic(target_, AtomicOp::compare_swap, ControlLayout::door_tail, 0,
+                       static_cast<std::uint64_t>(me_ + 1), &door_result_);
+}
+
+Status LockOperation::after_cas() {
+    if (!cas_swapped_) {
+        phase_ = Phase::wait_successor;
+        return Status::ok;
+    }
+    const LockWord old = LockWord::decode(cas_expected_);
+    return phase_ == Phase::acquire_cas ? after_acquire_cas(old) : after_release_cas(old);
 }
 
 Status LockOperation::after_acquire_cas(LockWord old) {

@@ -23,6 +23,17 @@
 //   holder clears the word and grants; the head clears it and holds the lock). An
 //   exclusive that hands over to a successor behind readers puts the successor's rank
 //   there itself before it wakes the readers.
+// The doorway: an operation whose CAS of the lock word has failed doorway_after() times
+//   (the first failure is mostly a wrong guess of the word) queues in the target's
+//   doorway, an MCS queue of its own (swap the doorway tail, link into the predecessor's
+//   door_next, wait locally for its grant), and retries the CAS only once through. It
+//   leaves as soon as its CAS took (or an exclusive release found its successor): CAS
+//   the doorway tail back to 0, or wait locally for the next one's link and grant it.
+//   Only the one operation in the doorway and newcomers on their first attempts then
+//   compete for the word, so a burst of p requests to one target costs each a constant
+//   number of atomics instead of O(p) failed CASes. The doorway is held only across
+//   CASes, never across a wait for the lock itself; like wait_successor, leaving it may
+//   wait for the next operation's link, which that rank posts in its next advance.
 #ifndef NBRMA_SYNC_LOCK_PROTOCOL_HPP
 #define NBRMA_SYNC_LOCK_PROTOCOL_HPP
 
@@ -58,6 +69,12 @@ class LockOperation final : public transport::Completion {
 
     void on_complete(Status status) override;
 
+    // Failed CASes of the lock word before an operation queues in the doorway (default
+    // 2; 0: never, the CAS retried alone however long it takes). Process-wide: the lock
+    // protocol tests and the scale model set it to explore and to compare.
+    static int doorway_after();
+    static void set_doorway_after(int failures);
+
     // "phase pending=N cas=expected/result", for a hang report (engine::debug_dump).
     void describe(char *out, std::size_t size) const;
 
@@ -76,6 +93,11 @@ class LockOperation final : public transport::Completion {
                             // record below and count ourselves
         wait_readers,       // exclusive: spin locally until our readers registered
         walk_readers,       // exclusive: read the next reader's below, grant it
+        door_join,          // the doorway tail swapped to us: wait for the one we found?
+        door_wait,          // spin locally until the doorway predecessor grants us
+        door_leave,         // through: the doorway tail CASed from us back to 0
+        door_pass,          // someone queued behind us there: spin locally for its
+                            // door_next, then grant it
         finished,
     };
 
@@ -88,6 +110,9 @@ class LockOperation final : public transport::Completion {
     Status post_put(int peer, std::size_t offset, const void *source, std::size_t length);
     std::uint64_t load_local(std::size_t offset) const;
     void store_local(std::size_t offset, std::uint64_t value);
+    Status join_door();
+    Status cas_over(bool swapped);
+    Status after_cas();
     Status after_acquire_cas(LockWord old);
     Status after_release_cas(LockWord old);
     Status grant(int rank);
@@ -115,7 +140,13 @@ class LockOperation final : public transport::Completion {
     std::uint64_t link_result_ = 0;  // register_reader: the top we replaced; walk: a below
     std::uint32_t woken_ = 0;      // walk_readers: readers granted so far
     int reader_ = -1;              // walk_readers: the reader whose below was read
+    int failures_ = 0;             // failed CASes of the lock word so far
+    bool in_door_ = false;         // queued in, or holding, the target's doorway
+    bool cas_swapped_ = false;     // the CAS phase ended with our CAS taking
+    Phase door_for_ = Phase::idle;  // the CAS phase the doorway interrupted
+    std::uint64_t door_result_ = 0;  // what a doorway-tail atomic found
     // Sources of puts must outlive them.
+    std::uint64_t door_record_ = 0;
     std::uint64_t next_record_ = 0;
     std::uint64_t grant_value_ = 1;
 };

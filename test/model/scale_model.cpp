@@ -10,6 +10,10 @@
 //   fence       two barrier fences around an epoch without calls (per fence)
 //   lock_all    lock_all, an 8-byte put to the right neighbour, unlock_all
 //   exclusive   every rank locks rank 0 exclusively at once, puts 8 bytes, unlocks
+//   exclusive_nodoor  the same with the lock protocol's doorway off (lock_protocol.hpp):
+//               every failed CAS of the lock word retried alone, as before issue 16's
+//               doorway; for comparison
+//   shared      every rank locks rank 0 shared at once, puts 8 bytes, unlocks
 //   pscw        a ring: post to the left neighbour, start toward the right one, put, complete, wait
 // Every put is checked at its target afterwards.
 //
@@ -19,9 +23,12 @@
 // the bounds issue 16 asks for, as "CHECK" lines:
 //   fence: exactly ceil(log2 p) messages a rank (p - 1 up to 8 ranks, where one round
 //   to every peer is quicker); lock_all and pscw: a constant (3);
-//   exclusive: O(p) a rank in such a burst, p + 3 on average at most (the join is a CAS
-//   of the lock word: in a burst one CAS a round of attempts succeeds; a known limit,
-//   guarded so it gets no worse); control bytes <= 56 p + 1.5 KiB.
+//   exclusive: a constant a rank in such a burst (12: two failed CASes, the doorway's
+//   swap, link, CAS back and grant, the lock word's CAS, the link to the predecessor,
+//   the put, the release and its grant); without the doorway it is O(p) (in a burst one
+//   CAS a round of attempts succeeds), not checked; shared: a constant too (11: the
+//   acquire and the release each fail twice and go through the doorway); control bytes
+//   <= 64 p + 1.5 KiB.
 // Usage: scale_model [--list] [--check] [--largest P] (default 1024; --quick: 256)
 //        [--group scale and other nbrma-bench arguments are accepted and ignored]
 #include <mpi.h>
@@ -39,6 +46,7 @@
 #include "engine/request.hpp"
 #include "engine/window.hpp"
 #include "sync/control_region.hpp"
+#include "sync/lock_protocol.hpp"
 #include "transport/sim/sim_transport.hpp"
 #include "../unit/engine/rma_calls.hpp"  // put_call
 
@@ -49,7 +57,8 @@ using transport::sim::SimWorld;
 
 namespace {
 
-const char *const scenarios[] = {"fence", "lock_all", "exclusive", "pscw"};
+const char *const scenarios[] = {"fence", "lock_all", "exclusive", "exclusive_nodoor", "shared", "pscw"};
+constexpr int nscenarios = sizeof scenarios / sizeof scenarios[0];
 
 struct PerRank {
     double max = 0, mean = 0;
@@ -137,12 +146,12 @@ void check(bool ok, const char *what, int p, double value, double bound) {
     if (!ok) failures = true;
 }
 
-// One job of p ranks through the four scenarios; false if the engine failed.
+// One job of p ranks through the scenarios; false if the engine failed.
 bool run(int p, bool checking) {
     Job job(p);
     std::vector<std::int64_t> values(p);
     for (int r = 0; r < p; ++r) values[r] = 1000 + r;
-    PerRank result[4];
+    PerRank result[nscenarios];
     auto ok = [](Status status) { return status == Status::ok; };
 
     bool fine = job.measure(2, [&](int r) {
@@ -161,14 +170,27 @@ bool run(int p, bool checking) {
         job.keep(released);
         return done;
     }, &result[1]);
-    fine = fine && job.measure(1, [&](int r) {
+    auto exclusive_burst = [&](int r) {
         Request *released = nullptr;
         bool done = ok(job.w(r).lock(MPI_LOCK_EXCLUSIVE, 0, 0)) &&
                     ok(job.w(r).rma(put_call(0, 8, &values[r]), nullptr)) &&
                     ok(job.w(r).unlock(0, &released));
         job.keep(released);
         return done;
-    }, &result[2]);
+    };
+    fine = fine && job.measure(1, exclusive_burst, &result[2]);
+    const int door_after = sync::LockOperation::doorway_after();
+    sync::LockOperation::set_doorway_after(0);
+    fine = fine && job.measure(1, exclusive_burst, &result[3]);
+    sync::LockOperation::set_doorway_after(door_after);
+    fine = fine && job.measure(1, [&](int r) {
+        Request *released = nullptr;
+        bool done = ok(job.w(r).lock(MPI_LOCK_SHARED, 0, 0)) &&
+                    ok(job.w(r).rma(put_call(0, 24, &values[r]), nullptr)) &&
+                    ok(job.w(r).unlock(0, &released));
+        job.keep(released);
+        return done;
+    }, &result[4]);
     fine = fine && job.measure(1, [&](int r) {
         Request *completed = nullptr, *waited = nullptr;
         bool done = ok(job.w(r).post({(r + p - 1) % p}, 0)) &&
@@ -178,16 +200,17 @@ bool run(int p, bool checking) {
         job.keep(completed);
         job.keep(waited);
         return done;
-    }, &result[3]);
+    }, &result[5]);
     bool data = fine;
     for (int r = 0; r < p && data; ++r)
         data = job.at((r + 1) % p, 0) == values[r] && job.at((r + 1) % p, 16) == values[r];
-    // Rank 0's slot 8 holds the put of whichever rank had the lock last.
+    // Rank 0's slots 8 and 24 hold the put of whichever rank came last.
     data = data && job.at(0, 8) >= 1000 && job.at(0, 8) < 1000 + p;
+    data = data && job.at(0, 24) >= 1000 && job.at(0, 24) < 1000 + p;
     std::printf("CHECK model-max %s p=%d\n", data ? "ok" : "FAILED", p);
     if (!data) return false;
 
-    for (int s = 0; s < 4; ++s) {
+    for (int s = 0; s < nscenarios; ++s) {
         std::printf("RESULT model-max scale_%s %d %.4g msgs\n", scenarios[s], p, result[s].max);
         std::printf("RESULT model-mean scale_%s %d %.4g msgs\n", scenarios[s], p, result[s].mean);
     }
@@ -199,10 +222,11 @@ bool run(int p, bool checking) {
         check(result[0].max == fence_bound, "fence == p - 1 (p <= 8), ceil(log2 p)", p,
               result[0].max, fence_bound);
         check(result[1].max <= 3, "lock_all <= 3", p, result[1].max, 3);
-        check(result[2].mean <= p + 3, "exclusive mean <= p + 3", p, result[2].mean, p + 3);
-        check(result[3].max <= 3, "pscw <= 3", p, result[3].max, 3);
-        check(control <= 56.0 * p + 1536, "control bytes <= 56 p + 1.5 KiB", p, control,
-              56.0 * p + 1536);
+        check(result[2].max <= 12, "exclusive <= 12", p, result[2].max, 12);
+        check(result[4].max <= 11, "shared <= 11", p, result[4].max, 11);
+        check(result[5].max <= 3, "pscw <= 3", p, result[5].max, 3);
+        check(control <= 64.0 * p + 1536, "control bytes <= 64 p + 1.5 KiB", p, control,
+              64.0 * p + 1536);
     }
     return true;
 }

@@ -1,6 +1,6 @@
 // The control region's size as jobs grow (issue 16): computed from the real layout
 // (sync/control_region.hpp) for p = 2 ... 2^20 ranks, against the bound of 64 bytes a
-// peer plus a constant (56 now), and the fields of every peer disjoint and 8-byte aligned.
+// peer plus a constant (64 now), and the fields of every peer disjoint and 8-byte aligned.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,7 +14,7 @@ using nbrma::sync::ControlLayout;
 namespace {
 
 constexpr std::size_t per_peer_bound = 64;
-// Lock word, accumulate lock, notification count, head rank, the directory header of
+// Lock word, accumulate lock, notification count, head rank, doorway tail, the directory header of
 // dynamic windows, the fence slots, and the rounding of the end to a cache line.
 constexpr std::size_t constant_bound = ControlLayout::watched + 8 * ControlLayout::max_fence_slots + 64;
 
@@ -74,7 +74,8 @@ TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
     for (int p : {1, 2, 3, 7, 64, 1000}) {
         const ControlLayout layout(p);
         std::set<std::size_t> words = {ControlLayout::lock_word, ControlLayout::accumulate_lock,
-                                       ControlLayout::notify_num, ControlLayout::head_rank};
+                                       ControlLayout::notify_num, ControlLayout::head_rank,
+                                       ControlLayout::door_tail};
         auto add = [&](std::size_t offset) {
             EXPECT_EQ(offset % 8, 0u) << "p = " << p << " offset " << offset;
             EXPECT_GE(offset, ControlLayout::watched) << "p = " << p;
@@ -89,10 +90,11 @@ TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
             add(layout.node_top(peer));
             add(layout.node_count(peer));
             add(layout.node_below(peer));
+            add(layout.node_door_next(peer));
         }
         for (int slot = 0; slot < ControlLayout::max_fence_slots; ++slot)
             add(ControlLayout::fence_slot(slot));
-        EXPECT_EQ(words.size(), 4 + 7 * std::size_t(p) + ControlLayout::max_fence_slots);
+        EXPECT_EQ(words.size(), 5 + 8 * std::size_t(p) + ControlLayout::max_fence_slots);
         EXPECT_LE(layout.notifications(), layout.size());
     }
 }

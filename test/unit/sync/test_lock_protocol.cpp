@@ -70,6 +70,10 @@ namespace {
 constexpr LockMode X = LockMode::exclusive;
 constexpr LockMode S = LockMode::shared;
 
+// Steps taken, over every run, with some target's doorway occupied: the doorway tests
+// assert their schedules went through it.
+std::uint64_t doorway_steps = 0;
+
 struct Item {
     bool acquire;
     int target;
@@ -301,7 +305,7 @@ class LockRun {
         }
         std::size_t node = (off - layout_.nodes()) / ControlLayout::node_bytes;
         std::size_t in = (off - layout_.nodes()) % ControlLayout::node_bytes;
-        static const char *const fields[] = {".grant", ".next", ".top", ".count", ".below"};
+        static const char *const fields[] = {".grant", ".next", ".top", ".count", ".below", ".door_next"};
         s << "node(target " << node << ")" << fields[in / 8];
         return s.str();
     }
@@ -438,6 +442,10 @@ class LockRun {
             std::uint64_t head = world_.load64(t, Region::control, ControlLayout::head_rank);
             if (head != 0 && head != nbrma::sync::HeadRank::drained && head > static_cast<std::uint64_t>(n_))
                 fail("head rank word out of range on target " + std::to_string(t) + ": " + std::to_string(head));
+            std::uint64_t door = world_.load64(t, Region::control, ControlLayout::door_tail);
+            if (door > static_cast<std::uint64_t>(n_))
+                fail("doorway tail out of range on target " + std::to_string(t) + ": " + std::to_string(door));
+            if (door != 0) ++doorway_steps;
         }
     }
 
@@ -558,22 +566,64 @@ class Explorer {
     DfsResult result_;
 };
 
+// Sets LockOperation::doorway_after for one test (the DFS with the doorway at every
+// contention, or never).
+class DoorwayAfter {
+  public:
+    explicit DoorwayAfter(int failures) : saved_(LockOperation::doorway_after()) {
+        LockOperation::set_doorway_after(failures);
+    }
+    ~DoorwayAfter() { LockOperation::set_doorway_after(saved_); }
+
+  private:
+    int saved_;
+};
+
 bool long_tests() {
     const char *v = std::getenv("NBRMA_LONG_TESTS");
     return v != nullptr && *v != '\0' && *v != '0';
 }
 
-void exhaustive(const char *name, const std::vector<Script> &scripts, std::size_t depth_bound = 400,
-                std::uint64_t state_bound = 3'000'000) {
+void explore(const std::string &name, const std::vector<Script> &scripts, std::size_t depth_bound,
+             std::uint64_t state_bound) {
     Explorer explorer(scripts, depth_bound, state_bound);
     DfsResult r = explorer.run();
     std::printf("[ lock DFS ] %s: %s\n             %" PRIu64 " distinct states, %" PRIu64
                 " replayed steps, %" PRIu64 " terminal states, %.6Lg complete interleavings, max depth %zu%s\n",
-                name, script_name(scripts).c_str(), r.states, r.transitions, r.terminal, r.interleavings,
+                name.c_str(), script_name(scripts).c_str(), r.states, r.transitions, r.terminal, r.interleavings,
                 r.max_depth, r.bound_hit ? " (BOUND HIT: not exhaustive)" : " (exhaustive)");
     ::testing::Test::RecordProperty("states", std::to_string(r.states));
     EXPECT_TRUE(r.failure.empty()) << r.failure;
     EXPECT_FALSE(r.bound_hit) << "state/depth bound hit (depth " << depth_bound << ", states " << state_bound << ")";
+}
+
+// How much of the doorway (lock_protocol.hpp) a configuration explores in every run;
+// the rest only with NBRMA_LONG_TESTS=1. The doorway multiplies the states by up to 10
+// (3 S on t0: 53 thousand without it, 329 thousand queueing after 2 failed CASes, 623
+// thousand after 1), and the random schedules below cover it in every run as well.
+enum class Doorway {
+    all,           // never, after 2 failed CASes (the default), after 1 (the most traffic)
+    default_only,  // never and after 2; after 1 in long runs
+    long_only,     // never; the doorway in long runs
+};
+
+// Every schedule of one configuration, with the doorway never used and then with it.
+void exhaustive(const char *name, const std::vector<Script> &scripts, Doorway doorway = Doorway::all,
+                std::size_t depth_bound = 400, std::uint64_t state_bound = 3'000'000) {
+    const bool long_run = long_tests();
+    for (int failures : {0, 2, 1}) {
+        if (failures == 2 && doorway == Doorway::long_only && !long_run) break;
+        if (failures == 1 && doorway != Doorway::all && !long_run) break;
+        const std::uint64_t before = doorway_steps;
+        DoorwayAfter door(failures);
+        explore(std::string(name) + (failures == 0 ? ", no doorway"
+                                                   : ", doorway after " + std::to_string(failures) + " failed CAS"),
+                scripts, depth_bound, state_bound);
+        if (failures == 0)
+            EXPECT_EQ(doorway_steps, before) << "an operation queued in the doorway with it off";
+        else
+            EXPECT_GT(doorway_steps, before) << "no schedule went through the doorway";
+    }
 }
 
 }  // namespace
@@ -599,17 +649,18 @@ TEST(LockProtocolDfs, ThreeExclusive) {
 }
 
 TEST(LockProtocolDfs, TwoExclusiveOneShared) {
-    exhaustive("2 X + 1 S on t0", {lock_unlock(0, X), lock_unlock(0, X), lock_unlock(0, S)});
-    exhaustive("1 S + 2 X on t0 (shared at rank 0)", {lock_unlock(0, S), lock_unlock(0, X), lock_unlock(0, X)});
+    exhaustive("2 X + 1 S on t0", {lock_unlock(0, X), lock_unlock(0, X), lock_unlock(0, S)}, Doorway::default_only);
+    exhaustive("1 S + 2 X on t0 (shared at rank 0)", {lock_unlock(0, S), lock_unlock(0, X), lock_unlock(0, X)},
+               Doorway::default_only);
 }
 
 TEST(LockProtocolDfs, OneExclusiveTwoShared) {
-    exhaustive("1 X + 2 S on t0", {lock_unlock(0, X), lock_unlock(0, S), lock_unlock(0, S)});
-    exhaustive("2 S + 1 X on t1", {lock_unlock(1, S), lock_unlock(1, S), lock_unlock(1, X)});
+    exhaustive("1 X + 2 S on t0", {lock_unlock(0, X), lock_unlock(0, S), lock_unlock(0, S)}, Doorway::default_only);
+    exhaustive("2 S + 1 X on t1", {lock_unlock(1, S), lock_unlock(1, S), lock_unlock(1, X)}, Doorway::long_only);
 }
 
 TEST(LockProtocolDfs, ThreeShared) {
-    exhaustive("3 S on t0", {lock_unlock(0, S), lock_unlock(0, S), lock_unlock(0, S)});
+    exhaustive("3 S on t0", {lock_unlock(0, S), lock_unlock(0, S), lock_unlock(0, S)}, Doorway::long_only);
 }
 
 TEST(LockProtocolDfs, TwoRoundsMixed) {
@@ -619,22 +670,33 @@ TEST(LockProtocolDfs, TwoRoundsMixed) {
 
 TEST(LockProtocolDfs, ThreeRanksReacquire) {
     exhaustive("X,X + S + X on t0",
-               {lock_unlock(0, X) + lock_unlock(0, X), lock_unlock(0, S), lock_unlock(0, X)});
+               {lock_unlock(0, X) + lock_unlock(0, X), lock_unlock(0, S), lock_unlock(0, X)}, Doorway::long_only);
     exhaustive("S,X + X + S on t0",
-               {lock_unlock(0, S) + lock_unlock(0, X), lock_unlock(0, X), lock_unlock(0, S)});
+               {lock_unlock(0, S) + lock_unlock(0, X), lock_unlock(0, X), lock_unlock(0, S)}, Doorway::long_only);
 }
 
-// ~1 minute of CPU per configuration (541374 states each): run with NBRMA_LONG_TESTS=1.
+// Minutes of CPU per configuration (1.4 million states without the doorway): run with
+// NBRMA_LONG_TESTS=1.
 TEST(LockProtocolDfs, FourRanks) {
     if (!long_tests()) GTEST_SKIP() << "set NBRMA_LONG_TESTS=1 for the exhaustive 4-rank DFS";
-    exhaustive("4 ranks: X, S, X, S on t0", {lock_unlock(0, X), lock_unlock(0, S), lock_unlock(0, X), lock_unlock(0, S)});
-    exhaustive("4 ranks: X, X, S, S on t1", {lock_unlock(1, X), lock_unlock(1, X), lock_unlock(1, S), lock_unlock(1, S)});
+    const std::vector<Script> configs[] = {
+        {lock_unlock(0, X), lock_unlock(0, S), lock_unlock(0, X), lock_unlock(0, S)},
+        {lock_unlock(1, X), lock_unlock(1, X), lock_unlock(1, S), lock_unlock(1, S)}};
+    const char *const names[] = {"4 ranks: X, S, X, S on t0", "4 ranks: X, X, S, S on t1"};
+    // Without the doorway and with the default one (after 1: beyond a day's run).
+    for (int i = 0; i < 2; ++i)
+        for (int failures : {0, 2}) {
+            DoorwayAfter door(failures);
+            explore(std::string(names[i]) + (failures ? ", doorway after 2 failed CAS" : ", no doorway"), configs[i],
+                    400, 40'000'000);
+        }
 }
 
 TEST(LockProtocolDfs, TwoTargetsNested) {
     exhaustive("nested t0<t1 mixed",
                {Script{acq(0, X), acq(1, S), rel(1, S), rel(0, X)}, Script{acq(0, S), acq(1, X), rel(1, X), rel(0, S)},
-                lock_unlock(1, X)});
+                lock_unlock(1, X)},
+               Doorway::default_only);
 }
 
 // ---------------------------------------------------------------- random schedules
@@ -666,11 +728,13 @@ struct RandomStats {
     std::string first_failure;
 };
 
-// One random schedule; `deliver_bias` is the probability of picking a delivery when both
+// One random schedule, with operations queueing in the doorway after 1 or 2 (the
+// default) failed CASes by the seed; `deliver_bias` is the probability of picking a delivery when both
 // kinds of step are enabled.
 bool random_schedule(const std::vector<Script> &scripts, std::uint64_t seed, double deliver_bias, RandomStats &stats,
                      bool early = false) {
     std::mt19937_64 rng(seed);
+    DoorwayAfter door(1 + static_cast<int>(seed % 2));  // the default, or queue at every contention
     LockRun run(scripts, false, early);
     std::vector<Choice> path;
     for (;;) {
@@ -707,6 +771,7 @@ bool random_schedule(const std::vector<Script> &scripts, std::uint64_t seed, dou
 
 TEST(LockProtocolRandom, FourRanksTwoTargets) {
     RandomStats stats;
+    const std::uint64_t door_before = doorway_steps;
     const double biases[] = {0.2, 0.5, 0.8};
     const std::uint64_t seeds = long_tests() ? 200000 : 3000;
     for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
@@ -719,10 +784,12 @@ TEST(LockProtocolRandom, FourRanksTwoTargets) {
                 stats.schedules, stats.steps, stats.failures);
     RecordProperty("schedules", std::to_string(stats.schedules));
     EXPECT_EQ(stats.failures, 0u) << stats.first_failure;
+    EXPECT_GT(doorway_steps, door_before) << "no schedule went through the doorway";
 }
 
 TEST(LockProtocolRandom, FourRanksOneTargetHighContention) {
     RandomStats stats;
+    const std::uint64_t door_before = doorway_steps;
     const std::uint64_t seeds = long_tests() ? 200000 : 3000;
     for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
         std::vector<Script> scripts(4);
@@ -736,6 +803,7 @@ TEST(LockProtocolRandom, FourRanksOneTargetHighContention) {
                 stats.schedules, stats.steps, stats.failures);
     RecordProperty("schedules", std::to_string(stats.schedules));
     EXPECT_EQ(stats.failures, 0u) << stats.first_failure;
+    EXPECT_GT(doorway_steps, door_before) << "no schedule went through the doorway";
 }
 
 // UCX completes a put, and an atomic without a result, at the origin once sent: nothing
@@ -743,6 +811,7 @@ TEST(LockProtocolRandom, FourRanksOneTargetHighContention) {
 // a grant over shared memory lands at once while an atomic over UCX is still on its way.
 TEST(LockProtocolRandom, EarlyLocalCompletion) {
     RandomStats stats;
+    const std::uint64_t door_before = doorway_steps;
     const std::uint64_t seeds = long_tests() ? 200000 : 3000;
     for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
         std::mt19937_64 config_rng(seed * 15485863);
@@ -756,4 +825,5 @@ TEST(LockProtocolRandom, EarlyLocalCompletion) {
                 stats.schedules, stats.steps, stats.failures);
     RecordProperty("schedules", std::to_string(stats.schedules));
     EXPECT_EQ(stats.failures, 0u) << stats.first_failure;
+    EXPECT_GT(doorway_steps, door_before) << "no schedule went through the doorway";
 }
