@@ -68,6 +68,10 @@ struct TargetState {
     std::uint64_t match_id = 0;     // access id A (access) or exposure id E (exposure)
     Notices notices;                // grant (exposure) or done notice (access)
     std::uint64_t flush_upto = 0;   // flushing: the window's run count when it began
+    // acquiring a lock without joining the target's queue yet: a one-CAS attempt each
+    // sweep (Window::start_target, polite locks), `polls` of them so far
+    bool polling = false;
+    std::uint16_t polls = 0;
     // Calls toward this target not yet executed, in issue (age) order.
     std::deque<std::unique_ptr<Operation>> pending;
 
@@ -78,6 +82,8 @@ struct TargetState {
         match_id = 0;
         notices = Notices();
         flush_upto = 0;
+        polling = false;
+        polls = 0;
         if (!pending.empty()) pending.clear();  // a completed epoch ran all its calls
     }
 };

@@ -7,6 +7,7 @@
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
+#include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
 #include "engine/reduce.hpp"
 
@@ -379,7 +380,10 @@ void Window::dump(std::FILE *out) const {
             const TargetState *state = epoch->find(rank);
             if (!state) continue;
             char lock[160];
-            state->operation.describe(lock, sizeof lock);
+            if (state->polling)
+                std::snprintf(lock, sizeof lock, "polled %u times, not queued", state->polls);
+            else
+                state->operation.describe(lock, sizeof lock);
             std::fprintf(out, "      target %d: %s, %zu pending, lock %s\n", rank,
                          phases[static_cast<int>(state->phase)], state->pending.size(), lock);
         }
@@ -891,8 +895,27 @@ void Window::start_target(Epoch &epoch, int rank, TargetState &state) {
         state.phase = TargetPhase::held;
         return;
     }
-    state.operation.acquire(transport_, layout_, rank, epoch.mode());
     state.phase = TargetPhase::acquiring;
+    if (epoch.kind() == EpochKind::lock && polite_locks()) {
+        state.polling = true;
+        state.polls = 0;
+        return;
+    }
+    state.operation.acquire(transport_, layout_, rank, epoch.mode());
+}
+
+// A lock epoch that may run out of order (access_after_access_reorder) over a transport
+// whose atomics complete inline, with a progress that sweeps without waiting for a bell
+// (not NBRMA_PROGRESS=interrupt: the lock word rings none): it tries the lock with one
+// CAS each sweep, up to polite_polls times, before it joins the target's FIFO queue.
+// A queued request is granted whenever its turn comes, also while its rank is
+// descheduled or busy elsewhere, and the lock then sits idle until the rank runs again
+// (four ranks on two cores: issue 15, goal 6); a polled lock is taken only by a rank
+// that is running its progress, and such epochs are usually closed already, so the lock
+// is held for one sweep. The bound keeps it from starving behind queued requests.
+bool Window::polite_locks() const {
+    return config_.reorder[access_after_access] && transport_.completes_inline() &&
+           !interrupt::attached();
 }
 
 // Runs one operation (complete at the origin when it returns) and, if it may not have
@@ -977,7 +1000,17 @@ bool Window::advance_passive(Epoch &epoch) {
         const int rank = epoch.touched()[i];
         TargetState *state = epoch.find(rank);
         if (state->phase == TargetPhase::acquiring) {
-            Status status = state->operation.advance();
+            Status status = Status::in_progress;
+            if (!state->polling) {
+                status = state->operation.advance();
+            } else if (sync::acquire_at_once(transport_, rank, epoch.mode())) {
+                state->polling = false;
+                status = Status::ok;
+            } else if (++state->polls >= polite_polls) {
+                state->polling = false;  // its turn in the FIFO from now on
+                state->operation.acquire(transport_, layout_, rank, epoch.mode());
+                status = state->operation.advance();
+            }
             if (status == Status::ok) {
                 state->phase = TargetPhase::held;
                 ++counters().lock_grants;

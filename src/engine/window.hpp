@@ -54,6 +54,9 @@ Status target_span(const RmaCall &call, const TypeLayout &type, std::int64_t dis
 
 class Window {
   public:
+    // One-CAS attempts of a polite lock (polite_locks) before it joins the target's queue.
+    static constexpr std::uint16_t polite_polls = 64;
+
     Window(transport::Transport &transport, const sync::ControlLayout &layout, WindowConfig config);
     ~Window();
     Window(const Window &) = delete;
@@ -198,6 +201,7 @@ class Window {
     };
     bool lock_at_once(int target, sync::LockMode mode, int assertions);
     bool may_pass_queued(int target) const;
+    bool polite_locks() const;
     bool direct_covers(int target);
     bool unlock_at_once();
     bool direct_flush(int target = -1);

@@ -498,10 +498,12 @@ TEST_F(LockAtOnce, WithAccessAfterAccessReorderALockPassesAQueuedEpochAtOnce) {
     ASSERT_NE(second, nullptr);  // materialized by the flush: an ordinary epoch now
     EXPECT_FALSE(first->complete());
 
-    Request *released = nullptr;  // the holder hands target 1 over
+    // The queued epoch polls for the lock (polite, with the key) instead of queueing at
+    // the target: the holder's release finds nobody queued and is done at once.
+    Request *released = reinterpret_cast<Request *>(1);
     ASSERT_EQ(holder.unlock(1, &released), Status::ok);
-    ASSERT_NE(released, nullptr);
-    finish_ok({released, first, flushed, second});
+    EXPECT_EQ(released, nullptr);
+    finish_ok({first, flushed, second});
     EXPECT_EQ(cell(1, 1), queued);
     EXPECT_EQ(word(0).encode(), 0u);
     EXPECT_EQ(word(1).encode(), 0u);
@@ -547,9 +549,64 @@ TEST_F(LockAtOnce, ALockTowardTheQueuedEpochsTargetNeverPassesIt) {
     EXPECT_EQ(origin.epochs_pending(), 2u);
     Request *second = nullptr;
     ASSERT_EQ(origin.unlock(1, &second), Status::ok);
+    Request *released = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(holder.unlock(1, &released), Status::ok);
+    EXPECT_EQ(released, nullptr);  // the first epoch polls: nobody queued (polite locks)
+    finish_ok({first, second});
+    EXPECT_EQ(word(1).encode(), 0u);
+}
+
+// Polite locks (Window::polite_locks): with access_after_access_reorder, a lock epoch
+// toward a busy target does not join the target's queue; each sweep tries the lock with
+// one CAS, so the lock is never handed to a rank that is not running its progress. The
+// holder's release then has nobody to hand over to.
+TEST_F(LockAtOnce, WithTheReorderKeyABusyTargetIsPolledNotQueued) {
+    Window &origin = *windows_[0];
+    Window &holder = *windows_[1];
+    origin.set_reorder(access_after_access, true);
+    ASSERT_EQ(holder.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    const std::uint64_t held = word(1).encode();
+    EXPECT_EQ(word(1).tail, 2u);  // rank 1 + 1
+    ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    const std::int64_t value = 77;
+    ASSERT_EQ(origin.rma(simtest::put_call(1, 16, &value), nullptr), Status::ok);
+    Request *unlocked = nullptr;
+    ASSERT_EQ(origin.unlock(1, &unlocked), Status::ok);
+    ASSERT_NE(unlocked, nullptr);
+    // Fewer sweeps than polls allowed (the calls above may have polled too).
+    for (int sweep = 0; sweep < Window::polite_polls / 4; ++sweep) origin.progress();
+    EXPECT_EQ(word(1).encode(), held);  // polled, never queued: the word is the holder's
+    EXPECT_FALSE(unlocked->complete());
+    EXPECT_NE(cell(1, 2), value);
+    Request *released = reinterpret_cast<Request *>(1);
+    ASSERT_EQ(holder.unlock(1, &released), Status::ok);
+    EXPECT_EQ(released, nullptr);  // nobody to hand over to
+    EXPECT_EQ(word(1).encode(), 0u);
+    const std::uint64_t grants = counters().lock_grants;
+    origin.progress();  // one sweep: the poll takes the lock, the put runs, the lock goes
+    EXPECT_TRUE(unlocked->complete());
+    EXPECT_EQ(counters().lock_grants, grants + 1);
+    finish_ok({unlocked});
+    EXPECT_EQ(cell(1, 2), value);
+    EXPECT_EQ(word(1).encode(), 0u);
+}
+
+// A polite lock that found the target busy polite_polls times joins the FIFO queue, so
+// it cannot starve, and is handed over by the ordinary release.
+TEST_F(LockAtOnce, APoliteLockQueuesAfterItsPolls) {
+    Window &origin = *windows_[0];
+    Window &holder = *windows_[1];
+    origin.set_reorder(access_after_access, true);
+    ASSERT_EQ(holder.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    ASSERT_EQ(origin.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
+    Request *unlocked = nullptr;
+    ASSERT_EQ(origin.unlock(1, &unlocked), Status::ok);
+    for (int sweep = 0; sweep < Window::polite_polls; ++sweep) origin.progress();
+    EXPECT_EQ(word(1).tail, 1u);  // queued now: rank 0 + 1 is the tail
     Request *released = nullptr;
     ASSERT_EQ(holder.unlock(1, &released), Status::ok);
-    finish_ok({released, first, second});
+    ASSERT_NE(released, nullptr);  // the release hands the lock over
+    finish_ok({released, unlocked});
     EXPECT_EQ(word(1).encode(), 0u);
 }
 
