@@ -12,16 +12,12 @@ namespace {
 std::atomic<int> log_rank{-1};  // set by window creation, on any thread
 }
 
-Counters &counters() {
-    static Counters instance;
-    return instance;
-}
-
-int verbose_level() {
+int detail::read_verbose_level() {
     static const int level = [] {
         const char *value = settings::env(settings::Id::verbose);
         return value ? std::atoi(value) : 0;
     }();
+    verbose_cache.store(level, std::memory_order_relaxed);
     return level;
 }
 

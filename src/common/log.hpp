@@ -3,6 +3,7 @@
 #ifndef NBRMA_COMMON_LOG_HPP
 #define NBRMA_COMMON_LOG_HPP
 
+#include <atomic>
 #include <cstdint>
 
 namespace nbrma {
@@ -21,10 +22,20 @@ struct Counters {
 };
 // Updated with the progress lock held (threads.hpp); read them under it too.
 
-Counters &counters();
+namespace detail {
+inline Counters counters_instance;
+inline std::atomic<int> verbose_cache{-1};  // NBRMA_VERBOSE once read, -1 before
+int read_verbose_level();
+}  // namespace detail
+
+// Inline: the RMA hot paths count and check the level on every call.
+inline Counters &counters() { return detail::counters_instance; }
 
 // Value of NBRMA_VERBOSE (0 when unset).
-int verbose_level();
+inline int verbose_level() {
+    const int level = detail::verbose_cache.load(std::memory_order_relaxed);
+    return level >= 0 ? level : detail::read_verbose_level();
+}
 
 // printf-style line to stderr prefixed "nbrma[rank]: ", when verbose_level() >= level.
 void log(int level, const char *format, ...) __attribute__((format(printf, 2, 3)));

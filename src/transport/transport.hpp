@@ -88,6 +88,15 @@ class Transport {
         return false;
     }
 
+    // The 8-byte word at `offset` of peer's control region, when a CPU atomic on it is
+    // exactly what atomic() would do there (completes inline, rings no bell): the lock
+    // word's one-CAS paths (sync::acquire_at_once) then skip the call. Null otherwise.
+    virtual std::uint64_t *direct_control_word(int peer, std::uint64_t offset) {
+        (void)peer;
+        (void)offset;
+        return nullptr;
+    }
+
     // Order: operations to `peer` posted before the fence are complete at the target
     // before any posted after it is performed.
     virtual Status fence(int peer) = 0;

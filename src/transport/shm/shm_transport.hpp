@@ -49,6 +49,12 @@ class ShmTransport final : public Transport {
     bool supports_atomics(int peer, Region region) const override;
     bool atomic_aligned(int peer, RemoteAddress address) override;
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override;
+    std::uint64_t *direct_control_word(int peer, std::uint64_t offset) override {
+        if (offset % 8 != 0 || offset >= control_size_ || control_size_ - offset < 8 ||
+            (offset >= watched_offset_ && peers_[peer].bell))
+            return nullptr;
+        return reinterpret_cast<std::uint64_t *>(peers_[peer].control + offset);
+    }
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override { return 0; }
