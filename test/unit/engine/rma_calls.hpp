@@ -24,4 +24,18 @@ inline RmaCall put_call(int target, MPI_Aint displacement, const std::int64_t *v
     return call;
 }
 
+// One 64-bit get from `target` at `displacement` into *into (disp_unit 1).
+inline RmaCall get_call(int target, MPI_Aint displacement, std::int64_t *into) {
+    RmaCall call;
+    call.kind = RmaKind::get;
+    call.result = into;
+    call.result_count = 1;
+    call.result_type = MPI_INT64_T;
+    call.target = target;
+    call.displacement = displacement;
+    call.target_count = 1;
+    call.target_type = MPI_INT64_T;
+    return call;
+}
+
 }  // namespace nbrma::engine::simtest

@@ -46,6 +46,7 @@ using simtest::ifence;
 using simtest::iunlock;
 using simtest::iunlock_all;
 using simtest::iwait;
+using simtest::get_call;
 using simtest::put_call;
 using simtest::Requests;
 
@@ -73,19 +74,6 @@ struct Ranks : simtest::SimRanks {
         return -1;
     }
 };
-
-RmaCall get_call(int target, MPI_Aint displacement, std::int64_t *into) {
-    RmaCall call;
-    call.kind = RmaKind::get;
-    call.result = into;
-    call.result_count = 1;
-    call.result_type = MPI_INT64_T;
-    call.target = target;
-    call.displacement = displacement;
-    call.target_count = 1;
-    call.target_type = MPI_INT64_T;
-    return call;
-}
 
 // The names in `order` that start with `prefix`, space-separated.
 std::string subsequence(const std::vector<std::string> &order, const std::string &prefix) {

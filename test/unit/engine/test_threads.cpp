@@ -41,6 +41,7 @@ namespace {
 
 using transport::Region;
 using transport::sim::SimWorld;
+using simtest::get_call;
 using simtest::put_call;
 
 // Every operation is performed at its target as soon as it is posted (an ordered
@@ -126,16 +127,6 @@ RmaCall accumulate_call(int target, MPI_Aint displacement, const std::int64_t *v
     RmaCall call = put_call(target, displacement, value);
     call.kind = RmaKind::accumulate;
     call.op = MPI_SUM;
-    return call;
-}
-
-RmaCall get_call(int target, MPI_Aint displacement, std::int64_t *into) {
-    RmaCall call = put_call(target, displacement, nullptr);
-    call.kind = RmaKind::get;
-    call.origin = nullptr;
-    call.result = into;
-    call.result_count = 1;
-    call.result_type = MPI_INT64_T;
     return call;
 }
 
