@@ -40,6 +40,10 @@ const Setting rows[] = {
      "0: never use cross-memory attach nor prctl(PR_SET_PTRACER); MPI_Win_create and "
      "dynamic windows with node-local peers then fail at creation",
      nullptr},
+    {Id::share_user_memory, "NBRMA_SHARE_USER_MEMORY", S::environment, A::user, "1", "0, 1",
+     "0: never move MPI_Win_create memory into shared pages; node-local peers then reach "
+     "it with cross-memory attach (slower; no CPU atomics)",
+     nullptr},
     {Id::verbose, "NBRMA_VERBOSE", S::environment, A::user, "0", "0, 1, 2",
      "1: each rank prints its counters to stderr at MPI_Finalize and notes its progress "
      "thread's start and stop; 2: also debug traces",

@@ -27,6 +27,7 @@ enum class Id : unsigned {
     transport_env,
     ucx_prefix,
     cma,
+    share_user_memory,
     verbose,
     virtual_nodes,
     test_die_at,

@@ -46,6 +46,11 @@ const CounterRow rows[] = {
      "MPI_Win_create and MPI_Win_create_dynamic windows whose node segment (control "
      "regions) was a freed window's, kept mapped, instead of a new one",
      [] { return counters().segments_reused; }},
+    {"user_memory_shared", K::count, false,
+     "MPI_Win_create windows whose memory node-local peers map (its pages moved into "
+     "shared memory at creation; loads, stores and CPU atomics instead of cross-memory "
+     "attach)",
+     [] { return counters().user_memory_shared; }},
     {"progress_thread_sweeps", K::count, true,
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
      "interrupt)",

@@ -7,8 +7,10 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/threads.hpp"
 #include "engine/progress.hpp"
@@ -17,6 +19,7 @@
 #include "sync/control_region.hpp"
 #include "transport/shm/cross_memory.hpp"
 #include "transport/shm/shm_segment.hpp"
+#include "transport/shm/user_memory.hpp"
 #include "transport/transport.hpp"
 
 namespace nbrma::mpi {
@@ -62,6 +65,13 @@ struct WindowState {
     std::size_t control_offset = 0;
     int segment_ranks = 0;     // node-local ranks mapping it
     bool cma_checked = false;  // passed on with the segment (segment_cache.hpp)
+    // MPI_Win_create: this rank's claim on its window's pages (moved into shared memory
+    // where node-local peers map them), and those peers' window memory mapped here;
+    // dynamic windows: a claim per attached region, by base. Declared before the
+    // transport, so they go after it (after UCX deregistered the memory).
+    transport::shm::UserMemoryClaim user_memory;
+    std::vector<std::unique_ptr<transport::shm::PeerMemoryMap>> peer_memory;
+    std::map<const void *, std::unique_ptr<transport::shm::UserMemoryClaim>> attached_memory;
     // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
     std::unique_ptr<transport::Transport> transport;
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)

@@ -51,7 +51,10 @@ struct PeerRecord {
     std::int64_t offer_bytes;
     std::uint64_t fresh_id;  // the identity of a segment this rank would create as leader
     std::int32_t offer_ranks;  // how many ranks mapped the offered segment
-    std::int32_t unused;       // (no padding bytes go out uninitialized)
+    // MPI_Win_create: the memfd this rank's window pages move into for node-local peers
+    // to map (user_memory.hpp), -1: none; where the window's base lies in it
+    std::int32_t user_fd;
+    std::uint64_t user_offset;
 };
 enum PeerFlag : std::uint32_t {
     transport_valid = 1,  // nbrma_transport / NBRMA_TRANSPORT is "", "shm" or "ucx"
@@ -363,6 +366,10 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     // window's segment offers it instead (reused where every rank of the node offers it).
     transport::shm::CachedSegment offered;
     if (!allocates) offered = transport::shm::segment_cache_take();
+    // MPI_Win_create memory: its pages are registered, and offered for moving into
+    // shared memory unless every peer goes through UCX anyway.
+    if (flavor == Flavor::create)
+        state->user_memory.claim(user_base, static_cast<std::size_t>(size), choice != "ucx");
     state->segment = std::make_unique<transport::shm::ShmSegment>();
     if (!offered) (void)state->segment->prepare();
     PeerRecord mine{static_cast<std::int64_t>(size),
@@ -383,7 +390,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     offered ? static_cast<std::int64_t>(offered.segment->size()) : 0,
                     transport::shm::new_segment_id(),
                     offered ? offered.ranks : 0,
-                    0};
+                    state->user_memory.descriptor(),
+                    state->user_memory.offset()};
     if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
     if (choice == "ucx") mine.flags |= wants_ucx;
     if (mode_ok) mine.flags |= mode_valid;
@@ -447,6 +455,34 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         spans_virtual |= peers[r].vnode != peers[0].vnode;
     }
     set_local_ranks(local_count);
+
+    // Pages offered are moved where a peer maps them (a node-local peer reached over
+    // shm), and peers' offered pages are mapped here; whether they are used is agreed
+    // below, with the segment.
+    bool shm_peer = false, any_user_memory = false;
+    for (int r = 0; r < nranks; ++r) {
+        shm_peer |= r != rank && shm_reach[r];
+        any_user_memory |= peers[r].user_fd >= 0;
+    }
+    const bool map_user_memory = any_user_memory && shm_peer && !state->all_ucx;
+    bool user_memory_failed = false;
+    if (state->user_memory.descriptor() >= 0) {
+        if (map_user_memory)
+            user_memory_failed = is_error(state->user_memory.share());
+        else
+            state->user_memory.decline();
+    }
+    if (map_user_memory) {
+        state->peer_memory.resize(nranks);
+        for (int r = 0; r < nranks && !user_memory_failed; ++r) {
+            if (r == rank || !shm_reach[r] || peers[r].user_fd < 0) continue;
+            auto map = std::make_unique<transport::shm::PeerMemoryMap>();
+            user_memory_failed = is_error(map->open(peers[r].pid, peers[r].user_fd,
+                                                    peers[r].user_offset,
+                                                    static_cast<std::uint64_t>(peers[r].size)));
+            state->peer_memory[r] = std::move(map);
+        }
+    }
     if (flavor == Flavor::shared && spans_nodes)
         return creation_failed(call, *state, Status::err_unsupported,
                                "the communicator spans nodes: no shared memory between them");
@@ -524,14 +560,24 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     // cross-memory attach among the same node-local processes with no Yama consent to
     // take: where every rank says so (and nbrma_transport=ucx needs no check), there is
     // nothing to agree on and the allreduce is left out (the same on every rank).
-    int verdict[2] = {is_error(status) ? 1 : 0, transport::shm::cma_ok}, agreed[2] = {0, 0};
+    // The third verdict: every rank moved the pages it offered and mapped its peers'.
+    int verdict[3] = {is_error(status) ? 1 : 0, transport::shm::cma_ok, user_memory_failed},
+        agreed[3] = {0, 0, 0};
     const bool cma_known = reuse && (all & offer_cma_checked);
-    if (reuse && (state->all_ucx || cma_known)) {
+    // (Whether to agree must not depend on map_user_memory, which differs between
+    // ranks with and without a peer in their virtual node.)
+    if (reuse && (state->all_ucx || cma_known) && !(any_user_memory && !state->all_ucx)) {
         agreed[1] = transport::shm::cma_ok;
     } else {
         if (!allocates && !state->all_ucx)
             verdict[1] = cross_memory_verdict(*state, comm, rank, peers, is_local);
-        mpich::Allreduce(verdict, agreed, 2, MPI_INT, MPI_MAX, comm);
+        mpich::Allreduce(verdict, agreed, 3, MPI_INT, MPI_MAX, comm);
+    }
+    // Not agreed: every peer is reached by cross-memory attach (moved pages included).
+    const bool user_memory_mapped = map_user_memory && !agreed[2];
+    if (map_user_memory && !user_memory_mapped) {
+        state->peer_memory.clear();
+        state->user_memory.decline();
     }
     bool consent = false;
     for (const PeerRecord &peer : peers) consent |= peer.yama_scope == 1;
@@ -540,6 +586,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (rank == leader) state->segment->withdraw();
     if (rank != leader) transport::shm::test_die_at("peer_agreed");
     if (reuse) locked([] { ++counters().segments_reused; });
+    if (user_memory_mapped && state->user_memory.shared())
+        locked([] { ++counters().user_memory_shared; });
     if (agreed[0])
         return creation_failed(call, *state, Status::err_no_memory,
                                "cannot map the node's shared segment (local ranks open it "
@@ -571,6 +619,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                 peer.remote_base = static_cast<std::uint64_t>(peers[r].base);
                 peer.pid = peers[r].pid;
                 if (flavor == Flavor::dynamic) peer.window_size = ~0ull;
+                if (user_memory_mapped && shm_reach[r] && peers[r].user_fd >= 0)
+                    peer.window = r == rank ? static_cast<std::uint8_t *>(user_base)
+                                            : state->peer_memory[r]->address();
             }
         }
         config.sizes.push_back(static_cast<std::uint64_t>(peers[r].size));
@@ -710,6 +761,10 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     if (is_error(status))
         return raise("MPI_Win_attach", win, status,
                      "cannot publish or register the region for remote access");
+    // Exposed where it is: no other window moves these pages while attached.
+    auto claim = std::make_unique<transport::shm::UserMemoryClaim>();
+    claim->claim(base, static_cast<std::size_t>(size), false);
+    locked([&] { state->attached_memory[base] = std::move(claim); });
     return mpich::Win_attach(win, base, size);
 }
 
@@ -718,6 +773,14 @@ int MPI_Win_detach(MPI_Win win, const void *base) {
     if (!state) return raise("MPI_Win_detach", MPI_WIN_NULL, Status::err_win);
     Status status = locked([&] { return state->engine->detach(base); });
     if (is_error(status)) return raise("MPI_Win_detach", win, status, "address was not attached");
+    std::unique_ptr<transport::shm::UserMemoryClaim> claim;
+    locked([&] {
+        auto it = state->attached_memory.find(base);
+        if (it != state->attached_memory.end()) {
+            claim = std::move(it->second);
+            state->attached_memory.erase(it);
+        }
+    });
     return mpich::Win_detach(win, base);
 }
 

@@ -14,6 +14,7 @@ check_PROGRAMS += \
 	test/rma/lock_fairness \
 	test/rma/lock_at_once \
 	test/rma/segment_reuse \
+	test/rma/user_memory \
 	test/rma/complete_requests \
 	test/rma/unaligned_atomics \
 	test/rma/many_pending \
@@ -106,6 +107,9 @@ test_rma_lock_at_once_LDADD = $(RMATEST_LDADD)
 test_rma_segment_reuse_SOURCES = test/rma/segment_reuse.c
 test_rma_segment_reuse_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_segment_reuse_LDADD = $(RMATEST_LDADD)
+test_rma_user_memory_SOURCES = test/rma/user_memory.c
+test_rma_user_memory_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_user_memory_LDADD = $(RMATEST_LDADD)
 
 test_rma_complete_requests_SOURCES = test/rma/complete_requests.c
 test_rma_complete_requests_CPPFLAGS = $(RMATEST_CPPFLAGS)

@@ -1,0 +1,378 @@
+#include "transport/shm/user_memory.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <mutex>
+
+#include "common/settings.hpp"
+#include "transport/shm/shm_segment.hpp"
+
+namespace nbrma::transport::shm {
+
+bool user_memory_sharing_forbidden() {
+    const char *value = settings::env(settings::Id::share_user_memory);
+    return value && std::strcmp(value, "0") == 0;
+}
+
+struct UserMemoryClaim::Entry {
+    std::uintptr_t low;
+    std::uintptr_t high;
+    int fd;         // the memfd (offered or moved into), -1: exposed where it is
+    bool moved;     // the pages live in the memfd
+    int claims;     // live claims on this entry
+};
+
+namespace {
+
+std::mutex registry_mutex;
+std::list<UserMemoryClaim::Entry> registry;  // stable addresses
+
+std::uintptr_t page_size() {
+    static const std::uintptr_t size = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    return size;
+}
+
+bool overlaps(const UserMemoryClaim::Entry &e, std::uintptr_t low, std::uintptr_t high) {
+    return e.low < high && low < e.high;
+}
+
+// ------------------------------------------------------------------ moving pages
+//
+// While pages move they are read-only; a store into them faults and its thread waits
+// here until they are back (read-write), then retries. The handler stays installed once
+// installed (a fault taken during a move may be delivered just after it), chained to the
+// handler it replaced.
+
+std::atomic<std::uintptr_t> busy_low{0}, busy_high{0};      // the pages moving now
+std::atomic<std::uintptr_t> last_low{0}, last_high{0};      // the pages moved last
+std::atomic<pid_t> busy_thread{0};                          // the thread moving them
+std::atomic<bool> busy_aborted{false};  // that thread faulted on them itself
+struct sigaction chained{};
+
+pid_t this_thread() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+void on_fault(int signal, siginfo_t *info, void *context) {
+    const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    if (info->si_code == SEGV_ACCERR) {
+        const std::uintptr_t low = busy_low.load(std::memory_order_acquire);
+        if (address >= low && address < busy_high.load(std::memory_order_acquire)) {
+            if (busy_thread.load(std::memory_order_acquire) == this_thread()) {
+                // The mover itself (a failing call storing errno there): give the pages
+                // their protection back and let the move fail.
+                busy_aborted.store(true, std::memory_order_release);
+                mprotect(reinterpret_cast<void *>(low),
+                         busy_high.load(std::memory_order_acquire) - low,
+                         PROT_READ | PROT_WRITE);
+                return;
+            }
+            while (busy_low.load(std::memory_order_acquire) == low) sched_yield();
+            return;
+        }
+        if (address >= last_low.load(std::memory_order_acquire) &&
+            address < last_high.load(std::memory_order_acquire))
+            return;  // faulted during the last move, delivered after it: retry
+    }
+    if (chained.sa_flags & SA_SIGINFO) {
+        chained.sa_sigaction(signal, info, context);
+    } else if (chained.sa_handler == SIG_DFL || chained.sa_handler == SIG_IGN) {
+        struct sigaction fallback{};
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        sigaction(SIGSEGV, &fallback, nullptr);  // the retried access ends the process
+    } else {
+        chained.sa_handler(signal);
+    }
+}
+
+// Our handler is the process's SIGSEGV handler (installed now if another replaced it).
+// False where that cannot be (a sanitizer that keeps SIGSEGV for itself).
+bool handler_installed() {
+    struct sigaction current{};
+    if (sigaction(SIGSEGV, nullptr, &current) != 0) return false;
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_fault) return true;
+    struct sigaction ours{};
+    ours.sa_sigaction = on_fault;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&ours.sa_mask);
+    chained = current;
+    if (sigaction(SIGSEGV, &ours, nullptr) != 0) return false;
+    if (sigaction(SIGSEGV, nullptr, &current) != 0) return false;
+    return (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_fault;
+}
+
+// Copies between pages and a memfd with the kernel doing the copy: no sanitizer sees a
+// read of a heap redzone that happens to share the page.
+bool copy_to_file(int fd, std::uintptr_t low, std::size_t length) {
+    std::size_t done = 0;
+    while (done < length) {
+        long moved = syscall(SYS_pwrite64, fd, reinterpret_cast<void *>(low + done),
+                             length - done, static_cast<off_t>(done));
+        if (moved < 0 && errno == EINTR) continue;
+        if (moved <= 0) return false;
+        done += static_cast<std::size_t>(moved);
+    }
+    return true;
+}
+
+bool copy_from_file(int fd, void *destination, std::size_t length) {
+    std::size_t done = 0;
+    while (done < length) {
+        long moved = syscall(SYS_pread64, fd, static_cast<std::uint8_t *>(destination) + done,
+                             length - done, static_cast<off_t>(done));
+        if (moved < 0 && errno == EINTR) continue;
+        if (moved <= 0) return false;
+        done += static_cast<std::size_t>(moved);
+    }
+    return true;
+}
+
+// mremap(from, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, to) as the system call:
+// UCX 1.13's memory hooks (ucm), which MPICH's UCX loads, replace mremap with a function
+// that drops the fifth argument and moves the mapping to address 0.
+bool move_mapping(void *from, std::size_t length, void *to) {
+    return syscall(SYS_mremap, from, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, to) ==
+           reinterpret_cast<long>(to);
+}
+
+// Puts `replacement` (a mapping of `length` bytes holding the pages' content) in place of
+// the pages at `low`, with no store to them lost. `fill` copies the pages' content into
+// the replacement while they are read-only. Between the protection and the mremap only
+// system calls run: no lock a faulting thread could hold, no allocation.
+template <class Fill>
+bool swap_in(std::uintptr_t low, std::size_t length, void *replacement, Fill fill) {
+    if (!handler_installed()) return false;
+    busy_aborted.store(false, std::memory_order_relaxed);
+    busy_thread.store(this_thread(), std::memory_order_relaxed);
+    busy_high.store(low + length, std::memory_order_relaxed);
+    busy_low.store(low, std::memory_order_release);
+    void *pages = reinterpret_cast<void *>(low);
+    bool ok = mprotect(pages, length, PROT_READ) == 0;
+    ok = ok && fill() && !busy_aborted.load(std::memory_order_acquire);
+    if (ok) ok = move_mapping(replacement, length, pages);
+    if (!ok) mprotect(pages, length, PROT_READ | PROT_WRITE);
+    last_high.store(low + length, std::memory_order_relaxed);
+    last_low.store(low, std::memory_order_release);
+    busy_low.store(0, std::memory_order_release);
+    busy_high.store(0, std::memory_order_release);
+    busy_thread.store(0, std::memory_order_release);
+    return ok;
+}
+
+bool move_into_file(const UserMemoryClaim::Entry &e) {
+    const std::size_t length = e.high - e.low;
+    if (ftruncate(e.fd, static_cast<off_t>(length)) != 0) return false;
+    void *view = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
+    if (view == MAP_FAILED) return false;
+    if (swap_in(e.low, length, view, [&] { return copy_to_file(e.fd, e.low, length); }))
+        return true;
+    munmap(view, length);
+    return false;
+}
+
+bool move_back(const UserMemoryClaim::Entry &e) {
+    const std::size_t length = e.high - e.low;
+    void *fresh = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fresh == MAP_FAILED) return false;
+    if (swap_in(e.low, length, fresh, [&] { return copy_from_file(e.fd, fresh, length); }))
+        return true;
+    munmap(fresh, length);
+    return false;
+}
+
+// A child of fork() is a single thread: its moved pages become private copies directly.
+void unshare_in_child() {
+    for (UserMemoryClaim::Entry &e : registry) {
+        if (!e.moved) continue;
+        const std::size_t length = e.high - e.low;
+        void *fresh =
+            mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (fresh == MAP_FAILED) continue;
+        std::memcpy(fresh, reinterpret_cast<void *>(e.low), length);
+        move_mapping(fresh, length, reinterpret_cast<void *>(e.low));
+        e.moved = false;
+    }
+}
+
+// The calling thread's stack (moving it would fault the mover itself).
+bool on_own_stack(std::uintptr_t low, std::uintptr_t high) {
+    thread_local std::uintptr_t stack_low = 0, stack_high = 0;
+    if (stack_high == 0) {
+        pthread_attr_t attributes;
+        void *address = nullptr;
+        std::size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+            pthread_attr_getstack(&attributes, &address, &size);
+            pthread_attr_destroy(&attributes);
+        }
+        stack_low = reinterpret_cast<std::uintptr_t>(address);
+        stack_high = stack_low + size;
+        if (stack_high == 0) {  // unknown: keep a generous zone around the stack pointer
+            const auto here = reinterpret_cast<std::uintptr_t>(&address);
+            stack_low = here - (std::uintptr_t{1} << 20);
+            stack_high = here + (std::uintptr_t{16} << 20);
+        }
+    }
+    return low < stack_high && stack_low < high;
+}
+
+// Private anonymous memory (madvise(MADV_WIPEONFORK) accepts nothing else; the advice is
+// taken back at once), mapped throughout.
+bool private_anonymous(std::uintptr_t low, std::uintptr_t high) {
+    void *pages = reinterpret_cast<void *>(low);
+    if (madvise(pages, high - low, MADV_WIPEONFORK) != 0) return false;
+    madvise(pages, high - low, MADV_KEEPONFORK);
+    return true;
+}
+
+// Entries no live claim holds: exposed ones go; moved ones go back once no live entry
+// overlaps them (an access through that entry may be in flight), else stay for later.
+void collect() {
+    for (auto it = registry.begin(); it != registry.end();) {
+        if (it->claims == 0 && !it->moved) {
+            if (it->fd >= 0) close(it->fd);
+            it = registry.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = registry.begin(); it != registry.end();) {
+        bool busy = it->claims > 0;
+        for (const auto &other : registry)
+            busy |= &other != &*it && other.claims > 0 && overlaps(other, it->low, it->high);
+        if (busy || !move_back(*it)) {
+            ++it;
+            continue;
+        }
+        close(it->fd);
+        it = registry.erase(it);
+    }
+}
+
+}  // namespace
+
+void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
+    release();
+    const auto start = reinterpret_cast<std::uintptr_t>(base);
+    if (size == 0 || start > UINTPTR_MAX - size) return;
+    const std::uintptr_t page = page_size();
+    const std::uintptr_t low = start / page * page;
+    const std::uintptr_t end = start + size;
+    if (end > UINTPTR_MAX - page) return;
+    const std::uintptr_t high = (end + page - 1) / page * page;
+    offer = offer && !user_memory_sharing_forbidden();
+
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    bool overlapping = false;
+    for (Entry &e : registry) {
+        if (offer && e.moved && e.low <= low && high <= e.high) {
+            ++e.claims;
+            entry_ = &e;
+            descriptor_ = e.fd;
+            offset_ = start - e.low;
+            return;
+        }
+        overlapping |= overlaps(e, low, high);
+    }
+    registry.push_back(Entry{low, high, -1, false, 1});
+    entry_ = &registry.back();
+    if (!offer || overlapping || on_own_stack(low, high) || !private_anonymous(low, high)) return;
+    const int fd = memfd_create("nbrma-user", MFD_CLOEXEC);
+    if (fd < 0) return;
+    if (fchmod(fd, 0600) != 0) {
+        close(fd);
+        return;
+    }
+    entry_->fd = fd;
+    descriptor_ = fd;
+    offset_ = start - low;
+}
+
+Status UserMemoryClaim::share() {
+    if (!entry_ || descriptor_ < 0) return Status::err_unsupported;
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    static std::once_flag fork_handler;
+    std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, unshare_in_child); });
+    if (!entry_->moved) {
+        // A window claimed some of these pages after our claim (another thread's): they
+        // are exposed where they are now, and stay there.
+        bool exposed = false;
+        for (const Entry &e : registry)
+            exposed |= &e != entry_ && e.claims > 0 && overlaps(e, entry_->low, entry_->high);
+        if (exposed || !move_into_file(*entry_)) {
+            close(entry_->fd);
+            entry_->fd = -1;
+            descriptor_ = -1;
+            return Status::err_transport;
+        }
+        entry_->moved = true;
+    }
+    shared_ = true;
+    return Status::ok;
+}
+
+void UserMemoryClaim::decline() {
+    if (!entry_ || descriptor_ < 0) return;
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    if (!entry_->moved && entry_->fd >= 0) {
+        close(entry_->fd);
+        entry_->fd = -1;
+    }
+    descriptor_ = -1;
+    shared_ = false;
+}
+
+void UserMemoryClaim::release() {
+    if (!entry_) return;
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    --entry_->claims;
+    entry_ = nullptr;
+    descriptor_ = -1;
+    shared_ = false;
+    collect();
+}
+
+PeerMemoryMap::~PeerMemoryMap() {
+    if (mapping_) munmap(mapping_, length_);
+}
+
+Status PeerMemoryMap::open(pid_t pid, int descriptor, std::uint64_t offset, std::uint64_t size) {
+    const std::uint64_t page = page_size();
+    const std::uint64_t first = offset / page * page;
+    if (size == 0 || offset > UINT64_MAX - size - page) return Status::err_arg;
+    const std::uint64_t length = (offset + size + page - 1) / page * page - first;
+    const int fd = ::open(ShmSegment::name_of(pid, descriptor).c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return Status::err_transport;
+    void *mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                         static_cast<off_t>(first));
+    close(fd);
+    if (mapping == MAP_FAILED) return Status::err_no_memory;
+    mapping_ = mapping;
+    length_ = length;
+    address_ = static_cast<std::uint8_t *>(mapping) + (offset - first);
+    return Status::ok;
+}
+
+std::size_t user_memory_ranges() {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    return registry.size();
+}
+
+std::size_t user_memory_moved() {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    std::size_t moved = 0;
+    for (const auto &e : registry) moved += e.moved;
+    return moved;
+}
+
+}  // namespace nbrma::transport::shm

@@ -1,0 +1,95 @@
+// Memory the user passed to MPI_Win_create, made reachable by the node's other ranks
+// with loads, stores and CPU atomics, as MPI_Win_allocate memory is (issue 15, goal 2).
+//
+// The window's whole pages are moved into a memfd at creation: the content is copied
+// into the memfd and the memfd is mremap()ed over the same addresses, so the user's
+// pointers, the content and the protection (read-write) stay what they were; peers open
+// the memfd as /proc/<pid>/fd/<n> and map it. At MPI_Win_free the pages go back to
+// private anonymous memory the same way. Only private anonymous memory is moved (heap,
+// anonymous mmap, .bss): a file or shared mapping is left alone (madvise(MADV_WIPEONFORK)
+// answers which it is in one call), and so is the calling thread's stack.
+//
+// Stores other threads make while the pages move must not be lost: the pages are
+// read-only from the copy until the memfd is in place, and a store that faults there
+// waits in nbrma's SIGSEGV handler (chained to whatever handler was installed before)
+// and is retried on the moved page. What this cannot cover (README "How window memory is
+// reached"): a system call writing into those pages in that window of a few microseconds
+// fails with EFAULT; memory locked with mlock() is unlocked; a page pinned for a device
+// keeps its old frame.
+//
+// Every window over user memory registers its pages here, moved or not (reached by
+// cross-memory attach or registered with UCX), and dynamic windows their attached
+// regions: pages any live window exposes otherwise are never moved, so no access in
+// flight meets a moving page. A window inside pages an earlier window moved uses the same
+// memfd. Pages go back at the last release that leaves no live window over them. A child
+// made by fork() gets private copies of moved pages (pthread_atfork), as it would have.
+#ifndef NBRMA_TRANSPORT_SHM_USER_MEMORY_HPP
+#define NBRMA_TRANSPORT_SHM_USER_MEMORY_HPP
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.hpp"
+
+namespace nbrma::transport::shm {
+
+// True iff NBRMA_SHARE_USER_MEMORY=0: MPI_Win_create memory is never moved (CMA only).
+bool user_memory_sharing_forbidden();
+
+// One window's claim on the pages of [base, base + size).
+class UserMemoryClaim {
+  public:
+    UserMemoryClaim() = default;
+    UserMemoryClaim(const UserMemoryClaim &) = delete;
+    UserMemoryClaim &operator=(const UserMemoryClaim &) = delete;
+    ~UserMemoryClaim() { release(); }
+    struct Entry;  // a registered page range (user_memory.cpp)
+
+    // Registers the pages. With `offer`, they may be moved: descriptor() is then the
+    // memfd peers will open (a fresh one, or that of an earlier window whose moved pages
+    // hold these), offset() where base lies in it; -1 if they cannot be moved.
+    void claim(const void *base, std::size_t size, bool offer);
+    int descriptor() const { return descriptor_; }
+    std::uint64_t offset() const { return offset_; }
+    // Moves the pages into the memfd (nothing to do where an earlier window did); on
+    // failure they stay where they are and stay registered as exposed.
+    Status share();
+    // The offer is not taken: the pages stay where they are (still registered).
+    void decline();
+    bool shared() const { return shared_; }
+    // Gives the claim back; pages no live claim covers return to private memory.
+    void release();
+
+  private:
+    Entry *entry_ = nullptr;
+    int descriptor_ = -1;
+    std::uint64_t offset_ = 0;
+    bool shared_ = false;
+};
+
+// A node-local peer's window memory, mapped from the memfd it offered.
+class PeerMemoryMap {
+  public:
+    PeerMemoryMap() = default;
+    PeerMemoryMap(const PeerMemoryMap &) = delete;
+    PeerMemoryMap &operator=(const PeerMemoryMap &) = delete;
+    ~PeerMemoryMap();
+    // Maps [offset, offset + size) of memfd `descriptor` of process `pid`.
+    Status open(pid_t pid, int descriptor, std::uint64_t offset, std::uint64_t size);
+    std::uint8_t *address() const { return address_; }
+
+  private:
+    void *mapping_ = nullptr;
+    std::size_t length_ = 0;
+    std::uint8_t *address_ = nullptr;
+};
+
+// Registered page ranges, and how many of them are moved (tests).
+std::size_t user_memory_ranges();
+std::size_t user_memory_moved();
+
+}  // namespace nbrma::transport::shm
+
+#endif

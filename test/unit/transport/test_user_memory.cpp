@@ -1,0 +1,214 @@
+// MPI_Win_create memory moved into shared pages (transport/shm/user_memory.hpp): the
+// user's addresses keep their content before, during and after; a second mapping (what a
+// node-local peer maps) sees the same bytes while the window lives and no longer after;
+// no store another thread makes while the pages move is lost; a forked child gets
+// private pages; file and shared mappings, the caller's stack and pages another window
+// exposes stay where they are.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "transport/shm/user_memory.hpp"
+
+namespace nbrma::transport::shm {
+namespace {
+
+constexpr std::size_t page = 4096;
+
+// Page-aligned heap memory, pages pages, filled with a pattern.
+struct HeapPages {
+    explicit HeapPages(std::size_t pages) : size(pages * page) {
+        bytes = static_cast<std::uint8_t *>(std::aligned_alloc(page, size));
+        for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 3);
+    }
+    ~HeapPages() { std::free(bytes); }
+    bool pattern_intact(std::size_t from, std::size_t to) const {
+        for (std::size_t i = from; i < to; ++i)
+            if (bytes[i] != static_cast<std::uint8_t>(i * 7 + 3)) return false;
+        return true;
+    }
+    std::uint8_t *bytes;
+    std::size_t size;
+};
+
+TEST(UserMemory, HeapPagesMoveIntoAMemfdPeersMapAndComeBack) {
+    HeapPages heap(3);
+    {
+        UserMemoryClaim claim;
+        claim.claim(heap.bytes + 100, 5000, true);
+        ASSERT_GE(claim.descriptor(), 0);
+        EXPECT_EQ(claim.offset(), 100u);
+        ASSERT_EQ(claim.share(), Status::ok);
+        EXPECT_TRUE(claim.shared());
+        EXPECT_EQ(user_memory_moved(), 1u);
+        EXPECT_TRUE(heap.pattern_intact(0, heap.size));
+
+        // What a peer maps: the same bytes, both ways.
+        PeerMemoryMap peer;
+        ASSERT_EQ(peer.open(getpid(), claim.descriptor(), claim.offset(), 5000), Status::ok);
+        EXPECT_EQ(std::memcmp(peer.address(), heap.bytes + 100, 5000), 0);
+        peer.address()[0] = 0xAB;
+        heap.bytes[4999 + 100] = 0xCD;
+        EXPECT_EQ(heap.bytes[100], 0xAB);
+        EXPECT_EQ(peer.address()[4999], 0xCD);
+        // an atomic through the peer's mapping is one on the user's word
+        auto *word = reinterpret_cast<std::uint64_t *>(peer.address() + 4);
+        __atomic_fetch_add(word, 5, __ATOMIC_SEQ_CST);
+        std::uint64_t seen;
+        std::memcpy(&seen, heap.bytes + 104, 8);
+        EXPECT_EQ(seen, *word);
+
+        claim.release();
+        EXPECT_EQ(user_memory_ranges(), 0u);
+        EXPECT_EQ(user_memory_moved(), 0u);
+        // the content the window left stays; the pages are private again
+        EXPECT_EQ(heap.bytes[100], 0xAB);
+        EXPECT_EQ(heap.bytes[5099], 0xCD);
+        heap.bytes[200] = 0x11;
+        EXPECT_NE(peer.address()[100], 0x11);
+        peer.address()[101] = 0x22;
+        EXPECT_NE(heap.bytes[201], 0x22);
+    }
+    EXPECT_TRUE(heap.pattern_intact(0, 100));
+    EXPECT_TRUE(heap.pattern_intact(5100 + 1, heap.size));
+}
+
+// Another thread increments a counter in the window's page (outside the window, as a
+// neighbouring heap object would be) while the pages move in and out again and again.
+TEST(UserMemory, NoStoreIsLostWhileThePagesMove) {
+    HeapPages heap(2);
+    auto *counter = reinterpret_cast<std::atomic<std::uint64_t> *>(heap.bytes + page + 64);
+    counter->store(0);
+    std::atomic<bool> stop{false};
+    std::uint64_t done = 0;
+    std::thread writer([&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+            counter->fetch_add(1, std::memory_order_relaxed);
+            ++done;
+        }
+    });
+    int moves = 0;
+    for (int i = 0; i < 300; ++i) {
+        UserMemoryClaim claim;
+        claim.claim(heap.bytes + 8, page + 8, true);
+        if (claim.descriptor() >= 0 && claim.share() == Status::ok) ++moves;
+    }
+    stop = true;
+    writer.join();
+    EXPECT_EQ(moves, 300);
+    EXPECT_EQ(counter->load(), done);
+    EXPECT_GT(done, 0u);
+    EXPECT_EQ(user_memory_ranges(), 0u);
+}
+
+TEST(UserMemory, AForkedChildGetsPrivatePages) {
+    HeapPages heap(1);
+    UserMemoryClaim claim;
+    claim.claim(heap.bytes, page, true);
+    ASSERT_EQ(claim.share(), Status::ok);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        heap.bytes[10] = 0x5A;
+        _exit(heap.bytes[10] == 0x5A ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_TRUE(heap.pattern_intact(0, page)) << "the child's store reached the parent";
+    // and the parent's pages are still the shared ones
+    PeerMemoryMap peer;
+    ASSERT_EQ(peer.open(getpid(), claim.descriptor(), claim.offset(), page), Status::ok);
+    heap.bytes[20] = 0x77;
+    EXPECT_EQ(peer.address()[20], 0x77);
+}
+
+TEST(UserMemory, SharedMappingsAndTheCallersStackStayWhereTheyAre) {
+    void *shared = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(shared, MAP_FAILED);
+    {
+        UserMemoryClaim claim;
+        claim.claim(shared, 64, true);
+        EXPECT_LT(claim.descriptor(), 0);
+        EXPECT_NE(claim.share(), Status::ok);
+        EXPECT_EQ(user_memory_ranges(), 1u);  // registered all the same
+    }
+    munmap(shared, page);
+
+    volatile std::uint8_t on_stack[256];
+    on_stack[0] = 1;
+    UserMemoryClaim claim;
+    claim.claim(const_cast<std::uint8_t *>(on_stack), sizeof on_stack, true);
+    EXPECT_LT(claim.descriptor(), 0);
+    claim.release();
+    EXPECT_EQ(user_memory_ranges(), 0u);
+}
+
+TEST(UserMemory, WindowsOverMovedPagesShareThemAndExposedPagesNeverMove) {
+    HeapPages heap(4);
+    UserMemoryClaim first, inside, across;
+    first.claim(heap.bytes, 2 * page, true);
+    ASSERT_EQ(first.share(), Status::ok);
+    inside.claim(heap.bytes + 500, 1000, true);  // within the moved pages: the same memfd
+    EXPECT_EQ(inside.descriptor(), first.descriptor());
+    EXPECT_EQ(inside.offset(), 500u);
+    EXPECT_EQ(inside.share(), Status::ok);
+    across.claim(heap.bytes + page, 2 * page, true);  // half in, half out: stays put
+    EXPECT_LT(across.descriptor(), 0);
+    EXPECT_EQ(user_memory_ranges(), 2u);
+
+    // The moved pages stay moved while a window exposes any of them.
+    first.release();
+    inside.release();
+    EXPECT_EQ(user_memory_moved(), 1u);
+    across.release();
+    EXPECT_EQ(user_memory_moved(), 0u);
+    EXPECT_EQ(user_memory_ranges(), 0u);
+    EXPECT_TRUE(heap.pattern_intact(0, heap.size));
+
+    // Pages exposed where they are (a dynamic window's attached region) never move.
+    UserMemoryClaim attached, later;
+    attached.claim(heap.bytes + page, 16, false);
+    EXPECT_LT(attached.descriptor(), 0);
+    later.claim(heap.bytes, 2 * page, true);
+    EXPECT_LT(later.descriptor(), 0);
+}
+
+TEST(UserMemory, DeclinedOffersLeaveThePagesAlone) {
+    HeapPages heap(1);
+    UserMemoryClaim claim;
+    claim.claim(heap.bytes, 100, true);
+    ASSERT_GE(claim.descriptor(), 0);
+    claim.decline();
+    EXPECT_LT(claim.descriptor(), 0);
+    EXPECT_EQ(user_memory_moved(), 0u);
+    EXPECT_EQ(user_memory_ranges(), 1u);
+    EXPECT_NE(claim.share(), Status::ok);
+}
+
+TEST(UserMemory, PeerMapsRefuseBadDescriptorsAndSizes) {
+    PeerMemoryMap peer;
+    EXPECT_EQ(peer.open(getpid(), 1 << 20, 0, 8), Status::err_transport);
+    EXPECT_EQ(peer.open(getpid(), 0, 0, 0), Status::err_arg);
+    EXPECT_EQ(peer.open(getpid(), 0, ~0ull - 4, 8), Status::err_arg);
+    EXPECT_EQ(peer.address(), nullptr);
+}
+
+TEST(UserMemory, NbrmaShareUserMemory0KeepsEveryPageWhereItIs) {
+    HeapPages heap(1);
+    setenv("NBRMA_SHARE_USER_MEMORY", "0", 1);
+    UserMemoryClaim claim;
+    claim.claim(heap.bytes, 64, true);
+    unsetenv("NBRMA_SHARE_USER_MEMORY");
+    EXPECT_LT(claim.descriptor(), 0);
+}
+
+}  // namespace
+}  // namespace nbrma::transport::shm
