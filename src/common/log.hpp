@@ -18,7 +18,7 @@ struct Counters {
     std::uint64_t lock_grants = 0;
     std::uint64_t locks_at_once = 0;  // lock epochs taken and run without the engine's queue
     std::uint64_t segments_reused = 0;  // windows made on a freed window's node segment
-    std::uint64_t user_memory_shared = 0;  // MPI_Win_create windows whose pages peers map
+    std::uint64_t user_memory_shared = 0;  // MPI_Win_create windows, attached regions whose pages peers map
     std::uint64_t progress_thread_sweeps = 0;  // sweeps by the progress thread that moved
 };
 // Updated with the progress lock held (threads.hpp); read them under it too.

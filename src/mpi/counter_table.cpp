@@ -47,9 +47,9 @@ const CounterRow rows[] = {
      "regions) was a freed window's, kept mapped, instead of a new one",
      [] { return counters().segments_reused; }},
     {"user_memory_shared", K::count, false,
-     "MPI_Win_create windows whose memory node-local peers map (its pages moved into "
-     "shared memory at creation; loads, stores and CPU atomics instead of cross-memory "
-     "attach)",
+     "MPI_Win_create windows and MPI_Win_attach regions whose memory node-local peers "
+     "map (its pages moved into shared memory; loads and stores, and CPU atomics on "
+     "MPI_Win_create windows, instead of cross-memory attach)",
      [] { return counters().user_memory_shared; }},
     {"progress_thread_sweeps", K::count, true,
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "

@@ -72,6 +72,7 @@ struct WindowState {
     transport::shm::UserMemoryClaim user_memory;
     std::vector<std::unique_ptr<transport::shm::PeerMemoryMap>> peer_memory;
     std::map<const void *, std::unique_ptr<transport::shm::UserMemoryClaim>> attached_memory;
+    bool attach_moves = false;  // dynamic, shm only: attached regions' pages may move
     // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
     std::unique_ptr<transport::Transport> transport;
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)

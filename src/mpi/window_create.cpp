@@ -641,8 +641,14 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     void *my_control = segment + state->control_offset;
     auto shm = std::make_unique<transport::shm::ShmTransport>(
         rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
-    if (flavor == Flavor::dynamic) shm->enable_dynamic();
-    if (!spans_nodes && !spans_virtual && !state->all_ucx) {
+    const bool shm_only = !spans_nodes && !spans_virtual && !state->all_ucx;
+    if (flavor == Flavor::dynamic) {
+        // Attached regions move into shared pages where node-local peers map them (the
+        // directory carries the memfd; MixedTransport's directories are UCX's).
+        state->attach_moves = shm_only && shm_peer;
+        shm->enable_dynamic(state->attach_moves);
+    }
+    if (shm_only) {
         state->transport = std::move(shm);
     } else {
         std::unique_ptr<transport::ucx::UcxTransport> ucx;
@@ -751,6 +757,13 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     if (state->flavor != Flavor::dynamic)
         return raise("MPI_Win_attach", win, Status::err_arg, "not a dynamic window");
     if (size < 0) return raise("MPI_Win_attach", win, Status::err_arg, "negative size");
+    // The region's pages are registered (no other window moves them while attached),
+    // and moved into shared pages where the window's peers can map them; the directory
+    // then names the memfd (ShmTransport::attach).
+    auto claim = std::make_unique<transport::shm::UserMemoryClaim>();
+    claim->claim(base, static_cast<std::size_t>(size), state->attach_moves);
+    if (claim->descriptor() >= 0 && !is_error(claim->share()))  // else they stay put
+        locked([] { ++counters().user_memory_shared; });
     Status status =
         locked([&] { return state->engine->attach(base, static_cast<std::uint64_t>(size)); });
     if (status == Status::err_range)
@@ -761,9 +774,6 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     if (is_error(status))
         return raise("MPI_Win_attach", win, status,
                      "cannot publish or register the region for remote access");
-    // Exposed where it is: no other window moves these pages while attached.
-    auto claim = std::make_unique<transport::shm::UserMemoryClaim>();
-    claim->claim(base, static_cast<std::size_t>(size), false);
     locked([&] { state->attached_memory[base] = std::move(claim); });
     return mpich::Win_attach(win, base, size);
 }

@@ -1,7 +1,8 @@
 /*
- * user_memory: MPI_Win_create windows over memory the user owns, whose pages nbrma moves
- * into shared memory for node-local peers (transport/shm/user_memory.hpp), behave as
- * the user's memory throughout. Each rank's window is 3 KiB in the middle of a heap
+ * user_memory: MPI_Win_create windows and regions attached to dynamic windows over memory
+ * the user owns, whose pages nbrma moves into shared memory for node-local peers
+ * (transport/shm/user_memory.hpp), behave as the user's memory throughout (rounds
+ * alternate MPI_Win_create and MPI_Win_create_dynamic + MPI_Win_attach). Each rank's window is 3 KiB in the middle of a heap
  * block, between two neighbour words in the same pages that only the owner writes.
  *
  *   content        the bytes the rank wrote before MPI_Win_create are there after it,
@@ -13,11 +14,13 @@
  *                  peer's MPI_Put the owner's loads;
  *   neighbours     words beside the window in its pages keep the owner's values;
  *   after free     the window's last content stays in the user's memory, which is
- *                  private again: a second window over it (and a window over half of
- *                  it while the first lives) sees it.
+ *                  private again, and the next round's window over it sees it; a window
+ *                  over half of it while the first lives (create) sees it too.
  *
- * In nbrma with node-local peers over shared memory (not NBRMA_TRANSPORT=ucx, and
- * with a peer in the same virtual node), the counter user_memory_shared must grow.
+ * The counter user_memory_shared must grow by exactly the windows and attached regions
+ * that moved: none with NBRMA_TRANSPORT=ucx or without a peer in the same virtual node,
+ * the four MPI_Win_create windows with virtual nodes (dynamic windows of mixed transports
+ * do not move their regions), those and the two attached regions otherwise.
  */
 #include "rmatest.h"
 
@@ -29,19 +32,35 @@
 
 static int me, np;
 
-static void run(int64_t *window, int round)
+static MPI_Aint bases[64]; /* dynamic: every rank's window address */
+
+/* displacement of word i at rank r */
+static MPI_Aint disp(int dynamic, int r, int i)
+{
+    return dynamic ? bases[r] + (MPI_Aint) i * (MPI_Aint) sizeof(int64_t) : (MPI_Aint) i;
+}
+
+static void run(int64_t *window, int round, int dynamic)
 {
     MPI_Win win;
     for (int i = 0; i < WORDS; i++) window[i] = (int64_t) me * 100000 + i;
-    window[0] = window[1] = window[2] = 0; /* counters: fetch_and_op, accumulate, CAS token */
-    MPI_CHK(MPI_Win_create(window, WORDS * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
-                           MPI_COMM_WORLD, &win));
+    window[0] = window[1] = window[2] = 0; /* counters: fetch_and_op, accumulate, CAS */
+    if (dynamic) {
+        MPI_Aint mine;
+        MPI_CHK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        MPI_CHK(MPI_Win_attach(win, window, WORDS * sizeof(int64_t)));
+        MPI_CHK(MPI_Get_address(window, &mine));
+        MPI_CHK(MPI_Allgather(&mine, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD));
+    } else {
+        MPI_CHK(MPI_Win_create(window, WORDS * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
+                               MPI_COMM_WORLD, &win));
+    }
 
     /* content written before creation, read by every peer */
     MPI_CHK(MPI_Win_lock_all(0, win));
     for (int t = 0; t < np; t++) {
         int64_t got[4] = {-1, -1, -1, -1};
-        MPI_CHK(MPI_Get(got, 4, MPI_INT64_T, t, WORDS - 4, 4, MPI_INT64_T, win));
+        MPI_CHK(MPI_Get(got, 4, MPI_INT64_T, t, disp(dynamic, t, WORDS - 4), 4, MPI_INT64_T, win));
         MPI_CHK(MPI_Win_flush(t, win));
         for (int i = 0; i < 4; i++)
             CHECK(got[i] == (int64_t) t * 100000 + WORDS - 4 + i,
@@ -59,15 +78,18 @@ static void run(int64_t *window, int round)
         for (int k = 0; k < np; k++) {
             const int t = (me + k) % np;
             int64_t old = -1;
-            MPI_CHK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, t, 0, MPI_SUM, win));
-            MPI_CHK(MPI_Accumulate(&one, 1, MPI_INT64_T, t, 1, 1, MPI_INT64_T, MPI_SUM, win));
+            MPI_CHK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, t, disp(dynamic, t, 0), MPI_SUM, win));
+            MPI_CHK(MPI_Accumulate(&one, 1, MPI_INT64_T, t, disp(dynamic, t, 1), 1, MPI_INT64_T,
+                                   MPI_SUM, win));
             /* a compare-and-swap increment of word 2, retried until it takes */
             int64_t seen = -1;
-            MPI_CHK(MPI_Fetch_and_op(NULL, &seen, MPI_INT64_T, t, 2, MPI_NO_OP, win));
+            MPI_CHK(MPI_Fetch_and_op(NULL, &seen, MPI_INT64_T, t, disp(dynamic, t, 2), MPI_NO_OP,
+                                     win));
             MPI_CHK(MPI_Win_flush(t, win));
             for (;;) {
                 int64_t next = seen + 1, got = -1;
-                MPI_CHK(MPI_Compare_and_swap(&next, &seen, &got, MPI_INT64_T, t, 2, win));
+                MPI_CHK(MPI_Compare_and_swap(&next, &seen, &got, MPI_INT64_T, t,
+                                             disp(dynamic, t, 2), win));
                 MPI_CHK(MPI_Win_flush(t, win));
                 if (got == seen) break;
                 if (got < seen) cas_backwards++;
@@ -97,8 +119,8 @@ static void run(int64_t *window, int round)
     const int right = (me + 1) % np, left = (me + np - 1) % np;
     int64_t seen = -1, tag = 777000 + me;
     MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
-    MPI_CHK(MPI_Get(&seen, 1, MPI_INT64_T, right, 10, 1, MPI_INT64_T, win));
-    MPI_CHK(MPI_Put(&tag, 1, MPI_INT64_T, right, 11, 1, MPI_INT64_T, win));
+    MPI_CHK(MPI_Get(&seen, 1, MPI_INT64_T, right, disp(dynamic, right, 10), 1, MPI_INT64_T, win));
+    MPI_CHK(MPI_Put(&tag, 1, MPI_INT64_T, right, disp(dynamic, right, 11), 1, MPI_INT64_T, win));
     MPI_CHK(MPI_Win_unlock(right, win));
     CHECK(seen == 4242 + right, "round %d: rank %d's local store reads %lld", round, right,
           (long long) seen);
@@ -109,17 +131,22 @@ static void run(int64_t *window, int round)
     MPI_CHK(MPI_Win_unlock(me, win));
 
     /* a second window over the first half of the same memory, while the first lives */
-    MPI_Win half;
-    MPI_CHK(MPI_Win_create(window, WORDS / 2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
-                           MPI_COMM_WORLD, &half));
-    MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, half));
-    seen = -1;
-    MPI_CHK(MPI_Get(&seen, 1, MPI_INT64_T, right, 11, 1, MPI_INT64_T, half));
-    MPI_CHK(MPI_Win_unlock(right, half));
-    CHECK(seen == 777000 + me, "round %d: the half window reads %lld at rank %d", round,
-          (long long) seen, right);
-    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_CHK(MPI_Win_free(&half));
+    if (!dynamic) {
+        MPI_Win half;
+        MPI_CHK(MPI_Win_create(window, WORDS / 2 * sizeof(int64_t), sizeof(int64_t),
+                               MPI_INFO_NULL, MPI_COMM_WORLD, &half));
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, half));
+        seen = -1;
+        MPI_CHK(MPI_Get(&seen, 1, MPI_INT64_T, right, 11, 1, MPI_INT64_T, half));
+        MPI_CHK(MPI_Win_unlock(right, half));
+        CHECK(seen == 777000 + me, "round %d: the half window reads %lld at rank %d", round,
+              (long long) seen, right);
+        MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHK(MPI_Win_free(&half));
+    } else {
+        MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHK(MPI_Win_detach(win, window));
+    }
     MPI_CHK(MPI_Win_free(&win));
 
     /* after free: the content stays, the memory is the user's */
@@ -135,14 +162,18 @@ int main(int argc, char **argv)
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
+    if (np > 64) {
+        if (me == 0) printf("user_memory: at most 64 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     unsigned long long shared0 = rt_counter("user_memory_shared");
 
     /* neighbours in the same pages, before and after the window */
     int64_t *block = malloc((WORDS + 64) * sizeof(int64_t));
     int64_t *window = block + 32;
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 4; round++) {
         for (int i = 0; i < 32; i++) block[i] = block[32 + WORDS + i] = -(int64_t) i - round;
-        run(window, round);
+        run(window, round, round % 2);
         for (int i = 0; i < 32; i++)
             CHECK(block[i] == -(int64_t) i - round && block[32 + WORDS + i] == -(int64_t) i - round,
                   "round %d: neighbour word %d changed", round, i);
@@ -154,8 +185,11 @@ int main(int argc, char **argv)
     const char *vnodes = getenv("NBRMA_VIRTUAL_NODES");
     const int shm_peers = !(transport && strcmp(transport, "ucx") == 0) &&
                           (!vnodes || np / atoi(vnodes) >= 2);
-    if (shm_peers)
-        CHECK(rt_counter("user_memory_shared") > shared0,
-              "no window's memory was mapped by its node-local peers");
+    /* two create rounds of two windows each; the two attached regions move only
+     * without virtual nodes */
+    const unsigned long long expected = shm_peers ? (vnodes ? 4 : 6) : 0;
+    const unsigned long long shared = rt_counter("user_memory_shared") - shared0;
+    CHECK(shared == expected, "%llu windows or attached regions were mapped by node-local "
+          "peers, expected %llu", shared, expected);
     return rt_finalize();
 }

@@ -2,6 +2,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -75,6 +76,13 @@ Status ShmTransport::cross_memory(int peer, void *local, std::size_t length,
     if (dynamic_) {
         Status status = check_attached(peer, offset, offset + length);
         if (is_error(status)) return status;
+        if (std::uint8_t *direct = moved_region(peer, offset, length)) {
+            if (write)
+                std::memcpy(direct, local, length);
+            else
+                std::memcpy(local, direct, length);
+            return Status::ok;
+        }
     }
     return vm_copy(peer, local, length, p.remote_base + offset, write);
 }
@@ -223,16 +231,81 @@ class ShmTransport::DirectorySource final : public DirectoryCache::Source {
     int peer_;
 };
 
-void ShmTransport::enable_dynamic() {
+namespace {
+// A moved region's key in the directory: the memfd's number and where the region starts
+// in it.
+struct MovedKey {
+    std::uint64_t descriptor;
+    std::uint64_t offset;
+};
+}  // namespace
+
+void ShmTransport::enable_dynamic(bool moved_regions) {
     dynamic_ = true;
+    moved_regions_ = moved_regions;
     directory_ = std::make_unique<DirectoryWriter>(peers_[rank_].control + ControlLayout::directory,
-                                                   ControlLayout::directory_bytes, 0);
+                                                   ControlLayout::directory_bytes,
+                                                   moved_regions ? sizeof(MovedKey) : 0);
     directories_.resize(peers_.size());
+    moved_.resize(peers_.size());
 }
 
 Status ShmTransport::attach(const void *base, std::uint64_t size) {
     if (!directory_) return Status::err_unsupported;
-    return directory_->add(reinterpret_cast<std::uintptr_t>(base), size, nullptr, 0);
+    const auto address = reinterpret_cast<std::uintptr_t>(base);
+    int descriptor = -1;
+    std::uint64_t offset = 0;
+    if (moved_regions_ && size > 0 &&
+        user_memory_find(base, static_cast<std::size_t>(size), &descriptor, &offset)) {
+        const MovedKey key{static_cast<std::uint64_t>(descriptor), offset};
+        return directory_->add(address, size, reinterpret_cast<const std::uint8_t *>(&key),
+                               sizeof key);
+    }
+    return directory_->add(address, size, nullptr, 0);
+}
+
+std::uint8_t *ShmTransport::moved_region(int peer, std::uint64_t address, std::size_t length) {
+    if (!moved_regions_ || peer == rank_) return nullptr;
+    const DirectoryCache &directory = directories_[peer];
+    std::size_t first = 0, count = 0;
+    if (is_error(directory.cover(address, address + length, &first, &count)) || count != 1)
+        return nullptr;
+    const DirectoryCache::Region &region = directory.region(first);
+    if (region.key_length != sizeof(MovedKey)) return nullptr;
+    std::vector<MovedRegion> &cache = moved_[peer];
+    for (const MovedRegion &m : cache)
+        if (m.base == region.base && m.length == region.length &&
+            m.generation == region.generation)
+            return m.map->address() + (address - m.base);
+
+    // First access: the key from the peer's slot array, the memfd mapped; then the
+    // peer's directory must not have changed since it was read, so the descriptor was
+    // still the region's (a detach closes it only after bumping the generation).
+    MovedKey key{};
+    if (is_error(vm_copy(peer, &key, sizeof key, directory.key_address(region.slot), false)))
+        return nullptr;
+    auto map = std::make_unique<PeerMemoryMap>();
+    if (key.descriptor > INT32_MAX ||
+        is_error(map->open(peers_[peer].pid, static_cast<int>(key.descriptor), key.offset,
+                           region.length)))
+        return nullptr;
+    std::uint64_t generation = 0;
+    DirectorySource source(*this, peer);
+    if (is_error(source.read_header(0, &generation, sizeof generation)) ||
+        generation != directory.generation())
+        return nullptr;
+    // Regions the directory no longer lists go (their memory may have moved back).
+    cache.erase(std::remove_if(cache.begin(), cache.end(),
+                               [&](const MovedRegion &m) {
+                                   std::size_t at = 0, n = 0;
+                                   return is_error(directory.cover(m.base, m.base + m.length,
+                                                                   &at, &n)) ||
+                                          n != 1 || directory.region(at).base != m.base ||
+                                          directory.region(at).generation != m.generation;
+                               }),
+                cache.end());
+    cache.push_back({region.base, region.length, region.generation, std::move(map)});
+    return cache.back().map->address() + (address - region.base);
 }
 
 Status ShmTransport::detach(const void *base) {

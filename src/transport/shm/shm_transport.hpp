@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "transport/directory.hpp"
+#include "transport/shm/user_memory.hpp"
 #include "transport/transport.hpp"
 
 namespace nbrma::transport::shm {
@@ -62,8 +63,11 @@ class ShmTransport final : public Transport {
 
     // Dynamic windows: our directory lives in our heap (header in our control region);
     // origins copy peers' directories with CMA. A MixedTransport enables it too, only to
-    // read the directories its UCX transport writes (same format).
-    void enable_dynamic();
+    // read the directories its UCX transport writes (same format). With `moved_regions`
+    // (shm only) a region attached in pages moved into a memfd (user_memory.hpp) is
+    // published with that memfd as its key, and origins map it at their first access to
+    // it: loads and stores instead of cross-memory attach.
+    void enable_dynamic(bool moved_regions = false);
     Status attach(const void *base, std::uint64_t size) override;
     Status detach(const void *base) override;
     Status check_attached(int peer, std::uint64_t low, std::uint64_t high) override;
@@ -80,6 +84,14 @@ class ShmTransport final : public Transport {
     }
     Status cross_memory(int peer, void *local, std::size_t length, std::uint64_t offset,
                         bool write);
+    // Dynamic windows: where [address, address + length) of the peer lies in one attached
+    // region it moved into a memfd, that region mapped here (cached until the peer's
+    // directory changes); null where cross-memory attach must do.
+    std::uint8_t *moved_region(int peer, std::uint64_t address, std::size_t length);
+    struct MovedRegion {
+        std::uint64_t base = 0, length = 0, generation = 0;
+        std::unique_ptr<PeerMemoryMap> map;
+    };
     Status vm_copy(int peer, void *local, std::size_t length, std::uint64_t remote, bool write);
 
     int rank_;
@@ -87,6 +99,8 @@ class ShmTransport final : public Transport {
     std::size_t watched_offset_;
     std::vector<ShmPeer> peers_;
     bool dynamic_ = false;
+    bool moved_regions_ = false;
+    std::vector<std::vector<MovedRegion>> moved_;  // peers' mapped regions, by rank
     std::unique_ptr<DirectoryWriter> directory_;
     std::vector<DirectoryCache> directories_;  // peers', by rank
 };

@@ -363,6 +363,20 @@ Status PeerMemoryMap::open(pid_t pid, int descriptor, std::uint64_t offset, std:
     return Status::ok;
 }
 
+bool user_memory_find(const void *base, std::size_t size, int *descriptor,
+                      std::uint64_t *offset) {
+    const auto low = reinterpret_cast<std::uintptr_t>(base);
+    if (low > UINTPTR_MAX - size) return false;
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (const auto &e : registry)
+        if (e.moved && e.low <= low && low + size <= e.high) {
+            *descriptor = e.fd;
+            *offset = low - e.low;
+            return true;
+        }
+    return false;
+}
+
 std::size_t user_memory_ranges() {
     std::lock_guard<std::mutex> lock(registry_mutex);
     return registry.size();

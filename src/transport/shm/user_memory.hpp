@@ -86,6 +86,11 @@ class PeerMemoryMap {
     std::uint8_t *address_ = nullptr;
 };
 
+// The memfd holding the moved pages that contain [base, base + size) and where base lies
+// in it; false if those bytes are not in moved pages (dynamic windows publish this).
+bool user_memory_find(const void *base, std::size_t size, int *descriptor,
+                      std::uint64_t *offset);
+
 // Registered page ranges, and how many of them are moved (tests).
 std::size_t user_memory_ranges();
 std::size_t user_memory_moved();

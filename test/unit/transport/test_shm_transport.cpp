@@ -10,12 +10,14 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "sync/control_region.hpp"
 #include "transport/shm/shm_transport.hpp"
+#include "transport/shm/user_memory.hpp"
 
 namespace nbrma::transport::shm {
 namespace {
@@ -178,6 +180,56 @@ TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
     EXPECT_EQ(shm.put(0, &value, 8, outside, nullptr), Status::err_range);
     EXPECT_EQ(bell.load(), 2u);
     EXPECT_TRUE(shm.completes_inline());
+}
+
+}  // namespace
+}  // namespace nbrma::transport::shm
+
+namespace nbrma::transport::shm {
+namespace {
+
+// Dynamic windows over shm with moved regions (user_memory.hpp): an origin maps a region
+// the target attached in moved pages, at its first access; after the target detaches it
+// and attaches the same memory again (another memfd), the origin maps the new one - a
+// stale mapping would put into memory the user no longer sees.
+TEST(ShmTransportMovedRegions, OriginsMapAttachedRegionsAndFollowReattaches) {
+    const sync::ControlLayout layout(2);
+    std::vector<std::uint64_t> control(2 * layout.size() / 8 + 2, 0);
+    std::vector<ShmPeer> peers(2);
+    for (int r = 0; r < 2; ++r) {
+        peers[r].control = reinterpret_cast<std::uint8_t *>(control.data()) + r * layout.size();
+        peers[r].window_size = ~0ull;
+        peers[r].pid = getpid();
+    }
+    ShmTransport origin(0, layout.size(), peers), target(1, layout.size(), peers);
+    origin.enable_dynamic(true);
+    target.enable_dynamic(true);
+
+    auto *memory = static_cast<std::uint64_t *>(std::aligned_alloc(4096, 8192));
+    std::memset(memory, 0, 8192);
+    const auto address = reinterpret_cast<std::uintptr_t>(memory);
+    for (std::uint64_t round = 1; round <= 3; ++round) {
+        SCOPED_TRACE(round);
+        UserMemoryClaim claim;
+        claim.claim(memory, 8192, true);
+        ASSERT_EQ(claim.share(), Status::ok);
+        ASSERT_EQ(target.attach(memory, 8192), Status::ok);
+        const std::uint64_t value = 100 + round;
+        ASSERT_EQ(origin.put(1, &value, 8, {Region::window, address + 8 * round}, nullptr),
+                  Status::ok);
+        EXPECT_EQ(memory[round], value);
+        memory[round + 100] = value * 2;  // the target's own store, read by the origin
+        std::uint64_t back = 0;
+        ASSERT_EQ(origin.get(1, &back, 8, {Region::window, address + 8 * (round + 100)}, nullptr),
+                  Status::ok);
+        EXPECT_EQ(back, value * 2);
+        // outside the region: refused
+        EXPECT_EQ(origin.put(1, &value, 8, {Region::window, address + 8192}, nullptr),
+                  Status::err_range);
+        ASSERT_EQ(target.detach(memory), Status::ok);
+    }
+    EXPECT_EQ(user_memory_ranges(), 0u);
+    std::free(memory);
 }
 
 }  // namespace
