@@ -23,6 +23,7 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
       layout_(layout),
       rank_(transport.rank()),
       size_(transport.size()),
+      completes_inline_(transport.completes_inline()),
       config_(std::move(config)),
       peer_flushes_(transport.size()),
       notify_(reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(
@@ -236,7 +237,7 @@ Status Window::flush(int target, Request **request, bool local) {
 // queued, no flush pending) and a transport that completes inline; with
 // access_after_access_reorder, a lock may also pass queued lock epochs (may_pass_queued).
 bool Window::lock_at_once(int target, LockMode mode, int assertions) {
-    if (!flushes_.empty() || transport_flushes_ != 0 || !transport_.completes_inline())
+    if (!flushes_.empty() || transport_flushes_ != 0 || !completes_inline_)
         return false;
     if (!epochs_.empty()) {
         if (target < 0 || !config_.reorder[access_after_access]) return false;
@@ -327,6 +328,10 @@ bool Window::unlock_at_once() {
 // that failed or a call of the epoch failed (the ordinary path then reports it).
 bool Window::direct_flush(int target) {
     if (is_error(direct_.failure)) return false;
+    // A transport that completes every call inside it (shared memory) has the calls at
+    // their targets already: what is left of a flush is its fence, for any target.
+    if (completes_inline_)
+        return !is_error(transport_.flush(direct_.all ? rank_ : direct_.target, nullptr));
     Status failure = Status::ok;
     auto flushed = [&](int rank) {
         return remote_complete(rank, runs_, &failure) && !is_error(failure);
@@ -567,9 +572,18 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
         log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
             static_cast<unsigned long long>(offset));
     const RemoteAddress address{Region::window, offset};
+    std::uint8_t *mapped = transport_.direct_window(call.target, offset, bytes);
     if (put) {
-        *status = transport_.put(call.target, call.origin, bytes, address, nullptr);
+        if (mapped) {
+            std::memcpy(mapped, call.origin, bytes);
+            *status = Status::ok;
+        } else {
+            *status = transport_.put(call.target, call.origin, bytes, address, nullptr);
+        }
         ran_toward(call.target);
+    } else if (mapped) {
+        std::memcpy(call.result, mapped, bytes);
+        *status = Status::ok;
     } else {
         *status = transport_.get(call.target, call.result, bytes, address, nullptr);
     }
@@ -914,7 +928,7 @@ void Window::start_target(Epoch &epoch, int rank, TargetState &state) {
 // that is running its progress, and such epochs are usually closed already, so the lock
 // is held for one sweep. The bound keeps it from starving behind queued requests.
 bool Window::polite_locks() const {
-    return config_.reorder[access_after_access] && transport_.completes_inline() &&
+    return config_.reorder[access_after_access] && completes_inline_ &&
            !interrupt::attached();
 }
 

@@ -251,6 +251,7 @@ class Window {
     // The transport's, asked once: the sweep consults them at every step.
     const int rank_;
     const int size_;
+    const bool completes_inline_;
     WindowConfig config_;
     std::deque<std::unique_ptr<Epoch>> epochs_;  // not completed, in application order
     std::vector<Epoch *> open_;                  // open at application level

@@ -132,10 +132,10 @@ int wait_fn(int count, void **states, double, MPI_Status *) {
 }  // namespace
 
 namespace {
-// The window of the last lookup: every call of an epoch names the same one. With
-// locking on, each thread keeps its own, valid while no window has been freed since
-// (`generation`), so a lookup that hits takes no lock.
-WindowState *last_found = nullptr;
+// With locking on, each thread keeps its own last window (detail::last_found without),
+// valid while no window has been freed since (`generation`), so a lookup that hits
+// takes no lock.
+using detail::last_found;
 std::atomic<std::uint64_t> generation{0};
 struct CachedWindow {
     WindowState *state = nullptr;
@@ -149,7 +149,7 @@ WindowState *lookup(MPI_Win win) {
 }
 }  // namespace
 
-WindowState *window_find(MPI_Win win) {
+WindowState *detail::window_lookup(MPI_Win win) {
     if (!threads::active()) {
         if (last_found && last_found->handle == win) return last_found;
         WindowState *state = lookup(win);

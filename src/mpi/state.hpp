@@ -87,7 +87,17 @@ struct WindowState {
 };
 
 // Null if `win` is not an nbrma window.
-WindowState *window_find(MPI_Win win);
+namespace detail {
+// The window of the last lookup without threads (every call of an epoch names the same
+// one), checked inline; state.cpp keeps it.
+__attribute__((visibility("hidden"))) inline WindowState *last_found = nullptr;
+WindowState *window_lookup(MPI_Win win);
+}  // namespace detail
+inline WindowState *window_find(MPI_Win win) {
+    WindowState *last = detail::last_found;
+    if (last && last->handle == win && !threads::active()) return last;
+    return detail::window_lookup(win);
+}
 void window_insert(WindowState *state);
 void window_erase(MPI_Win win);
 

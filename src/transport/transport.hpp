@@ -97,6 +97,18 @@ class Transport {
         return nullptr;
     }
 
+    // [offset, offset + length) of peer's window memory as a local address, when a copy
+    // there is exactly what put() or get() would do (mapped, completes inline, rings no
+    // bell), after the transport's own bounds check: the engine's contiguous fast path
+    // then copies itself. Null otherwise (and for an access out of bounds: put() and
+    // get() refuse it).
+    virtual std::uint8_t *direct_window(int peer, std::uint64_t offset, std::size_t length) {
+        (void)peer;
+        (void)offset;
+        (void)length;
+        return nullptr;
+    }
+
     // Order: operations to `peer` posted before the fence are complete at the target
     // before any posted after it is performed.
     virtual Status fence(int peer) = 0;

@@ -56,6 +56,12 @@ class ShmTransport final : public Transport {
             return nullptr;
         return reinterpret_cast<std::uint64_t *>(peers_[peer].control + offset);
     }
+    std::uint8_t *direct_window(int peer, std::uint64_t offset, std::size_t length) override {
+        const ShmPeer &p = peers_[peer];
+        if (!p.window || offset > p.window_size || length > p.window_size - offset)
+            return nullptr;
+        return p.window + offset;
+    }
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override { return 0; }
