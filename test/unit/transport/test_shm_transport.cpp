@@ -95,6 +95,19 @@ TEST_F(ShmTransportBounds, MappedRegionsRefuseOutOfRangeAndWrapAround) {
     EXPECT_TRUE(intact());
 }
 
+// The engine's contiguous fast path copies through direct_window: the same bounds.
+TEST_F(ShmTransportBounds, DirectWindowPointersStayInsideTheMappedWindow) {
+    ShmTransport &t = *transports_[1];
+    EXPECT_EQ(t.direct_window(0, 8, 8), mapped_.region() + 8);
+    EXPECT_EQ(t.direct_window(0, window_bytes - 8, 8), mapped_.region() + window_bytes - 8);
+    EXPECT_EQ(t.direct_window(0, window_bytes - 8, 16), nullptr);
+    EXPECT_EQ(t.direct_window(0, window_bytes + 1, 0), nullptr);
+    EXPECT_EQ(t.direct_window(0, ~0ull - 3, 8), nullptr);
+    EXPECT_EQ(t.direct_window(0, 8, ~std::size_t{0}), nullptr);
+    EXPECT_EQ(t.direct_window(1, 8, 8), nullptr);  // cross-memory attach: no pointer
+    EXPECT_EQ(t.direct_window(2, 8, 8), nullptr);  // dynamic
+}
+
 TEST_F(ShmTransportBounds, CrossMemoryRefusesOutsideTheCreatedWindow) {
     for (int origin : {0, 1}) {  // through process_vm_*, then ourselves (direct copy)
         SCOPED_TRACE(origin);
