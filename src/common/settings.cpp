@@ -85,6 +85,12 @@ const Setting rows[] = {
      "capacity of each rank's notification counters, the same on every rank (overrides "
      "NBRMA_NOTIFY_MAX)",
      nullptr, Id::notify_max_env},
+    {Id::share_user_memory_key, "nbrma_share_user_memory", S::window_info, A::user, "true",
+     "true, false",
+     "false: this rank's MPI_Win_create memory, or the regions it attaches to this dynamic "
+     "window, stay where they are (node-local peers use cross-memory attach: slower, "
+     "cheaper to create); overrides NBRMA_SHARE_USER_MEMORY",
+     nullptr, Id::share_user_memory},
     {Id::access_after_access_reorder, "access_after_access_reorder", S::window_info, A::user,
      "false", "true, false, 1, 0",
      "an access epoch may activate while an earlier access epoch is still active (SC14)",

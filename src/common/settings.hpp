@@ -41,6 +41,7 @@ enum class Id : unsigned {
     accumulate_granularity,
     transport,
     notify_max,
+    share_user_memory_key,
     access_after_access_reorder,
     access_after_exposure_reorder,
     exposure_after_exposure_reorder,

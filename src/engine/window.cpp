@@ -329,9 +329,13 @@ bool Window::unlock_at_once() {
 bool Window::direct_flush(int target) {
     if (is_error(direct_.failure)) return false;
     // A transport that completes every call inside it (shared memory) has the calls at
-    // their targets already: what is left of a flush is its fence, for any target.
-    if (completes_inline_)
+    // their targets already: what is left of a flush is its fence, for any target, and
+    // only where something was written since the last one (gets and atomics need none).
+    if (completes_inline_) {
+        if (runs_ == fenced_runs_) return true;
+        fenced_runs_ = runs_;
         return !is_error(transport_.flush(direct_.all ? rank_ : direct_.target, nullptr));
+    }
     Status failure = Status::ok;
     auto flushed = [&](int rank) {
         return remote_complete(rank, runs_, &failure) && !is_error(failure);

@@ -298,6 +298,7 @@ class Window {
         }
     }
     int transport_flushes_ = 0;            // in flight
+    std::uint64_t fenced_runs_ = 0;        // runs_ at the DirectLock's last inline fence
     NotifyCounters notify_;
     // Per target: how many notification counters it had when we last read its count
     // (sized at the first notified call).

@@ -271,6 +271,8 @@ void parse_info(MPI_Info info, WindowInfo *out) {
     }
     if (get(settings::name(Id::transport))) out->transport = value;
     if (get(settings::name(Id::notify_max))) out->notify_max = value;
+    if (get(settings::name(Id::share_user_memory_key)))
+        out->share_user_memory = truth() ? "true" : "false";
     // The reorder keys, by engine::Reorder, under their name and the paper's spelling.
     static const Id reorder_keys[4] = {
         Id::access_after_access_reorder, Id::access_after_exposure_reorder,

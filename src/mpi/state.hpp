@@ -40,6 +40,9 @@ struct WindowInfo {
     // nbrma_notify_max: the capacity of the notification counters ("" = not given:
     // NBRMA_NOTIFY_MAX or 65536 decide).
     std::string notify_max;
+    // nbrma_share_user_memory: "true" or "false"; "" = not given
+    // (NBRMA_SHARE_USER_MEMORY decides).
+    std::string share_user_memory;
 };
 
 struct WindowState {
@@ -73,6 +76,7 @@ struct WindowState {
     std::vector<std::unique_ptr<transport::shm::PeerMemoryMap>> peer_memory;
     std::map<const void *, std::unique_ptr<transport::shm::UserMemoryClaim>> attached_memory;
     bool attach_moves = false;  // dynamic, shm only: attached regions' pages may move
+    bool share_user_memory = true;  // nbrma_share_user_memory / NBRMA_SHARE_USER_MEMORY
     // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
     std::unique_ptr<transport::Transport> transport;
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)

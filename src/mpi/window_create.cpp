@@ -368,8 +368,12 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (!allocates) offered = transport::shm::segment_cache_take();
     // MPI_Win_create memory: its pages are registered, and offered for moving into
     // shared memory unless every peer goes through UCX anyway.
+    state->share_user_memory = state->info.share_user_memory.empty()
+                                   ? !transport::shm::user_memory_sharing_forbidden()
+                                   : state->info.share_user_memory == "true";
     if (flavor == Flavor::create)
-        state->user_memory.claim(user_base, static_cast<std::size_t>(size), choice != "ucx");
+        state->user_memory.claim(user_base, static_cast<std::size_t>(size),
+                                 choice != "ucx" && state->share_user_memory);
     state->segment = std::make_unique<transport::shm::ShmSegment>();
     if (!offered) (void)state->segment->prepare();
     PeerRecord mine{static_cast<std::int64_t>(size),
@@ -645,7 +649,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (flavor == Flavor::dynamic) {
         // Attached regions move into shared pages where node-local peers map them (the
         // directory carries the memfd; MixedTransport's directories are UCX's).
-        state->attach_moves = shm_only && shm_peer;
+        state->attach_moves = shm_only && shm_peer && state->share_user_memory;
         shm->enable_dynamic(state->attach_moves);
     }
     if (shm_only) {
@@ -905,6 +909,7 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
     set(Id::accumulate_granularity, info.accumulate_granularity.c_str());
     set(Id::transport, state->all_ucx ? "ucx" : "shm");
     set(Id::notify_max, std::to_string(state->layout->notify_capacity()).c_str());
+    set(Id::share_user_memory_key, truth(state->share_user_memory));
     set(Id::access_after_access_reorder, truth(info.reorder[0]));
     set(Id::access_after_exposure_reorder, truth(info.reorder[1]));
     set(Id::exposure_after_exposure_reorder, truth(info.reorder[2]));

@@ -13,6 +13,9 @@
  *   local stores   the owner's own stores (MPI_Win_sync) reach a peer's MPI_Get, and a
  *                  peer's MPI_Put the owner's loads;
  *   neighbours     words beside the window in its pages keep the owner's values;
+ *   opting out     with the info key nbrma_share_user_memory=false nothing moves
+ *                  (create and dynamic), MPI_Win_get_info says false, puts and
+ *                  fetch_and_op still arrive;
  *   after free     the window's last content stays in the user's memory, which is
  *                  private again, and the next round's window over it sees it; a window
  *                  over half of it while the first lives (create) sees it too.
@@ -157,6 +160,59 @@ static void run(int64_t *window, int round, int dynamic)
     CHECK(window[12] == -5, "round %d: a store after free did not stick", round);
 }
 
+/* The window info key nbrma_share_user_memory=false: the memory stays where it is (no
+ * move counted), MPI_Win_get_info says so, and the window works (a put and a
+ * fetch_and_op to the right neighbour, read back there). */
+static void opt_out(int dynamic)
+{
+    int64_t *memory = malloc(8 * sizeof(int64_t));
+    memory[0] = memory[1] = 0;
+    MPI_Info info;
+    MPI_CHK(MPI_Info_create(&info));
+    MPI_CHK(MPI_Info_set(info, "nbrma_share_user_memory", "false"));
+    const unsigned long long before = rt_counter("user_memory_shared");
+    MPI_Win win;
+    if (dynamic) {
+        MPI_Aint mine;
+        MPI_CHK(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &win));
+        MPI_CHK(MPI_Win_attach(win, memory, 8 * sizeof(int64_t)));
+        MPI_CHK(MPI_Get_address(memory, &mine));
+        MPI_CHK(MPI_Allgather(&mine, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD));
+    } else {
+        MPI_CHK(MPI_Win_create(memory, 8 * sizeof(int64_t), sizeof(int64_t), info,
+                               MPI_COMM_WORLD, &win));
+    }
+    MPI_CHK(MPI_Info_free(&info));
+    MPI_Info used;
+    char value[MPI_MAX_INFO_VAL + 1] = "";
+    int flag = 0;
+    MPI_CHK(MPI_Win_get_info(win, &used));
+    MPI_CHK(MPI_Info_get(used, "nbrma_share_user_memory", MPI_MAX_INFO_VAL, value, &flag));
+    MPI_CHK(MPI_Info_free(&used));
+    CHECK(flag && strcmp(value, "false") == 0, "MPI_Win_get_info: nbrma_share_user_memory=%s",
+          flag ? value : "(unset)");
+    const int right = (me + 1) % np;
+    const int64_t tag = 5000 + me, one = 1;
+    int64_t old = -1;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    MPI_CHK(MPI_Put(&tag, 1, MPI_INT64_T, right, disp(dynamic, right, 1), 1, MPI_INT64_T, win));
+    MPI_CHK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, right, disp(dynamic, right, 0), MPI_SUM,
+                             win));
+    MPI_CHK(MPI_Win_unlock(right, win));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    const int left = (me + np - 1) % np;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, me, 0, win));
+    CHECK(memory[0] == 1 && memory[1] == 5000 + left && old == 0,
+          "opted out (%s): counter %lld, put %lld, fetched %lld", dynamic ? "dynamic" : "create",
+          (long long) memory[0], (long long) memory[1], (long long) old);
+    MPI_CHK(MPI_Win_unlock(me, win));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(rt_counter("user_memory_shared") == before, "an opted-out window's memory moved");
+    if (dynamic) MPI_CHK(MPI_Win_detach(win, memory));
+    MPI_CHK(MPI_Win_free(&win));
+    free(memory);
+}
+
 int main(int argc, char **argv)
 {
     rt_init(&argc, &argv);
@@ -180,6 +236,8 @@ int main(int argc, char **argv)
         MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     }
     free(block);
+    opt_out(0);
+    opt_out(1);
 
     const char *transport = getenv("NBRMA_TRANSPORT");
     const char *vnodes = getenv("NBRMA_VIRTUAL_NODES");

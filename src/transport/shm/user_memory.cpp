@@ -227,12 +227,14 @@ bool on_own_stack(std::uintptr_t low, std::uintptr_t high) {
 }
 
 // Private anonymous memory (madvise(MADV_WIPEONFORK) accepts nothing else; the advice is
-// taken back at once), mapped throughout.
+// taken back at once), mapped throughout and writable (MADV_POPULATE_WRITE fails on a
+// read-only or inaccessible page: moved pages are read-write, which such memory must
+// not become).
 bool private_anonymous(std::uintptr_t low, std::uintptr_t high) {
     void *pages = reinterpret_cast<void *>(low);
     if (madvise(pages, high - low, MADV_WIPEONFORK) != 0) return false;
     madvise(pages, high - low, MADV_KEEPONFORK);
-    return true;
+    return madvise(pages, high - low, MADV_POPULATE_WRITE) == 0;
 }
 
 // Entries no live claim holds: exposed ones go; moved ones go back once no live entry
@@ -270,7 +272,6 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     const std::uintptr_t end = start + size;
     if (end > UINTPTR_MAX - page) return;
     const std::uintptr_t high = (end + page - 1) / page * page;
-    offer = offer && !user_memory_sharing_forbidden();
 
     std::lock_guard<std::mutex> lock(registry_mutex);
     bool overlapping = false;

@@ -5,9 +5,10 @@
 // into the memfd and the memfd is mremap()ed over the same addresses, so the user's
 // pointers, the content and the protection (read-write) stay what they were; peers open
 // the memfd as /proc/<pid>/fd/<n> and map it. At MPI_Win_free the pages go back to
-// private anonymous memory the same way. Only private anonymous memory is moved (heap,
-// anonymous mmap, .bss): a file or shared mapping is left alone (madvise(MADV_WIPEONFORK)
-// answers which it is in one call), and so is the calling thread's stack.
+// private anonymous memory the same way. Only private anonymous, writable memory is moved
+// (heap, anonymous mmap, .bss): a file or shared mapping is left alone
+// (madvise(MADV_WIPEONFORK) answers which it is in one call), so is read-only memory
+// (MADV_POPULATE_WRITE fails there) and the calling thread's stack.
 //
 // Stores other threads make while the pages move must not be lost: the pages are
 // read-only from the copy until the memfd is in place, and a store that faults there
@@ -35,7 +36,8 @@
 
 namespace nbrma::transport::shm {
 
-// True iff NBRMA_SHARE_USER_MEMORY=0: MPI_Win_create memory is never moved (CMA only).
+// True iff NBRMA_SHARE_USER_MEMORY=0: by default (the window info key
+// nbrma_share_user_memory overrides it) no window offers to move its memory.
 bool user_memory_sharing_forbidden();
 
 // One window's claim on the pages of [base, base + size).

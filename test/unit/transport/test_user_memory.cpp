@@ -2,8 +2,8 @@
 // user's addresses keep their content before, during and after; a second mapping (what a
 // node-local peer maps) sees the same bytes while the window lives and no longer after;
 // no store another thread makes while the pages move is lost; a forked child gets
-// private pages; file and shared mappings, the caller's stack and pages another window
-// exposes stay where they are.
+// private pages; file and shared mappings, read-only memory, the caller's stack and
+// pages another window exposes stay where they are.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -130,7 +130,7 @@ TEST(UserMemory, AForkedChildGetsPrivatePages) {
     EXPECT_EQ(peer.address()[20], 0x77);
 }
 
-TEST(UserMemory, SharedMappingsAndTheCallersStackStayWhereTheyAre) {
+TEST(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
     void *shared = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(shared, MAP_FAILED);
     {
@@ -141,6 +141,16 @@ TEST(UserMemory, SharedMappingsAndTheCallersStackStayWhereTheyAre) {
         EXPECT_EQ(user_memory_ranges(), 1u);  // registered all the same
     }
     munmap(shared, page);
+
+    // read-only memory would become writable: it stays where it is, read-only
+    void *read_only = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(read_only, MAP_FAILED);
+    {
+        UserMemoryClaim claim;
+        claim.claim(read_only, 64, true);
+        EXPECT_LT(claim.descriptor(), 0);
+    }
+    munmap(read_only, page);
 
     volatile std::uint8_t on_stack[256];
     on_stack[0] = 1;
@@ -201,13 +211,14 @@ TEST(UserMemory, PeerMapsRefuseBadDescriptorsAndSizes) {
     EXPECT_EQ(peer.address(), nullptr);
 }
 
-TEST(UserMemory, NbrmaShareUserMemory0KeepsEveryPageWhereItIs) {
-    HeapPages heap(1);
-    setenv("NBRMA_SHARE_USER_MEMORY", "0", 1);
-    UserMemoryClaim claim;
-    claim.claim(heap.bytes, 64, true);
+TEST(UserMemory, NbrmaShareUserMemory0ForbidsIt) {
     unsetenv("NBRMA_SHARE_USER_MEMORY");
-    EXPECT_LT(claim.descriptor(), 0);
+    EXPECT_FALSE(user_memory_sharing_forbidden());
+    setenv("NBRMA_SHARE_USER_MEMORY", "1", 1);
+    EXPECT_FALSE(user_memory_sharing_forbidden());
+    setenv("NBRMA_SHARE_USER_MEMORY", "0", 1);
+    EXPECT_TRUE(user_memory_sharing_forbidden());
+    unsetenv("NBRMA_SHARE_USER_MEMORY");
 }
 
 }  // namespace
