@@ -573,7 +573,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (reuse && (state->all_ucx || cma_known) && !(any_user_memory && !state->all_ucx)) {
         agreed[1] = transport::shm::cma_ok;
     } else {
-        if (!allocates && !state->all_ucx)
+        // (A reused segment whose window checked cross-memory attach needs no new check:
+        // the allreduce is then only for the moved pages.)
+        if (!allocates && !state->all_ucx && !cma_known)
             verdict[1] = cross_memory_verdict(*state, comm, rank, peers, is_local);
         mpich::Allreduce(verdict, agreed, 3, MPI_INT, MPI_MAX, comm);
     }

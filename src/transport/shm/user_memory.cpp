@@ -11,9 +11,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "common/settings.hpp"
 #include "transport/shm/shm_segment.hpp"
@@ -31,12 +34,19 @@ struct UserMemoryClaim::Entry {
     int fd;         // the memfd (offered or moved into), -1: exposed where it is
     bool moved;     // the pages live in the memfd
     int claims;     // live claims on this entry
+    std::uint64_t id;  // the memfd is named "nbrma-user-<id>" (unique in the process)
 };
 
 namespace {
 
 std::mutex registry_mutex;
 std::list<UserMemoryClaim::Entry> registry;  // stable addresses
+std::uint64_t next_id = 0;
+
+// Moved pages no window claims any more stay moved, up to this many ranges, for the next
+// window over the same memory (a create/free loop pays the move once); beyond it the
+// oldest goes back.
+constexpr std::size_t cached_limit = 4;
 
 std::uintptr_t page_size() {
     static const std::uintptr_t size = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -125,11 +135,11 @@ bool copy_to_file(int fd, std::uintptr_t low, std::size_t length) {
     return true;
 }
 
-bool copy_from_file(int fd, void *destination, std::size_t length) {
+bool copy_from_file(int fd, void *destination, std::size_t length, std::uint64_t offset = 0) {
     std::size_t done = 0;
     while (done < length) {
         long moved = syscall(SYS_pread64, fd, static_cast<std::uint8_t *>(destination) + done,
-                             length - done, static_cast<off_t>(done));
+                             length - done, static_cast<off_t>(offset + done));
         if (moved < 0 && errno == EINTR) continue;
         if (moved <= 0) return false;
         done += static_cast<std::size_t>(moved);
@@ -190,10 +200,93 @@ bool move_back(const UserMemoryClaim::Entry &e) {
     return false;
 }
 
+// The memfd's name as /proc shows a mapping of it.
+std::string memfd_path(const UserMemoryClaim::Entry &e) {
+    return "/memfd:nbrma-user-" + std::to_string(e.id);
+}
+
+// Whether a moved range no window claims is still ours: the user may have unmapped or
+// remapped its pages since its last window was freed. It is iff the mapping at exactly
+// [low, high) is our memfd (/proc/self/map_files/<low>-<high> names a mapping's file;
+// the process may read its own).
+bool still_mapped(const UserMemoryClaim::Entry &e) {
+    char path[80], target[128];
+    std::snprintf(path, sizeof path, "/proc/self/map_files/%lx-%lx",
+                  static_cast<unsigned long>(e.low), static_cast<unsigned long>(e.high));
+    const ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return false;
+    target[n] = '\0';
+    const std::string want = memfd_path(e);
+    return std::strncmp(target, want.c_str(), want.size()) == 0 &&
+           (target[want.size()] == '\0' || target[want.size()] == ' ');
+}
+
+// A moved range that is no longer mapped where it was: whatever is left of its mapping
+// (anywhere: /proc/self/maps names it) becomes private memory again, so no page stays
+// shared with a child the process forks.
+void repair(const UserMemoryClaim::Entry &e) {
+    std::FILE *maps = std::fopen("/proc/self/maps", "r");
+    if (!maps) return;
+    const std::string want = memfd_path(e);
+    struct Piece {
+        std::uintptr_t low, high;
+        std::uint64_t offset;
+    };
+    std::vector<Piece> pieces;
+    char line[512];
+    while (std::fgets(line, sizeof line, maps)) {
+        unsigned long low = 0, high = 0, offset = 0;
+        int path_at = 0;
+        if (std::sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &low, &high, &offset, &path_at) < 3 ||
+            path_at == 0)
+            continue;
+        if (std::strncmp(line + path_at, want.c_str(), want.size()) == 0 &&
+            (line[path_at + want.size()] == ' ' || line[path_at + want.size()] == '\n'))
+            pieces.push_back({low, high, offset});
+    }
+    std::fclose(maps);
+    for (const Piece &piece : pieces) {
+        const std::size_t length = piece.high - piece.low;
+        void *fresh =
+            mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (fresh == MAP_FAILED) continue;
+        if (!swap_in(piece.low, length, fresh,
+                     [&] { return copy_from_file(e.fd, fresh, length, piece.offset); }))
+            munmap(fresh, length);
+    }
+}
+
+// A moved range leaves the registry: its pages go back to private memory (or what is
+// left of them, if they moved since) and the memfd is closed. False (nothing done) if
+// moving them back failed.
+bool retire(UserMemoryClaim::Entry &e) {
+    if (e.moved) {
+        if (still_mapped(e)) {
+            if (!move_back(e)) return false;
+        } else {
+            repair(e);
+        }
+    }
+    if (e.fd >= 0) close(e.fd);
+    return true;
+}
+
+// No live claim overlaps e (other than e's own).
+bool unclaimed_around(const UserMemoryClaim::Entry &e) {
+    for (const auto &other : registry)
+        if (&other != &e && other.claims > 0 && overlaps(other, e.low, e.high)) return false;
+    return e.claims == 0;
+}
+
 // A child of fork() is a single thread: its moved pages become private copies directly.
 void unshare_in_child() {
     for (UserMemoryClaim::Entry &e : registry) {
         if (!e.moved) continue;
+        if (e.claims == 0 && !still_mapped(e)) {
+            repair(e);
+            e.moved = false;
+            continue;
+        }
         const std::size_t length = e.high - e.low;
         void *fresh =
             mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -237,27 +330,28 @@ bool private_anonymous(std::uintptr_t low, std::uintptr_t high) {
     return madvise(pages, high - low, MADV_POPULATE_WRITE) == 0;
 }
 
-// Entries no live claim holds: exposed ones go; moved ones go back once no live entry
-// overlaps them (an access through that entry may be in flight), else stay for later.
+// Entries no live claim holds: exposed ones go; moved ones stay moved for the next
+// window over them (cached), the oldest going back beyond cached_limit once no live
+// entry overlaps them (an access through that entry may be in flight).
 void collect() {
+    std::size_t cached = 0;
     for (auto it = registry.begin(); it != registry.end();) {
         if (it->claims == 0 && !it->moved) {
             if (it->fd >= 0) close(it->fd);
             it = registry.erase(it);
         } else {
+            cached += it->claims == 0;
             ++it;
         }
     }
-    for (auto it = registry.begin(); it != registry.end();) {
-        bool busy = it->claims > 0;
-        for (const auto &other : registry)
-            busy |= &other != &*it && other.claims > 0 && overlaps(other, it->low, it->high);
-        if (busy || !move_back(*it)) {
-            ++it;
-            continue;
-        }
-        close(it->fd);
-        it = registry.erase(it);
+    while (cached > cached_limit) {
+        auto oldest = registry.end();
+        for (auto it = registry.begin(); it != registry.end(); ++it)
+            if (it->moved && unclaimed_around(*it) && (oldest == registry.end() || it->id < oldest->id))
+                oldest = it;
+        if (oldest == registry.end() || !retire(*oldest)) return;
+        registry.erase(oldest);
+        --cached;
     }
 }
 
@@ -274,9 +368,21 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     const std::uintptr_t high = (end + page - 1) / page * page;
 
     std::lock_guard<std::mutex> lock(registry_mutex);
+    // Cached moved ranges over these pages: one that holds them all and is still ours is
+    // taken again; the others go back (none stays half under a new window).
+    for (auto it = registry.begin(); it != registry.end();) {
+        const bool holds_all = it->low <= low && high <= it->high;
+        if (!it->moved || !overlaps(*it, low, high) || !unclaimed_around(*it) ||
+            (offer && holds_all && still_mapped(*it)) || !retire(*it)) {
+            ++it;
+            continue;
+        }
+        it = registry.erase(it);
+    }
     bool overlapping = false;
     for (Entry &e : registry) {
-        if (offer && e.moved && e.low <= low && high <= e.high) {
+        if (offer && e.moved && e.low <= low && high <= e.high &&
+            (e.claims > 0 || still_mapped(e))) {
             ++e.claims;
             entry_ = &e;
             descriptor_ = e.fd;
@@ -285,16 +391,19 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
         }
         overlapping |= overlaps(e, low, high);
     }
-    registry.push_back(Entry{low, high, -1, false, 1});
+    registry.push_back(Entry{low, high, -1, false, 1, 0});
     entry_ = &registry.back();
     if (!offer || overlapping || on_own_stack(low, high) || !private_anonymous(low, high)) return;
-    const int fd = memfd_create("nbrma-user", MFD_CLOEXEC);
+    const std::uint64_t id = ++next_id;
+    const std::string name = "nbrma-user-" + std::to_string(id);
+    const int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
     if (fd < 0) return;
     if (fchmod(fd, 0600) != 0) {
         close(fd);
         return;
     }
     entry_->fd = fd;
+    entry_->id = id;
     descriptor_ = fd;
     offset_ = start - low;
 }
@@ -376,6 +485,16 @@ bool user_memory_find(const void *base, std::size_t size, int *descriptor,
             return true;
         }
     return false;
+}
+
+void user_memory_uncache() {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (auto it = registry.begin(); it != registry.end();) {
+        if (it->moved && unclaimed_around(*it) && retire(*it))
+            it = registry.erase(it);
+        else
+            ++it;
+    }
 }
 
 std::size_t user_memory_ranges() {

@@ -22,8 +22,12 @@
 // cross-memory attach or registered with UCX), and dynamic windows their attached
 // regions: pages any live window exposes otherwise are never moved, so no access in
 // flight meets a moving page. A window inside pages an earlier window moved uses the same
-// memfd. Pages go back at the last release that leaves no live window over them. A child
-// made by fork() gets private copies of moved pages (pthread_atfork), as it would have.
+// memfd. Pages no window claims any more stay moved, up to 4 ranges (the oldest go back),
+// so that a loop creating and freeing windows over one buffer moves it once; before such
+// a range is used again, /proc/self/map_files must show our memfd still mapped exactly
+// there (the user may have unmapped the memory since), else what is left of it goes back
+// to private memory. A child made by fork() gets private copies of moved pages
+// (pthread_atfork), as it would have.
 #ifndef NBRMA_TRANSPORT_SHM_USER_MEMORY_HPP
 #define NBRMA_TRANSPORT_SHM_USER_MEMORY_HPP
 
@@ -92,6 +96,10 @@ class PeerMemoryMap {
 // in it; false if those bytes are not in moved pages (dynamic windows publish this).
 bool user_memory_find(const void *base, std::size_t size, int *descriptor,
                       std::uint64_t *offset);
+
+// Moved ranges no window claims any more go back to private memory now (they are kept
+// moved, up to 4, for the next window over the same memory).
+void user_memory_uncache();
 
 // Registered page ranges, and how many of them are moved (tests).
 std::size_t user_memory_ranges();

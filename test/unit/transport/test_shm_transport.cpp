@@ -240,6 +240,8 @@ TEST(ShmTransportMovedRegions, OriginsMapAttachedRegionsAndFollowReattaches) {
         EXPECT_EQ(origin.put(1, &value, 8, {Region::window, address + 8192}, nullptr),
                   Status::err_range);
         ASSERT_EQ(target.detach(memory), Status::ok);
+        claim.release();
+        user_memory_uncache();  // the next attach moves the pages into a new memfd
     }
     EXPECT_EQ(user_memory_ranges(), 0u);
     std::free(memory);

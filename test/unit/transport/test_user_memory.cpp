@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -21,6 +22,13 @@ namespace nbrma::transport::shm {
 namespace {
 
 constexpr std::size_t page = 4096;
+
+// Every test starts and ends with no moved range kept from an earlier window.
+class UserMemory : public ::testing::Test {
+  protected:
+    void SetUp() override { user_memory_uncache(); }
+    void TearDown() override { user_memory_uncache(); }
+};
 
 // Page-aligned heap memory, pages pages, filled with a pattern.
 struct HeapPages {
@@ -38,7 +46,7 @@ struct HeapPages {
     std::size_t size;
 };
 
-TEST(UserMemory, HeapPagesMoveIntoAMemfdPeersMapAndComeBack) {
+TEST_F(UserMemory, HeapPagesMoveIntoAMemfdPeersMapAndComeBack) {
     HeapPages heap(3);
     {
         UserMemoryClaim claim;
@@ -66,6 +74,8 @@ TEST(UserMemory, HeapPagesMoveIntoAMemfdPeersMapAndComeBack) {
         EXPECT_EQ(seen, *word);
 
         claim.release();
+        EXPECT_EQ(user_memory_moved(), 1u);  // kept moved for the next window
+        user_memory_uncache();
         EXPECT_EQ(user_memory_ranges(), 0u);
         EXPECT_EQ(user_memory_moved(), 0u);
         // the content the window left stays; the pages are private again
@@ -82,7 +92,7 @@ TEST(UserMemory, HeapPagesMoveIntoAMemfdPeersMapAndComeBack) {
 
 // Another thread increments a counter in the window's page (outside the window, as a
 // neighbouring heap object would be) while the pages move in and out again and again.
-TEST(UserMemory, NoStoreIsLostWhileThePagesMove) {
+TEST_F(UserMemory, NoStoreIsLostWhileThePagesMove) {
     HeapPages heap(2);
     auto *counter = reinterpret_cast<std::atomic<std::uint64_t> *>(heap.bytes + page + 64);
     counter->store(0);
@@ -99,6 +109,8 @@ TEST(UserMemory, NoStoreIsLostWhileThePagesMove) {
         UserMemoryClaim claim;
         claim.claim(heap.bytes + 8, page + 8, true);
         if (claim.descriptor() >= 0 && claim.share() == Status::ok) ++moves;
+        claim.release();
+        user_memory_uncache();  // back every time, not kept for the next claim
     }
     stop = true;
     writer.join();
@@ -108,7 +120,7 @@ TEST(UserMemory, NoStoreIsLostWhileThePagesMove) {
     EXPECT_EQ(user_memory_ranges(), 0u);
 }
 
-TEST(UserMemory, AForkedChildGetsPrivatePages) {
+TEST_F(UserMemory, AForkedChildGetsPrivatePages) {
     HeapPages heap(1);
     UserMemoryClaim claim;
     claim.claim(heap.bytes, page, true);
@@ -130,7 +142,7 @@ TEST(UserMemory, AForkedChildGetsPrivatePages) {
     EXPECT_EQ(peer.address()[20], 0x77);
 }
 
-TEST(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
+TEST_F(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
     void *shared = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(shared, MAP_FAILED);
     {
@@ -161,7 +173,7 @@ TEST(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
     EXPECT_EQ(user_memory_ranges(), 0u);
 }
 
-TEST(UserMemory, WindowsOverMovedPagesShareThemAndExposedPagesNeverMove) {
+TEST_F(UserMemory, WindowsOverMovedPagesShareThemAndExposedPagesNeverMove) {
     HeapPages heap(4);
     UserMemoryClaim first, inside, across;
     first.claim(heap.bytes, 2 * page, true);
@@ -179,6 +191,8 @@ TEST(UserMemory, WindowsOverMovedPagesShareThemAndExposedPagesNeverMove) {
     inside.release();
     EXPECT_EQ(user_memory_moved(), 1u);
     across.release();
+    EXPECT_EQ(user_memory_moved(), 1u);  // kept moved for the next window
+    user_memory_uncache();
     EXPECT_EQ(user_memory_moved(), 0u);
     EXPECT_EQ(user_memory_ranges(), 0u);
     EXPECT_TRUE(heap.pattern_intact(0, heap.size));
@@ -191,7 +205,82 @@ TEST(UserMemory, WindowsOverMovedPagesShareThemAndExposedPagesNeverMove) {
     EXPECT_LT(later.descriptor(), 0);
 }
 
-TEST(UserMemory, DeclinedOffersLeaveThePagesAlone) {
+// Whether the mapping at exactly [low, low + length) is one of nbrma's memfds.
+bool mapped_from_memfd(const void *low, std::size_t length) {
+    char path[80], target[128];
+    std::snprintf(path, sizeof path, "/proc/self/map_files/%lx-%lx",
+                  reinterpret_cast<unsigned long>(low),
+                  reinterpret_cast<unsigned long>(low) + length);
+    const ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return false;
+    target[n] = '\0';
+    return std::strncmp(target, "/memfd:nbrma-user-", 18) == 0;
+}
+
+// A create/free loop over one buffer moves it once: a freed window's moved pages are
+// taken again (same memfd, nothing moves) while they are still mapped there.
+TEST_F(UserMemory, FreedWindowsPagesAreTakenAgain) {
+    HeapPages heap(2);
+    int first_fd = -1;
+    for (int round = 0; round < 3; ++round) {
+        UserMemoryClaim claim;
+        claim.claim(heap.bytes, 2 * page, true);
+        ASSERT_GE(claim.descriptor(), 0);
+        if (round == 0) first_fd = claim.descriptor();
+        EXPECT_EQ(claim.descriptor(), first_fd);
+        ASSERT_EQ(claim.share(), Status::ok);
+        heap.bytes[round] = static_cast<std::uint8_t>(0xE0 + round);
+    }
+    EXPECT_EQ(user_memory_moved(), 1u);
+    EXPECT_TRUE(mapped_from_memfd(heap.bytes, 2 * page));
+    user_memory_uncache();
+    EXPECT_FALSE(mapped_from_memfd(heap.bytes, 2 * page));
+    EXPECT_EQ(heap.bytes[2], 0xE2);
+    EXPECT_TRUE(heap.pattern_intact(3, heap.size));
+}
+
+// The user unmapped a freed window's memory and mapped other memory there: the next
+// window over it must not take the old memfd; half unmapped, what is left of the old
+// mapping goes back to private memory.
+TEST_F(UserMemory, MemoryRemappedSinceIsNotTakenForTheOldPages) {
+    auto *memory = static_cast<std::uint8_t *>(
+        mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(memory, MAP_FAILED);
+    memory[0] = 1;
+    int old_fd = -1;
+    {
+        UserMemoryClaim claim;
+        claim.claim(memory, 2 * page, true);
+        ASSERT_EQ(claim.share(), Status::ok);
+        old_fd = claim.descriptor();
+    }
+    ASSERT_TRUE(mapped_from_memfd(memory, 2 * page));
+    // new memory at the same address
+    ASSERT_EQ(mmap(memory, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                   -1, 0),
+              memory);
+    memory[5] = 9;
+    {
+        UserMemoryClaim claim;
+        claim.claim(memory, 2 * page, true);
+        ASSERT_GE(claim.descriptor(), 0);
+        EXPECT_EQ(user_memory_ranges(), 1u) << "the stale range was not dropped";
+        ASSERT_EQ(claim.share(), Status::ok);
+        EXPECT_EQ(memory[0], 0);
+        EXPECT_EQ(memory[5], 9);
+    }
+    // half of it unmapped: the other half goes back to private memory at the next use
+    ASSERT_EQ(munmap(memory + page, page), 0);
+    ASSERT_TRUE(mapped_from_memfd(memory, page));
+    user_memory_uncache();
+    EXPECT_FALSE(mapped_from_memfd(memory, page));
+    EXPECT_EQ(memory[5], 9);
+    EXPECT_EQ(user_memory_ranges(), 0u);
+    munmap(memory, page);
+    (void)old_fd;
+}
+
+TEST_F(UserMemory, DeclinedOffersLeaveThePagesAlone) {
     HeapPages heap(1);
     UserMemoryClaim claim;
     claim.claim(heap.bytes, 100, true);
@@ -203,7 +292,7 @@ TEST(UserMemory, DeclinedOffersLeaveThePagesAlone) {
     EXPECT_NE(claim.share(), Status::ok);
 }
 
-TEST(UserMemory, PeerMapsRefuseBadDescriptorsAndSizes) {
+TEST_F(UserMemory, PeerMapsRefuseBadDescriptorsAndSizes) {
     PeerMemoryMap peer;
     EXPECT_EQ(peer.open(getpid(), 1 << 20, 0, 8), Status::err_transport);
     EXPECT_EQ(peer.open(getpid(), 0, 0, 0), Status::err_arg);
@@ -211,7 +300,7 @@ TEST(UserMemory, PeerMapsRefuseBadDescriptorsAndSizes) {
     EXPECT_EQ(peer.address(), nullptr);
 }
 
-TEST(UserMemory, NbrmaShareUserMemory0ForbidsIt) {
+TEST_F(UserMemory, NbrmaShareUserMemory0ForbidsIt) {
     unsetenv("NBRMA_SHARE_USER_MEMORY");
     EXPECT_FALSE(user_memory_sharing_forbidden());
     setenv("NBRMA_SHARE_USER_MEMORY", "1", 1);
