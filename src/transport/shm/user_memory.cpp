@@ -370,19 +370,24 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     std::lock_guard<std::mutex> lock(registry_mutex);
     // Cached moved ranges over these pages: one that holds them all and is still ours is
     // taken again; the others go back (none stays half under a new window).
+    const Entry *checked = nullptr;  // a cached range found still ours just now
     for (auto it = registry.begin(); it != registry.end();) {
         const bool holds_all = it->low <= low && high <= it->high;
-        if (!it->moved || !overlaps(*it, low, high) || !unclaimed_around(*it) ||
-            (offer && holds_all && still_mapped(*it)) || !retire(*it)) {
+        if (!it->moved || !overlaps(*it, low, high) || !unclaimed_around(*it)) {
             ++it;
-            continue;
+        } else if (offer && holds_all && still_mapped(*it)) {
+            checked = &*it;
+            ++it;
+        } else if (retire(*it)) {
+            it = registry.erase(it);
+        } else {
+            ++it;
         }
-        it = registry.erase(it);
     }
     bool overlapping = false;
     for (Entry &e : registry) {
         if (offer && e.moved && e.low <= low && high <= e.high &&
-            (e.claims > 0 || still_mapped(e))) {
+            (e.claims > 0 || &e == checked || still_mapped(e))) {
             ++e.claims;
             entry_ = &e;
             descriptor_ = e.fd;
