@@ -73,7 +73,7 @@ struct WindowState {
     // dynamic windows: a claim per attached region, by base. Declared before the
     // transport, so they go after it (after UCX deregistered the memory).
     transport::shm::UserMemoryClaim user_memory;
-    std::vector<std::unique_ptr<transport::shm::PeerMemoryMap>> peer_memory;
+    std::vector<std::shared_ptr<transport::shm::PeerMemoryMap>> peer_memory;
     std::map<const void *, std::unique_ptr<transport::shm::UserMemoryClaim>> attached_memory;
     bool attach_moves = false;  // dynamic, shm only: attached regions' pages may move
     bool share_user_memory = true;  // nbrma_share_user_memory / NBRMA_SHARE_USER_MEMORY

@@ -55,6 +55,7 @@ struct PeerRecord {
     // to map (user_memory.hpp), -1: none; where the window's base lies in it
     std::int32_t user_fd;
     std::uint64_t user_offset;
+    std::uint64_t user_identity;  // that memfd's identity, unique on the node
 };
 enum PeerFlag : std::uint32_t {
     transport_valid = 1,  // nbrma_transport / NBRMA_TRANSPORT is "", "shm" or "ucx"
@@ -395,7 +396,8 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     transport::shm::new_segment_id(),
                     offered ? offered.ranks : 0,
                     state->user_memory.descriptor(),
-                    state->user_memory.offset()};
+                    state->user_memory.offset(),
+                    state->user_memory.identity()};
     if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
     if (choice == "ucx") mine.flags |= wants_ucx;
     if (mode_ok) mine.flags |= mode_valid;
@@ -480,11 +482,11 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         state->peer_memory.resize(nranks);
         for (int r = 0; r < nranks && !user_memory_failed; ++r) {
             if (r == rank || !shm_reach[r] || peers[r].user_fd < 0) continue;
-            auto map = std::make_unique<transport::shm::PeerMemoryMap>();
-            user_memory_failed = is_error(map->open(peers[r].pid, peers[r].user_fd,
-                                                    peers[r].user_offset,
-                                                    static_cast<std::uint64_t>(peers[r].size)));
-            state->peer_memory[r] = std::move(map);
+            Status mapped = Status::ok;
+            state->peer_memory[r] = transport::shm::peer_memory_map(
+                peers[r].pid, peers[r].user_fd, peers[r].user_identity, peers[r].user_offset,
+                static_cast<std::uint64_t>(peers[r].size), &mapped);
+            user_memory_failed = is_error(mapped);
         }
     }
     if (flavor == Flavor::shared && spans_nodes)

@@ -6,10 +6,12 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -41,7 +43,19 @@ namespace {
 
 std::mutex registry_mutex;
 std::list<UserMemoryClaim::Entry> registry;  // stable addresses
+// Memfd identities: a per-process random high half (a pid reused by a later process on
+// the node never repeats one), a count in the low half.
 std::uint64_t next_id = 0;
+std::uint64_t new_identity() {
+    if (next_id == 0) {
+        std::uint64_t nonce = 0;
+        if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce)
+            nonce = static_cast<std::uint64_t>(getpid()) * 0x9e3779b97f4a7c15ull ^
+                    static_cast<std::uint64_t>(time(nullptr));
+        next_id = (nonce << 32) | 1;
+    }
+    return next_id++;
+}
 
 // Moved pages no window claims any more stay moved, up to this many ranges, for the next
 // window over the same memory (a create/free loop pays the move once); beyond it the
@@ -399,7 +413,7 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     registry.push_back(Entry{low, high, -1, false, 1, 0});
     entry_ = &registry.back();
     if (!offer || overlapping || on_own_stack(low, high) || !private_anonymous(low, high)) return;
-    const std::uint64_t id = ++next_id;
+    const std::uint64_t id = new_identity();
     const std::string name = "nbrma-user-" + std::to_string(id);
     const int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
     if (fd < 0) return;
@@ -500,6 +514,43 @@ void user_memory_uncache() {
         else
             ++it;
     }
+}
+
+std::uint64_t UserMemoryClaim::identity() const {
+    return descriptor_ >= 0 && entry_ ? entry_->id : 0;
+}
+
+std::shared_ptr<PeerMemoryMap> peer_memory_map(pid_t pid, int descriptor, std::uint64_t identity,
+                                               std::uint64_t offset, std::uint64_t size,
+                                               Status *status) {
+    struct Cached {
+        pid_t pid;
+        std::uint64_t identity, offset, size;
+        std::shared_ptr<PeerMemoryMap> map;
+    };
+    static std::mutex cache_mutex;
+    static std::vector<Cached> cache;  // oldest first
+    constexpr std::size_t most = 8;
+    constexpr std::uint64_t most_bytes = std::uint64_t{64} << 20;
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    for (const Cached &c : cache)
+        if (c.pid == pid && c.identity == identity && c.offset == offset && c.size == size) {
+            *status = Status::ok;
+            return c.map;
+        }
+    auto map = std::make_shared<PeerMemoryMap>();
+    *status = map->open(pid, descriptor, offset, size);
+    if (is_error(*status)) return nullptr;
+    if (identity != 0 && size <= most_bytes) {
+        cache.push_back({pid, identity, offset, size, map});
+        std::uint64_t bytes = 0;
+        for (const Cached &c : cache) bytes += c.size;
+        while (cache.size() > most || bytes > most_bytes) {
+            bytes -= cache.front().size;
+            cache.erase(cache.begin());
+        }
+    }
+    return map;
 }
 
 std::size_t user_memory_ranges() {

@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "common/status.hpp"
 
@@ -59,6 +60,8 @@ class UserMemoryClaim {
     void claim(const void *base, std::size_t size, bool offer);
     int descriptor() const { return descriptor_; }
     std::uint64_t offset() const { return offset_; }
+    // The memfd's identity, unique among the node's processes (0: none offered).
+    std::uint64_t identity() const;
     // Moves the pages into the memfd (nothing to do where an earlier window did); on
     // failure they stay where they are and stay registered as exposed.
     Status share();
@@ -100,6 +103,14 @@ bool user_memory_find(const void *base, std::size_t size, int *descriptor,
 // Moved ranges no window claims any more go back to private memory now (they are kept
 // moved, up to 4, for the next window over the same memory).
 void user_memory_uncache();
+
+// A node-local peer's window memory (PeerMemoryMap::open), taken from the process's cache
+// of the last 8 such mappings (64 MiB at most) where the peer offers the same memfd
+// (`identity`) at the same place again, as windows created and freed over one buffer
+// do. A mapping the cache drops stays valid while a window holds it.
+std::shared_ptr<PeerMemoryMap> peer_memory_map(pid_t pid, int descriptor, std::uint64_t identity,
+                                               std::uint64_t offset, std::uint64_t size,
+                                               Status *status);
 
 // Registered page ranges, and how many of them are moved (tests).
 std::size_t user_memory_ranges();

@@ -292,6 +292,34 @@ TEST_F(UserMemory, DeclinedOffersLeaveThePagesAlone) {
     EXPECT_NE(claim.share(), Status::ok);
 }
 
+// Windows created and freed over one buffer map the peer's memfd once: the same
+// identity at the same place is the cached mapping; another identity is a new one.
+TEST_F(UserMemory, PeerMappingsAreCachedByIdentity) {
+    HeapPages heap(1);
+    UserMemoryClaim claim;
+    claim.claim(heap.bytes, page, true);
+    ASSERT_EQ(claim.share(), Status::ok);
+    ASSERT_NE(claim.identity(), 0u);
+    Status status = Status::err_arg;
+    auto first = peer_memory_map(getpid(), claim.descriptor(), claim.identity(), 0, page, &status);
+    ASSERT_EQ(status, Status::ok);
+    auto again = peer_memory_map(getpid(), claim.descriptor(), claim.identity(), 0, page, &status);
+    EXPECT_EQ(again.get(), first.get());
+    auto other =
+        peer_memory_map(getpid(), claim.descriptor(), claim.identity() + 1, 0, page, &status);
+    EXPECT_NE(other.get(), first.get());
+    heap.bytes[7] = 0x42;
+    EXPECT_EQ(again->address()[7], 0x42);
+    // the cache keeps 8: after 8 other identities the first is mapped anew
+    for (std::uint64_t i = 2; i < 10; ++i)
+        peer_memory_map(getpid(), claim.descriptor(), claim.identity() + i, 0, page, &status);
+    auto later = peer_memory_map(getpid(), claim.descriptor(), claim.identity(), 0, page, &status);
+    EXPECT_NE(later.get(), first.get());
+    EXPECT_EQ(first->address()[7], 0x42);  // still valid while held
+    EXPECT_EQ(peer_memory_map(getpid(), 1 << 20, 99, 0, page, &status), nullptr);
+    EXPECT_EQ(status, Status::err_transport);
+}
+
 TEST_F(UserMemory, PeerMapsRefuseBadDescriptorsAndSizes) {
     PeerMemoryMap peer;
     EXPECT_EQ(peer.open(getpid(), 1 << 20, 0, 8), Status::err_transport);
