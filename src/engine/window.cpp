@@ -300,8 +300,17 @@ bool Window::direct_covers(int target) {
 // CAS; false, with the epoch still held, when a call failed or the release must hand
 // the lock over (the ordinary epoch then reports or does it).
 bool Window::unlock_at_once() {
-    if (!direct_flush()) return false;
     const bool nocheck = (direct_.assertions & MPI_MODE_NOCHECK) != 0;
+    // Over a transport that completes inline, the release below is a compare-and-swap of
+    // each held lock word, a sequentially consistent read-modify-write: it orders the
+    // epoch's writes before the release as a flush's fence would (a write reaches a
+    // lock_all target only once its lock is held). Without the release (NOCHECK), or with
+    // a failed call to report, the flush runs.
+    if (completes_inline_ && !nocheck && !is_error(direct_.failure) &&
+        (!direct_.all || !direct_.held_ranks.empty()))
+        fenced_runs_ = runs_;
+    else if (!direct_flush())
+        return false;
     if (direct_.all) {
         // Each lock released at once leaves the set; one that must be handed over stays
         // for the ordinary epoch.
