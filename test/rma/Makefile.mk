@@ -15,6 +15,7 @@ check_PROGRAMS += \
 	test/rma/lock_at_once \
 	test/rma/segment_reuse \
 	test/rma/user_memory \
+	test/rma/user_memory_churn \
 	test/rma/complete_requests \
 	test/rma/unaligned_atomics \
 	test/rma/many_pending \
@@ -110,6 +111,9 @@ test_rma_segment_reuse_LDADD = $(RMATEST_LDADD)
 test_rma_user_memory_SOURCES = test/rma/user_memory.c
 test_rma_user_memory_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_user_memory_LDADD = $(RMATEST_LDADD)
+test_rma_user_memory_churn_SOURCES = test/rma/user_memory_churn.c
+test_rma_user_memory_churn_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_user_memory_churn_LDADD = $(RMATEST_LDADD)
 
 test_rma_complete_requests_SOURCES = test/rma/complete_requests.c
 test_rma_complete_requests_CPPFLAGS = $(RMATEST_CPPFLAGS)

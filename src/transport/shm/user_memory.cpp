@@ -46,6 +46,7 @@ std::list<UserMemoryClaim::Entry> registry;  // stable addresses
 // Memfd identities: a per-process random high half (a pid reused by a later process on
 // the node never repeats one), a count in the low half.
 std::uint64_t next_id = 0;
+char own_prefix[40] = "/memfd:nbrma-user-";  // + the nonce's 8 hex digits (fork child)
 std::uint64_t new_identity() {
     if (next_id == 0) {
         std::uint64_t nonce = 0;
@@ -53,6 +54,8 @@ std::uint64_t new_identity() {
             nonce = static_cast<std::uint64_t>(getpid()) * 0x9e3779b97f4a7c15ull ^
                     static_cast<std::uint64_t>(time(nullptr));
         next_id = (nonce << 32) | 1;
+        std::snprintf(own_prefix, sizeof own_prefix, "/memfd:nbrma-user-%08llx",
+                      static_cast<unsigned long long>(next_id >> 32));
     }
     return next_id++;
 }
@@ -215,9 +218,12 @@ bool move_back(const UserMemoryClaim::Entry &e) {
 }
 
 // The memfd's name as /proc shows a mapping of it.
-std::string memfd_path(const UserMemoryClaim::Entry &e) {
-    return "/memfd:nbrma-user-" + std::to_string(e.id);
+std::string memfd_name(std::uint64_t id) {
+    char name[40];
+    std::snprintf(name, sizeof name, "nbrma-user-%016llx", static_cast<unsigned long long>(id));
+    return name;
 }
+std::string memfd_path(const UserMemoryClaim::Entry &e) { return "/memfd:" + memfd_name(e.id); }
 
 // Whether a moved range no window claims is still ours: the user may have unmapped or
 // remapped its pages since its last window was freed. It is iff the mapping at exactly
@@ -292,23 +298,51 @@ bool unclaimed_around(const UserMemoryClaim::Entry &e) {
     return e.claims == 0;
 }
 
-// A child of fork() is a single thread: its moved pages become private copies directly.
+// A child of fork() is a single thread: every mapping of this process's memfds (their
+// names begin with its nonce; whatever the registry thinks of them, split or left over)
+// becomes a private copy directly. Peers' memfds stay shared, like window segments.
+// Nothing here may allocate before the copies are made: the heap itself may be in those
+// pages, still shared with the parent.
 void unshare_in_child() {
-    for (UserMemoryClaim::Entry &e : registry) {
-        if (!e.moved) continue;
-        if (e.claims == 0 && !still_mapped(e)) {
-            repair(e);
-            e.moved = false;
-            continue;
+    struct Piece {
+        std::uintptr_t low, high;
+    };
+    Piece pieces[256];
+    int count = 0;
+    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char chunk[4096], line[512];
+        std::size_t used = 0;
+        for (;;) {
+            const ssize_t got = read(fd, chunk, sizeof chunk);
+            if (got <= 0) break;
+            for (ssize_t i = 0; i < got; ++i) {
+                if (chunk[i] != '\n') {
+                    if (used < sizeof line - 1) line[used++] = chunk[i];
+                    continue;
+                }
+                line[used] = '\0';
+                used = 0;
+                unsigned long low = 0, high = 0;
+                int path_at = 0;
+                if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &low, &high, &path_at) >= 2 &&
+                    path_at > 0 && std::strstr(line + path_at, own_prefix) == line + path_at &&
+                    count < 256)
+                    pieces[count++] = {low, high};
+            }
         }
-        const std::size_t length = e.high - e.low;
+        close(fd);
+    }
+    for (int i = 0; i < count; ++i) {
+        const std::size_t length = pieces[i].high - pieces[i].low;
         void *fresh =
             mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (fresh == MAP_FAILED) continue;
-        std::memcpy(fresh, reinterpret_cast<void *>(e.low), length);
-        move_mapping(fresh, length, reinterpret_cast<void *>(e.low));
-        e.moved = false;
+        std::memcpy(fresh, reinterpret_cast<void *>(pieces[i].low), length);
+        if (!move_mapping(fresh, length, reinterpret_cast<void *>(pieces[i].low)))
+            munmap(fresh, length);
     }
+    for (UserMemoryClaim::Entry &e : registry) e.moved = false;
 }
 
 // The calling thread's stack (moving it would fault the mover itself).
@@ -414,7 +448,7 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     entry_ = &registry.back();
     if (!offer || overlapping || on_own_stack(low, high) || !private_anonymous(low, high)) return;
     const std::uint64_t id = new_identity();
-    const std::string name = "nbrma-user-" + std::to_string(id);
+    const std::string name = memfd_name(id);
     const int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
     if (fd < 0) return;
     if (fchmod(fd, 0600) != 0) {
