@@ -4,6 +4,7 @@
 // state lives in the side table.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -56,6 +57,9 @@ struct PeerRecord {
     std::int32_t user_fd;
     std::uint64_t user_offset;
     std::uint64_t user_identity;  // that memfd's identity, unique on the node
+    // Identities of node-local peers' memfds this rank has mapped already (0: none), so
+    // that every rank knows whether mapping them can fail (user_memory_settled)
+    std::uint64_t user_mapped[8];
 };
 enum PeerFlag : std::uint32_t {
     transport_valid = 1,  // nbrma_transport / NBRMA_TRANSPORT is "", "shm" or "ucx"
@@ -63,7 +67,40 @@ enum PeerFlag : std::uint32_t {
     mode_valid = 4,       // NBRMA_PROGRESS is a progress mode
     interrupt_ok = 8,     // NBRMA_PROGRESS=interrupt, and its helper runs (else: not interrupt)
     offer_cma_checked = 16,  // the offered segment's window checked cross-memory attach
+    user_moved = 32,         // user_fd's pages moved already (an earlier window's)
 };
+
+// Whether nothing about moved user memory can fail at this creation, known to every
+// rank alike: every rank that offers its pages has them moved already, and every rank
+// of its node and virtual node (who will map them) has that memfd mapped already. A rank
+// has at most 8 mapped: a group with more offering ranks is never settled.
+bool user_memory_settled(const std::vector<PeerRecord> &peers) {
+    const int nranks = static_cast<int>(peers.size());
+    std::vector<int> order;  // ranks by (node, virtual node): each group in a run
+    for (int r = 0; r < nranks; ++r) {
+        if (peers[r].user_fd >= 0 && !(peers[r].flags & user_moved)) return false;
+        order.push_back(r);
+    }
+    auto place = [&](int r) { return std::make_pair(peers[r].node_key, peers[r].vnode); };
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return place(a) < place(b); });
+    constexpr int held = static_cast<int>(sizeof peers[0].user_mapped / sizeof(std::uint64_t));
+    for (std::size_t first = 0, last = 0; first < order.size(); first = last) {
+        int offering = 0;
+        for (last = first; last < order.size() && place(order[last]) == place(order[first]);
+             ++last)
+            offering += peers[order[last]].user_fd >= 0;
+        if (offering > held + 1) return false;
+        for (std::size_t a = first; a < last; ++a)
+            for (std::size_t b = first; b < last; ++b) {
+                const PeerRecord &mapper = peers[order[a]], &owner = peers[order[b]];
+                if (a == b || owner.user_fd < 0) continue;
+                if (std::find(std::begin(mapper.user_mapped), std::end(mapper.user_mapped),
+                              owner.user_identity) == std::end(mapper.user_mapped))
+                    return false;
+            }
+    }
+    return true;
+}
 
 // Two ranks share a node iff they run on one kernel under one host name (what
 // MPI_COMM_TYPE_SHARED means to MPICH's hydra, without its collective): a hash of the
@@ -397,7 +434,14 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                     offered ? offered.ranks : 0,
                     state->user_memory.descriptor(),
                     state->user_memory.offset(),
-                    state->user_memory.identity()};
+                    state->user_memory.identity(),
+                    {}};
+    if (state->user_memory.moved()) mine.flags |= user_moved;
+    // The peers' memfds mapped already, held through this creation.
+    std::vector<transport::shm::HeldPeerMemory> held;
+    if (choice != "ucx" && state->share_user_memory) held = transport::shm::peer_memory_held();
+    for (std::size_t i = 0, n = 0; i < held.size() && n < std::size(mine.user_mapped); ++i)
+        mine.user_mapped[n++] = held[held.size() - 1 - i].identity;  // the newest first
     if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
     if (choice == "ucx") mine.flags |= wants_ucx;
     if (mode_ok) mine.flags |= mode_valid;
@@ -484,9 +528,11 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
             if (r == rank || !shm_reach[r] || peers[r].user_fd < 0) continue;
             Status mapped = Status::ok;
             state->peer_memory[r] = transport::shm::peer_memory_map(
-                peers[r].pid, peers[r].user_fd, peers[r].user_identity, peers[r].user_offset,
-                static_cast<std::uint64_t>(peers[r].size), &mapped);
-            user_memory_failed = is_error(mapped);
+                held, peers[r].pid, peers[r].user_fd, peers[r].user_identity, &mapped);
+            user_memory_failed =
+                is_error(mapped) ||
+                !state->peer_memory[r]->at(peers[r].user_offset,
+                                           static_cast<std::uint64_t>(peers[r].size));
         }
     }
     if (flavor == Flavor::shared && spans_nodes)
@@ -564,16 +610,23 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     // One agreement on the mapping and, for memory the user gave, on cross-memory attach.
     // A reused segment is mapped already, and the window made on it checked
     // cross-memory attach among the same node-local processes with no Yama consent to
-    // take: where every rank says so (and nbrma_transport=ucx needs no check), there is
-    // nothing to agree on and the allreduce is left out (the same on every rank).
-    // The third verdict: every rank moved the pages it offered and mapped its peers'.
+    // take: where every rank says so (and nbrma_transport=ucx needs no check), and no
+    // rank's moved pages can fail (user_memory_settled: a loop creating windows over the
+    // same buffers), there is nothing to agree on and the allreduce is left out (the same
+    // on every rank). The third verdict: every rank moved the pages it offered and mapped
+    // its peers'.
     int verdict[3] = {is_error(status) ? 1 : 0, transport::shm::cma_ok, user_memory_failed},
         agreed[3] = {0, 0, 0};
     const bool cma_known = reuse && (all & offer_cma_checked);
     // (Whether to agree must not depend on map_user_memory, which differs between
     // ranks with and without a peer in their virtual node.)
-    if (reuse && (state->all_ucx || cma_known) && !(any_user_memory && !state->all_ucx)) {
+    if (reuse && (state->all_ucx || cma_known) &&
+        (!any_user_memory || state->all_ucx || user_memory_settled(peers))) {
         agreed[1] = transport::shm::cma_ok;
+        if (user_memory_failed) {  // settled says it cannot: peers now count on it
+            log(0, "%s: internal error: moved window memory failed after all", call);
+            std::abort();
+        }
     } else {
         // (A reused segment whose window checked cross-memory attach needs no new check:
         // the allreduce is then only for the moved pages.)
@@ -629,7 +682,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                 if (flavor == Flavor::dynamic) peer.window_size = ~0ull;
                 if (user_memory_mapped && shm_reach[r] && peers[r].user_fd >= 0)
                     peer.window = r == rank ? static_cast<std::uint8_t *>(user_base)
-                                            : state->peer_memory[r]->address();
+                                            : state->peer_memory[r]->at(
+                                                  peers[r].user_offset,
+                                                  static_cast<std::uint64_t>(peers[r].size));
             }
         }
         config.sizes.push_back(static_cast<std::uint64_t>(peers[r].size));
@@ -685,9 +740,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                            : flavor == Flavor::shared   ? MPI_WIN_FLAVOR_SHARED
                                                         : MPI_WIN_FLAVOR_DYNAMIC;
 
-    int error = flavor == Flavor::dynamic
-                    ? mpich::Win_create_dynamic(info, comm, &state->handle)
-                    : mpich::Win_create(base, size, disp_unit, info, comm, &state->handle);
+    int error = mpich::Win_create_dynamic(info, comm, &state->handle);
     if (error != MPI_SUCCESS) {
         if (state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
         PMPI_Group_free(&state->group);

@@ -139,30 +139,25 @@ bool handler_installed() {
     return (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_fault;
 }
 
-// Copies between pages and a memfd with the kernel doing the copy: no sanitizer sees a
-// read of a heap redzone that happens to share the page.
-bool copy_to_file(int fd, std::uintptr_t low, std::size_t length) {
+// Copies between pages and a memfd (pwrite: into it, pread: out of it) with the kernel
+// doing the copy: no sanitizer sees a read of a heap redzone that happens to share the
+// page.
+bool copy_file(long call, int fd, void *pages, std::size_t length, std::uint64_t offset) {
     std::size_t done = 0;
     while (done < length) {
-        long moved = syscall(SYS_pwrite64, fd, reinterpret_cast<void *>(low + done),
-                             length - done, static_cast<off_t>(done));
+        const long moved = syscall(call, fd, static_cast<std::uint8_t *>(pages) + done,
+                                   length - done, static_cast<off_t>(offset + done));
         if (moved < 0 && errno == EINTR) continue;
         if (moved <= 0) return false;
         done += static_cast<std::size_t>(moved);
     }
     return true;
 }
-
+bool copy_to_file(int fd, std::uintptr_t low, std::size_t length) {
+    return copy_file(SYS_pwrite64, fd, reinterpret_cast<void *>(low), length, 0);
+}
 bool copy_from_file(int fd, void *destination, std::size_t length, std::uint64_t offset = 0) {
-    std::size_t done = 0;
-    while (done < length) {
-        long moved = syscall(SYS_pread64, fd, static_cast<std::uint8_t *>(destination) + done,
-                             length - done, static_cast<off_t>(offset + done));
-        if (moved < 0 && errno == EINTR) continue;
-        if (moved <= 0) return false;
-        done += static_cast<std::size_t>(moved);
-    }
-    return true;
+    return copy_file(SYS_pread64, fd, destination, length, offset);
 }
 
 // mremap(from, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, to) as the system call:
@@ -198,8 +193,7 @@ bool swap_in(std::uintptr_t low, std::size_t length, void *replacement, Fill fil
 }
 
 bool move_into_file(const UserMemoryClaim::Entry &e) {
-    const std::size_t length = e.high - e.low;
-    if (ftruncate(e.fd, static_cast<off_t>(length)) != 0) return false;
+    const std::size_t length = e.high - e.low;  // the memfd's size (claim)
     void *view = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, e.fd, 0);
     if (view == MAP_FAILED) return false;
     if (swap_in(e.low, length, view, [&] { return copy_to_file(e.fd, e.low, length); }))
@@ -231,10 +225,21 @@ std::string memfd_path(const UserMemoryClaim::Entry &e) { return "/memfd:" + mem
 // [low, high) is our memfd (/proc/self/map_files/<low>-<high> names a mapping's file;
 // the process may read its own).
 bool still_mapped(const UserMemoryClaim::Entry &e) {
-    char path[80], target[128];
-    std::snprintf(path, sizeof path, "/proc/self/map_files/%lx-%lx",
-                  static_cast<unsigned long>(e.low), static_cast<unsigned long>(e.high));
-    const ssize_t n = readlink(path, target, sizeof target - 1);
+    // /proc/self/map_files held open (a lookup from it walks half the path); reopened in
+    // a child of fork, whose /proc/self is another directory. Under registry_mutex.
+    static int directory = -1;
+    static pid_t directory_owner = 0;
+    const pid_t self = getpid();
+    if (directory < 0 || directory_owner != self) {
+        if (directory >= 0) close(directory);
+        directory = ::open("/proc/self/map_files", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        directory_owner = self;
+        if (directory < 0) return false;
+    }
+    char name[40], target[128];
+    std::snprintf(name, sizeof name, "%lx-%lx", static_cast<unsigned long>(e.low),
+                  static_cast<unsigned long>(e.high));
+    const ssize_t n = readlinkat(directory, name, target, sizeof target - 1);
     if (n <= 0) return false;
     target[n] = '\0';
     const std::string want = memfd_path(e);
@@ -242,37 +247,59 @@ bool still_mapped(const UserMemoryClaim::Entry &e) {
            (target[want.size()] == '\0' || target[want.size()] == ' ');
 }
 
+// The mappings /proc/self/maps lists whose path begins with `prefix` (with `whole`:
+// is `prefix`, perhaps followed by " (deleted)"), at most `most` of them, into `out`;
+// returns how many. Allocates nothing: a child of fork runs it while the heap may still
+// be in pages it shares with its parent.
+struct Mapping {
+    std::uintptr_t low, high;
+    std::uint64_t offset;  // in the file
+};
+int find_mappings(const char *prefix, bool whole, Mapping *out, int most) {
+    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    const std::size_t prefix_length = std::strlen(prefix);
+    int count = 0;
+    char chunk[4096], line[512];
+    std::size_t used = 0;
+    for (ssize_t got; (got = read(fd, chunk, sizeof chunk)) > 0;) {
+        for (ssize_t i = 0; i < got; ++i) {
+            if (chunk[i] != '\n') {
+                if (used < sizeof line - 1) line[used++] = chunk[i];
+                continue;
+            }
+            line[used] = '\0';
+            used = 0;
+            unsigned long low = 0, high = 0, offset = 0;
+            int path_at = 0;
+            if (std::sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &low, &high, &offset,
+                            &path_at) < 3 ||
+                path_at == 0)
+                continue;
+            const char *path = line + path_at;
+            if (std::strncmp(path, prefix, prefix_length) != 0 ||
+                (whole && path[prefix_length] != '\0' && path[prefix_length] != ' '))
+                continue;
+            if (count < most) out[count++] = {low, high, offset};
+        }
+    }
+    close(fd);
+    return count;
+}
+
 // A moved range that is no longer mapped where it was: whatever is left of its mapping
 // (anywhere: /proc/self/maps names it) becomes private memory again, so no page stays
 // shared with a child the process forks.
 void repair(const UserMemoryClaim::Entry &e) {
-    std::FILE *maps = std::fopen("/proc/self/maps", "r");
-    if (!maps) return;
-    const std::string want = memfd_path(e);
-    struct Piece {
-        std::uintptr_t low, high;
-        std::uint64_t offset;
-    };
-    std::vector<Piece> pieces;
-    char line[512];
-    while (std::fgets(line, sizeof line, maps)) {
-        unsigned long low = 0, high = 0, offset = 0;
-        int path_at = 0;
-        if (std::sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &low, &high, &offset, &path_at) < 3 ||
-            path_at == 0)
-            continue;
-        if (std::strncmp(line + path_at, want.c_str(), want.size()) == 0 &&
-            (line[path_at + want.size()] == ' ' || line[path_at + want.size()] == '\n'))
-            pieces.push_back({low, high, offset});
-    }
-    std::fclose(maps);
-    for (const Piece &piece : pieces) {
-        const std::size_t length = piece.high - piece.low;
+    Mapping pieces[64];
+    const int count = find_mappings(memfd_path(e).c_str(), true, pieces, 64);
+    for (int i = 0; i < count; ++i) {
+        const std::size_t length = pieces[i].high - pieces[i].low;
         void *fresh =
             mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (fresh == MAP_FAILED) continue;
-        if (!swap_in(piece.low, length, fresh,
-                     [&] { return copy_from_file(e.fd, fresh, length, piece.offset); }))
+        if (!swap_in(pieces[i].low, length, fresh,
+                     [&] { return copy_from_file(e.fd, fresh, length, pieces[i].offset); }))
             munmap(fresh, length);
     }
 }
@@ -305,35 +332,8 @@ bool unclaimed_around(const UserMemoryClaim::Entry &e) {
 // Nothing here may allocate before the copies are made: the heap itself may be in those
 // pages, still shared with the parent.
 void unshare_in_child() {
-    struct Piece {
-        std::uintptr_t low, high;
-    };
-    Piece pieces[256];
-    int count = 0;
-    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        char chunk[4096], line[512];
-        std::size_t used = 0;
-        for (;;) {
-            const ssize_t got = read(fd, chunk, sizeof chunk);
-            if (got <= 0) break;
-            for (ssize_t i = 0; i < got; ++i) {
-                if (chunk[i] != '\n') {
-                    if (used < sizeof line - 1) line[used++] = chunk[i];
-                    continue;
-                }
-                line[used] = '\0';
-                used = 0;
-                unsigned long low = 0, high = 0;
-                int path_at = 0;
-                if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &low, &high, &path_at) >= 2 &&
-                    path_at > 0 && std::strstr(line + path_at, own_prefix) == line + path_at &&
-                    count < 256)
-                    pieces[count++] = {low, high};
-            }
-        }
-        close(fd);
-    }
+    Mapping pieces[256];
+    const int count = find_mappings(own_prefix, false, pieces, 256);
     for (int i = 0; i < count; ++i) {
         const std::size_t length = pieces[i].high - pieces[i].low;
         void *fresh =
@@ -455,7 +455,8 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     const std::string name = memfd_name(id);
     const int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
     if (fd < 0) return;
-    if (fchmod(fd, 0600) != 0) {
+    // Sized now: a peer maps the whole memfd, perhaps before this rank moves the pages.
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(high - low)) != 0) {
         close(fd);
         return;
     }
@@ -513,21 +514,48 @@ PeerMemoryMap::~PeerMemoryMap() {
     if (mapping_) munmap(mapping_, length_);
 }
 
-Status PeerMemoryMap::open(pid_t pid, int descriptor, std::uint64_t offset, std::uint64_t size) {
-    const std::uint64_t page = page_size();
-    const std::uint64_t first = offset / page * page;
-    if (size == 0 || offset > UINT64_MAX - size - page) return Status::err_arg;
-    const std::uint64_t length = (offset + size + page - 1) / page * page - first;
+Status PeerMemoryMap::map(pid_t pid, int descriptor, std::uint64_t first, std::uint64_t length) {
     const int fd = ::open(ShmSegment::name_of(pid, descriptor).c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return Status::err_transport;
+    if (length == 0) {  // the whole file
+        struct stat file{};
+        if (fstat(fd, &file) != 0 || file.st_size <= 0) {
+            close(fd);
+            return Status::err_transport;
+        }
+        length = static_cast<std::uint64_t>(file.st_size);
+    }
     void *mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                          static_cast<off_t>(first));
     close(fd);
     if (mapping == MAP_FAILED) return Status::err_no_memory;
     mapping_ = mapping;
     length_ = length;
-    address_ = static_cast<std::uint8_t *>(mapping) + (offset - first);
+    first_ = first;
     return Status::ok;
+}
+
+Status PeerMemoryMap::open(pid_t pid, int descriptor, std::uint64_t offset, std::uint64_t size) {
+    const std::uint64_t page = page_size();
+    const std::uint64_t first = offset / page * page;
+    if (size == 0 || offset > UINT64_MAX - size - page) return Status::err_arg;
+    const std::uint64_t length = (offset + size + page - 1) / page * page - first;
+    if (Status status = map(pid, descriptor, first, length); is_error(status)) return status;
+    address_ = at(offset, size);
+    return Status::ok;
+}
+
+Status PeerMemoryMap::open_file(pid_t pid, int descriptor) {
+    if (Status status = map(pid, descriptor, 0, 0); is_error(status)) return status;
+    address_ = static_cast<std::uint8_t *>(mapping_);
+    return Status::ok;
+}
+
+std::uint8_t *PeerMemoryMap::at(std::uint64_t offset, std::uint64_t size) const {
+    if (!mapping_ || offset < first_ || offset - first_ > length_ ||
+        size > length_ - (offset - first_))
+        return nullptr;
+    return static_cast<std::uint8_t *>(mapping_) + (offset - first_);
 }
 
 bool user_memory_find(const void *base, std::size_t size, int *descriptor,
@@ -554,38 +582,47 @@ void user_memory_uncache() {
     }
 }
 
+bool UserMemoryClaim::moved() const {
+    if (!entry_ || descriptor_ < 0) return false;
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    return entry_->moved;
+}
+
 std::uint64_t UserMemoryClaim::identity() const {
     return descriptor_ >= 0 && entry_ ? entry_->id : 0;
 }
 
-std::shared_ptr<PeerMemoryMap> peer_memory_map(pid_t pid, int descriptor, std::uint64_t identity,
-                                               std::uint64_t offset, std::uint64_t size,
+namespace {
+std::mutex peer_cache_mutex;
+std::vector<HeldPeerMemory> peer_cache;  // oldest first
+}  // namespace
+
+std::vector<HeldPeerMemory> peer_memory_held() {
+    std::lock_guard<std::mutex> lock(peer_cache_mutex);
+    return peer_cache;
+}
+
+std::shared_ptr<PeerMemoryMap> peer_memory_map(const std::vector<HeldPeerMemory> &held, pid_t pid,
+                                               int descriptor, std::uint64_t identity,
                                                Status *status) {
-    struct Cached {
-        pid_t pid;
-        std::uint64_t identity, offset, size;
-        std::shared_ptr<PeerMemoryMap> map;
-    };
-    static std::mutex cache_mutex;
-    static std::vector<Cached> cache;  // oldest first
     constexpr std::size_t most = 8;
     constexpr std::uint64_t most_bytes = std::uint64_t{64} << 20;
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    for (const Cached &c : cache)
-        if (c.pid == pid && c.identity == identity && c.offset == offset && c.size == size) {
-            *status = Status::ok;
-            return c.map;
-        }
+    *status = Status::ok;
+    for (const HeldPeerMemory &h : held)
+        if (h.pid == pid && h.identity == identity) return h.map;
+    std::lock_guard<std::mutex> lock(peer_cache_mutex);
+    for (const HeldPeerMemory &h : peer_cache)
+        if (h.pid == pid && h.identity == identity) return h.map;
     auto map = std::make_shared<PeerMemoryMap>();
-    *status = map->open(pid, descriptor, offset, size);
+    *status = map->open_file(pid, descriptor);
     if (is_error(*status)) return nullptr;
-    if (identity != 0 && size <= most_bytes) {
-        cache.push_back({pid, identity, offset, size, map});
+    if (identity != 0 && map->length() <= most_bytes) {
+        peer_cache.push_back({pid, identity, map});
         std::uint64_t bytes = 0;
-        for (const Cached &c : cache) bytes += c.size;
-        while (cache.size() > most || bytes > most_bytes) {
-            bytes -= cache.front().size;
-            cache.erase(cache.begin());
+        for (const HeldPeerMemory &h : peer_cache) bytes += h.map->length();
+        while (peer_cache.size() > most || bytes > most_bytes) {
+            bytes -= peer_cache.front().map->length();
+            peer_cache.erase(peer_cache.begin());
         }
     }
     return map;

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/status.hpp"
 
@@ -59,6 +60,9 @@ class UserMemoryClaim {
     // hold these), offset() where base lies in it; -1 if they cannot be moved.
     void claim(const void *base, std::size_t size, bool offer);
     int descriptor() const { return descriptor_; }
+    // The pages are in the memfd already (an earlier window moved them): share() cannot
+    // fail.
+    bool moved() const;
     std::uint64_t offset() const { return offset_; }
     // The memfd's identity, unique among the node's processes (0: none offered).
     std::uint64_t identity() const;
@@ -85,13 +89,21 @@ class PeerMemoryMap {
     PeerMemoryMap(const PeerMemoryMap &) = delete;
     PeerMemoryMap &operator=(const PeerMemoryMap &) = delete;
     ~PeerMemoryMap();
-    // Maps [offset, offset + size) of memfd `descriptor` of process `pid`.
+    // Maps the pages holding [offset, offset + size) of memfd `descriptor` of process
+    // `pid`; address() is where offset lies.
     Status open(pid_t pid, int descriptor, std::uint64_t offset, std::uint64_t size);
+    // Maps the whole memfd (its size now: a memfd moved pages live in never changes size).
+    Status open_file(pid_t pid, int descriptor);
     std::uint8_t *address() const { return address_; }
+    // Where [offset, offset + size) of the file lies, nullptr if not all of it is mapped.
+    std::uint8_t *at(std::uint64_t offset, std::uint64_t size) const;
+    std::size_t length() const { return length_; }
 
   private:
+    Status map(pid_t pid, int descriptor, std::uint64_t first, std::uint64_t length);
     void *mapping_ = nullptr;
     std::size_t length_ = 0;
+    std::uint64_t first_ = 0;  // the file offset mapping_ shows
     std::uint8_t *address_ = nullptr;
 };
 
@@ -104,12 +116,23 @@ bool user_memory_find(const void *base, std::size_t size, int *descriptor,
 // moved, up to 4, for the next window over the same memory).
 void user_memory_uncache();
 
-// A node-local peer's window memory (PeerMemoryMap::open), taken from the process's cache
-// of the last 8 such mappings (64 MiB at most) where the peer offers the same memfd
-// (`identity`) at the same place again, as windows created and freed over one buffer
-// do. A mapping the cache drops stays valid while a window holds it.
-std::shared_ptr<PeerMemoryMap> peer_memory_map(pid_t pid, int descriptor, std::uint64_t identity,
-                                               std::uint64_t offset, std::uint64_t size,
+// The peers' memfds this process keeps mapped (the last 8 whole memfds a window
+// creation mapped, 64 MiB at most), each with its owner's pid and the memfd's identity:
+// windows created and freed over one buffer map the peer's memfd once. A creation takes
+// them (peer_memory_held) before its exchange, so that it can tell its peers which it
+// will find (a concurrent creation may drop them from the cache meanwhile).
+struct HeldPeerMemory {
+    pid_t pid;
+    std::uint64_t identity;
+    std::shared_ptr<PeerMemoryMap> map;
+};
+std::vector<HeldPeerMemory> peer_memory_held();
+
+// Node-local peer `pid`'s memfd `descriptor` (whose identity is `identity`), mapped
+// whole: one of `held` with that pid and identity, or the cache's, or mapped now (and
+// cached). A mapping the cache drops stays valid while a window holds it.
+std::shared_ptr<PeerMemoryMap> peer_memory_map(const std::vector<HeldPeerMemory> &held, pid_t pid,
+                                               int descriptor, std::uint64_t identity,
                                                Status *status);
 
 // Registered page ranges, and how many of them are moved (tests).

@@ -292,31 +292,44 @@ TEST_F(UserMemory, DeclinedOffersLeaveThePagesAlone) {
     EXPECT_NE(claim.share(), Status::ok);
 }
 
-// Windows created and freed over one buffer map the peer's memfd once: the same
-// identity at the same place is the cached mapping; another identity is a new one.
+// Windows created and freed over one buffer map the peer's memfd once: the same memfd
+// (identity) is the cached mapping, of the whole memfd whatever part a window covers; a
+// snapshot taken before (what a creation publishes) still finds it once the cache has
+// dropped it.
 TEST_F(UserMemory, PeerMappingsAreCachedByIdentity) {
-    HeapPages heap(1);
+    HeapPages heap(2);
     UserMemoryClaim claim;
-    claim.claim(heap.bytes, page, true);
+    claim.claim(heap.bytes, 2 * page, true);
+    EXPECT_FALSE(claim.moved());
     ASSERT_EQ(claim.share(), Status::ok);
+    EXPECT_TRUE(claim.moved());
     ASSERT_NE(claim.identity(), 0u);
+    const std::vector<HeldPeerMemory> none;
     Status status = Status::err_arg;
-    auto first = peer_memory_map(getpid(), claim.descriptor(), claim.identity(), 0, page, &status);
+    auto first = peer_memory_map(none, getpid(), claim.descriptor(), claim.identity(), &status);
     ASSERT_EQ(status, Status::ok);
-    auto again = peer_memory_map(getpid(), claim.descriptor(), claim.identity(), 0, page, &status);
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(first->length(), 2 * page);
+    EXPECT_EQ(first->at(page, page + 1), nullptr);  // beyond the memfd
+    EXPECT_EQ(first->at(3 * page, 1), nullptr);
+    ASSERT_NE(first->at(page, page), nullptr);
+    heap.bytes[page + 7] = 0x42;
+    EXPECT_EQ(first->at(page, 8)[7], 0x42);
+    auto again = peer_memory_map(none, getpid(), claim.descriptor(), claim.identity(), &status);
     EXPECT_EQ(again.get(), first.get());
-    auto other =
-        peer_memory_map(getpid(), claim.descriptor(), claim.identity() + 1, 0, page, &status);
-    EXPECT_NE(other.get(), first.get());
-    heap.bytes[7] = 0x42;
-    EXPECT_EQ(again->address()[7], 0x42);
-    // the cache keeps 8: after 8 other identities the first is mapped anew
-    for (std::uint64_t i = 2; i < 10; ++i)
-        peer_memory_map(getpid(), claim.descriptor(), claim.identity() + i, 0, page, &status);
-    auto later = peer_memory_map(getpid(), claim.descriptor(), claim.identity(), 0, page, &status);
+    const std::vector<HeldPeerMemory> held = peer_memory_held();
+    ASSERT_FALSE(held.empty());
+    EXPECT_EQ(held.back().identity, claim.identity());
+    // the cache keeps 8: after 8 other identities the first is mapped anew, but for a
+    // snapshot taken before
+    for (std::uint64_t i = 1; i < 9; ++i)
+        peer_memory_map(none, getpid(), claim.descriptor(), claim.identity() + i, &status);
+    EXPECT_EQ(peer_memory_map(held, getpid(), claim.descriptor(), claim.identity(), &status).get(),
+              first.get());
+    auto later = peer_memory_map(none, getpid(), claim.descriptor(), claim.identity(), &status);
     EXPECT_NE(later.get(), first.get());
-    EXPECT_EQ(first->address()[7], 0x42);  // still valid while held
-    EXPECT_EQ(peer_memory_map(getpid(), 1 << 20, 99, 0, page, &status), nullptr);
+    EXPECT_EQ(first->at(page, 8)[7], 0x42);  // still valid while held
+    EXPECT_EQ(peer_memory_map(none, getpid(), 1 << 20, 99, &status), nullptr);
     EXPECT_EQ(status, Status::err_transport);
 }
 
