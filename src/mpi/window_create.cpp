@@ -740,7 +740,9 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                            : flavor == Flavor::shared   ? MPI_WIN_FLAVOR_SHARED
                                                         : MPI_WIN_FLAVOR_DYNAMIC;
 
-    int error = mpich::Win_create_dynamic(info, comm, &state->handle);
+    int error = flavor == Flavor::dynamic
+                    ? mpich::Win_create_dynamic(info, comm, &state->handle)
+                    : mpich::Win_create(nullptr, 0, 1, info, comm, &state->handle);
     if (error != MPI_SUCCESS) {
         if (state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
         PMPI_Group_free(&state->group);

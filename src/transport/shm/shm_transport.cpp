@@ -1,5 +1,6 @@
 #include "transport/shm/shm_transport.hpp"
 
+#include <sched.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -156,6 +157,12 @@ Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::ui
     Status status;
     auto *word = reinterpret_cast<std::uint64_t *>(mapped(peer, target, 8, &status));
     if (is_error(status)) return status;
+    if (!word && dynamic_ && target.region == Region::window) {
+        std::uint8_t *moved = nullptr;
+        if (!moved_word(peer, target.offset, &moved)) return Status::err_unsupported;
+        if (!moved) return Status::err_transport;  // its peers use CPU atomics there
+        word = reinterpret_cast<std::uint64_t *>(moved);
+    }
     if (!word) return Status::err_unsupported;
     if (reinterpret_cast<std::uintptr_t>(word) % 8 != 0) return Status::err_arg;
     std::uint64_t previous = 0;
@@ -187,10 +194,15 @@ Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::ui
 }
 
 bool ShmTransport::supports_atomics(int peer, Region region) const {
-    return region == Region::control || peers_[peer].window != nullptr;
+    return region == Region::control || peers_[peer].window != nullptr || moved_regions_;
 }
 
 bool ShmTransport::atomic_aligned(int peer, RemoteAddress address) {
+    if (dynamic_ && address.region == Region::window) {
+        std::uint8_t *word = nullptr;
+        return moved_regions_ && address.offset % 8 == 0 &&
+               moved_word(peer, address.offset, &word);
+    }
     Status status;
     const std::uint8_t *word = mapped(peer, address, 8, &status);
     return !is_error(status) && word && reinterpret_cast<std::uintptr_t>(word) % 8 == 0;
@@ -306,6 +318,33 @@ std::uint8_t *ShmTransport::moved_region(int peer, std::uint64_t address, std::s
                 cache.end());
     cache.push_back({region.base, region.length, region.generation, std::move(map)});
     return cache.back().map->address() + (address - region.base);
+}
+
+bool ShmTransport::moved_word(int peer, std::uint64_t address, std::uint8_t **word) {
+    *word = nullptr;
+    if (!moved_regions_ || address > UINT64_MAX - 8) return false;
+    // A region mapped while the peer's directory changed (it attached or detached some
+    // region meanwhile) is not taken: the directory is read again, a bounded number of
+    // times; a region that cannot be mapped with the directory unchanged never will be.
+    for (int attempt = 0;; ++attempt) {
+        if (is_error(check_attached(peer, address, address + 8))) return false;
+        const DirectoryCache &directory = directories_[peer];
+        std::size_t first = 0, count = 0;
+        if (is_error(directory.cover(address, address + 8, &first, &count)) || count != 1 ||
+            directory.region(first).key_length != sizeof(MovedKey))
+            return false;
+        if (peer == rank_) {  // our own region is our memory (the pages peers map)
+            *word = reinterpret_cast<std::uint8_t *>(address);
+            return true;
+        }
+        const std::uint64_t seen = directory.generation();
+        *word = moved_region(peer, address, 8);
+        std::uint64_t now = seen;
+        if (*word || attempt == 1000 ||
+            is_error(DirectorySource(*this, peer).read_header(0, &now, sizeof now)) || now == seen)
+            return true;
+        sched_yield();
+    }
 }
 
 Status ShmTransport::detach(const void *base) {

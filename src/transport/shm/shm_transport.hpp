@@ -94,6 +94,11 @@ class ShmTransport final : public Transport {
     // region it moved into a memfd, that region mapped here (cached until the peer's
     // directory changes); null where cross-memory attach must do.
     std::uint8_t *moved_region(int peer, std::uint64_t address, std::size_t length);
+    // Dynamic windows: whether the word at `address` of the peer lies in a region it
+    // moved (its directory says so, alike for every origin: accesses to a word never mix
+    // CPU atomics with the accumulate lock), and in *word where this process reaches it
+    // (null: the region could not be mapped here).
+    bool moved_word(int peer, std::uint64_t address, std::uint8_t **word);
     struct MovedRegion {
         std::uint64_t base = 0, length = 0, generation = 0;
         std::unique_ptr<PeerMemoryMap> map;

@@ -247,5 +247,64 @@ TEST(ShmTransportMovedRegions, OriginsMapAttachedRegionsAndFollowReattaches) {
     std::free(memory);
 }
 
+// Atomics on dynamic windows: a word of a region moved into shared pages takes CPU
+// atomics from every origin, the target itself included (the same pages); a word of a
+// region that did not move takes none (the accumulate lock then, alike for every origin).
+TEST(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
+    const sync::ControlLayout layout(2);
+    std::vector<std::uint64_t> control(2 * layout.size() / 8 + 2, 0);
+    std::vector<ShmPeer> peers(2);
+    for (int r = 0; r < 2; ++r) {
+        peers[r].control = reinterpret_cast<std::uint8_t *>(control.data()) + r * layout.size();
+        peers[r].window_size = ~0ull;
+        peers[r].pid = getpid();
+    }
+    ShmTransport origin(0, layout.size(), peers), target(1, layout.size(), peers);
+    origin.enable_dynamic(true);
+    target.enable_dynamic(true);
+    auto *moved = static_cast<std::uint64_t *>(std::aligned_alloc(4096, 4096));
+    auto *still = static_cast<std::uint64_t *>(std::aligned_alloc(4096, 4096));
+    std::memset(moved, 0, 4096);
+    std::memset(still, 0, 4096);
+    {
+        UserMemoryClaim claim, stay;
+        claim.claim(moved, 4096, true);
+        ASSERT_EQ(claim.share(), Status::ok);
+        stay.claim(still, 4096, false);
+        ASSERT_EQ(target.attach(moved, 4096), Status::ok);
+        ASSERT_EQ(target.attach(still, 4096), Status::ok);
+        const RemoteAddress word{Region::window, reinterpret_cast<std::uintptr_t>(moved) + 16};
+        const RemoteAddress other{Region::window, reinterpret_cast<std::uintptr_t>(still) + 16};
+        EXPECT_TRUE(origin.supports_atomics(1, Region::window));
+        EXPECT_TRUE(origin.atomic_aligned(1, word));
+        EXPECT_TRUE(target.atomic_aligned(1, word));
+        EXPECT_FALSE(origin.atomic_aligned(1, {Region::window, word.offset + 4}));
+        EXPECT_FALSE(origin.atomic_aligned(1, other));
+        EXPECT_FALSE(target.atomic_aligned(1, other));
+        std::uint64_t previous = 99;
+        ASSERT_EQ(origin.atomic(1, AtomicOp::fetch_add, word, 5, 0, &previous, nullptr),
+                  Status::ok);
+        EXPECT_EQ(previous, 0u);
+        ASSERT_EQ(target.atomic(1, AtomicOp::fetch_add, word, 7, 0, &previous, nullptr),
+                  Status::ok);
+        EXPECT_EQ(previous, 5u);
+        ASSERT_EQ(origin.atomic(1, AtomicOp::compare_swap, word, 40, 12, &previous, nullptr),
+                  Status::ok);
+        EXPECT_EQ(previous, 12u);
+        EXPECT_EQ(moved[2], 40u);
+        EXPECT_EQ(origin.atomic(1, AtomicOp::fetch_add, other, 1, 0, &previous, nullptr),
+                  Status::err_unsupported);
+        EXPECT_EQ(still[2], 0u);
+        ASSERT_EQ(target.detach(moved), Status::ok);
+        ASSERT_EQ(target.detach(still), Status::ok);
+        // detached: no atomics there any more
+        EXPECT_FALSE(origin.atomic_aligned(1, word));
+    }
+    user_memory_uncache();
+    EXPECT_EQ(user_memory_ranges(), 0u);
+    std::free(moved);
+    std::free(still);
+}
+
 }  // namespace
 }  // namespace nbrma::transport::shm
