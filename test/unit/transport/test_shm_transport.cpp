@@ -4,6 +4,7 @@
 // window memory), cross-memory attach to a peer's MPI_Win_create memory and to
 // ourselves, and dynamic windows (absolute addresses: wrap-around and the null page).
 // The "peers" are this process: process_vm_readv/writev on our own pid works.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -295,6 +296,24 @@ TEST(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
         EXPECT_EQ(origin.atomic(1, AtomicOp::fetch_add, other, 1, 0, &previous, nullptr),
                   Status::err_unsupported);
         EXPECT_EQ(still[2], 0u);
+        // An origin that cannot map the moved region (its descriptor now names /dev/null,
+        // which cannot be mapped) fails the atomic rather than take the accumulate lock.
+        {
+            ShmTransport late(0, layout.size(), peers);
+            late.enable_dynamic(true);
+            const int saved = dup(claim.descriptor());
+            const int null_device = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+            ASSERT_GE(saved, 0);
+            ASSERT_GE(null_device, 0);
+            ASSERT_EQ(dup2(null_device, claim.descriptor()), claim.descriptor());
+            EXPECT_TRUE(late.atomic_aligned(1, word));
+            EXPECT_EQ(late.atomic(1, AtomicOp::fetch_add, word, 1, 0, &previous, nullptr),
+                      Status::err_transport);
+            ASSERT_EQ(dup3(saved, claim.descriptor(), O_CLOEXEC), claim.descriptor());
+            close(saved);
+            close(null_device);
+            EXPECT_EQ(moved[2], 40u);
+        }
         ASSERT_EQ(target.detach(moved), Status::ok);
         ASSERT_EQ(target.detach(still), Status::ok);
         // detached: no atomics there any more
