@@ -327,20 +327,31 @@ bool ShmTransport::moved_word(int peer, std::uint64_t address, std::uint8_t **wo
     // region meanwhile) is not taken: the directory is read again, a bounded number of
     // times; a region that cannot be mapped with the directory unchanged never will be.
     for (int attempt = 0;; ++attempt) {
+        // (the directory re-read if it changed; an address outside every region fails)
         if (is_error(check_attached(peer, address, address + 8))) return false;
         const DirectoryCache &directory = directories_[peer];
+        const std::uint64_t seen = directory.generation();
+        WordRegion &last = last_word_region_;  // the region the last word was in
+        if (last.peer == peer && last.generation == seen && last.low <= address &&
+            address + 8 <= last.high) {
+            *word = last.base ? last.base + (address - last.low) : nullptr;
+            return true;
+        }
         std::size_t first = 0, count = 0;
         if (is_error(directory.cover(address, address + 8, &first, &count)) || count != 1 ||
             directory.region(first).key_length != sizeof(MovedKey))
             return false;
-        if (peer == rank_) {  // our own region is our memory (the pages peers map)
-            *word = reinterpret_cast<std::uint8_t *>(address);
+        const DirectoryCache::Region &region = directory.region(first);
+        // our own region is our memory (the pages peers map)
+        *word = peer == rank_ ? reinterpret_cast<std::uint8_t *>(address)
+                              : moved_region(peer, address, 8);
+        if (*word) {
+            last = {peer, region.base, region.base + region.length, seen,
+                    *word - (address - region.base)};
             return true;
         }
-        const std::uint64_t seen = directory.generation();
-        *word = moved_region(peer, address, 8);
         std::uint64_t now = seen;
-        if (*word || attempt == 1000 ||
+        if (attempt == 1000 ||
             is_error(DirectorySource(*this, peer).read_header(0, &now, sizeof now)) || now == seen)
             return true;
         sched_yield();

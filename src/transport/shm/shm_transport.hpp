@@ -99,6 +99,12 @@ class ShmTransport final : public Transport {
     // CPU atomics with the accumulate lock), and in *word where this process reaches it
     // (null: the region could not be mapped here).
     bool moved_word(int peer, std::uint64_t address, std::uint8_t **word);
+    struct WordRegion {  // the moved region moved_word found last, where it is mapped
+        int peer = -1;
+        std::uint64_t low = 0, high = 0, generation = 0;
+        std::uint8_t *base = nullptr;
+    };
+    WordRegion last_word_region_;
     struct MovedRegion {
         std::uint64_t base = 0, length = 0, generation = 0;
         std::unique_ptr<PeerMemoryMap> map;
