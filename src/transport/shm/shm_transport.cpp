@@ -334,7 +334,7 @@ bool ShmTransport::moved_word(int peer, std::uint64_t address, std::uint8_t **wo
         WordRegion &last = last_word_region_;  // the region the last word was in
         if (last.peer == peer && last.generation == seen && last.low <= address &&
             address + 8 <= last.high) {
-            *word = last.base ? last.base + (address - last.low) : nullptr;
+            *word = last.base + (address - last.low);
             return true;
         }
         std::size_t first = 0, count = 0;
