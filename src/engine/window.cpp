@@ -200,11 +200,8 @@ Status Window::unlock_all(Request **request) {
     return close_open(open_of(EpochKind::lock_all), request);
 }
 
-Status Window::flush(int target, Request **request, bool local) {
-    // flush_all covers the DirectLock alone only when no queued epoch passed (lock_at_once)
-    const bool in_direct = (target == -1 && epochs_.empty()) || target == direct_.target ||
-                           (direct_.all && target >= 0 && target < size());
-    if (direct_.active() && in_direct && direct_flush(target)) {
+Status Window::flush_general(int target, Request **request, bool local) {
+    if (direct_.active() && direct_flush_covers(target) && direct_flush(target)) {
         *request = nullptr;  // complete
         return Status::ok;
     }
@@ -335,16 +332,18 @@ bool Window::unlock_at_once() {
 
 // Completes the DirectLock's calls at `target` (-1: at every target) inline; false if
 // that failed or a call of the epoch failed (the ordinary path then reports it).
+bool Window::direct_fence() {
+    if (is_error(transport_.flush(direct_.all ? rank_ : direct_.target, nullptr))) return false;
+    fenced_runs_ = runs_;
+    return true;
+}
+
 bool Window::direct_flush(int target) {
     if (is_error(direct_.failure)) return false;
     // A transport that completes every call inside it (shared memory) has the calls at
     // their targets already: what is left of a flush is its fence, for any target, and
     // only where something was written since the last one (gets and atomics need none).
-    if (completes_inline_) {
-        if (runs_ == fenced_runs_) return true;
-        fenced_runs_ = runs_;
-        return !is_error(transport_.flush(direct_.all ? rank_ : direct_.target, nullptr));
-    }
+    if (completes_inline_) return runs_ == fenced_runs_ || direct_fence();
     Status failure = Status::ok;
     auto flushed = [&](int rank) {
         return remote_complete(rank, runs_, &failure) && !is_error(failure);
@@ -680,18 +679,20 @@ bool Window::direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t 
     return true;
 }
 
-Status Window::rma(const RmaCall &call, Request **request, const char **cause) {
+Status Window::rma_general(const RmaCall &call, Request **request, const char **cause,
+                           bool direct_tried) {
     if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
-    const bool direct = direct_.active() && direct_covers(call.target);  // runs now, in it
-    if (direct) {
+    const bool direct =  // runs now, in it
+        direct_tried || (direct_.active() && direct_covers(call.target));
+    if (direct && !direct_tried) {
         Status status;
         if (rma_contiguous(call, &status) || rma_atomic(call, &status)) {
             if (is_error(status) && !is_error(direct_.failure)) direct_.failure = status;
             if (request) (*request = Request::create())->finish(status);
             return Status::ok;
         }
-    } else {
+    } else if (!direct) {
         materialize();
     }
     Epoch *epoch = direct ? nullptr : covering_epoch(call.target);

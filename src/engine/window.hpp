@@ -71,7 +71,16 @@ class Window {
     // target == -1: every target. The request completes when every call issued before
     // it (toward that target) is complete at the target (local: at the origin, as
     // MPI_Win_flush_local); later calls may still be in flight.
-    Status flush(int target, Request **request, bool local = false);
+    Status flush(int target, Request **request, bool local = false) {
+        // Inline, the DirectLock's flush over a transport that completes every call inside
+        // it: a fence, only where something was written since the last (direct_flush).
+        if (completes_inline_ && direct_.active() && !is_error(direct_.failure) &&
+            direct_flush_covers(target) && (runs_ == fenced_runs_ || direct_fence())) {
+            *request = nullptr;  // complete
+            return Status::ok;
+        }
+        return flush_general(target, request, local);
+    }
 
     // Active target (SC14 §V–VII). `group` lists window ranks (the MPI layer translates
     // MPI groups); opening calls never block. fence's request completes when the
@@ -89,7 +98,21 @@ class Window {
     // (if given) names it. A notifying call (call.notify) is err_notification when its
     // index lies outside the target's counters (as the target last published them);
     // it notifies even when it moves no data.
-    Status rma(const RmaCall &call, Request **request, const char **cause = nullptr);
+    Status rma(const RmaCall &call, Request **request, const char **cause = nullptr) {
+        // Inline, a blocking call that runs now in the DirectLock (rma_contiguous,
+        // rma_atomic); the rest, and what they turn down, in rma_general.
+        if (!request && direct_.active() && call.target >= 0 && call.target < size() &&
+            direct_covers(call.target)) {
+            Status status;
+            if (rma_contiguous(call, &status) || rma_atomic(call, &status)) {
+                if (cause) *cause = nullptr;
+                if (is_error(status) && !is_error(direct_.failure)) direct_.failure = status;
+                return Status::ok;
+            }
+            return rma_general(call, request, cause, true);
+        }
+        return rma_general(call, request, cause, false);
+    }
 
     // Notified RMA, target side (MPIX_Win_notify_*): this rank's counters and thresholds.
     NotifyCounters &notifications() { return notify_; }
@@ -205,6 +228,14 @@ class Window {
     bool direct_covers(int target);
     bool unlock_at_once();
     bool direct_flush(int target = -1);
+    // A flush of `target` (-1: all) is the DirectLock's alone: flush_all only when no
+    // queued epoch passed it (lock_at_once).
+    bool direct_flush_covers(int target) const {
+        return (target == -1 && epochs_.empty()) || target == direct_.target ||
+               (direct_.all && target >= 0 && target < size());
+    }
+    bool direct_fence();  // the transport's fence, for a DirectLock over an inline transport
+    Status flush_general(int target, Request **request, bool local);
     void materialize();
 
     void queued();
@@ -221,6 +252,9 @@ class Window {
     Status check_group(const std::vector<int> &group) const;
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
+    // rma() past its inline part; `direct_tried`: in the DirectLock, which turned it down.
+    Status rma_general(const RmaCall &call, Request **request, const char **cause,
+                       bool direct_tried);
     bool rma_contiguous(const RmaCall &call, Status *status);
     bool rma_atomic(const RmaCall &call, Status *status);
     bool direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t *offset);

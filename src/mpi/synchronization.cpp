@@ -166,6 +166,7 @@ int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool lo
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->flush(rank, &pending, local); });
+    if (status == Status::ok && !pending && !request) return MPI_SUCCESS;  // done already
     if (status == Status::err_sync) return raise(call, win, status, "no passive epoch is open");
     return finish(call, win, status, pending, request);
 }
