@@ -202,22 +202,36 @@ TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
 namespace nbrma::transport::shm {
 namespace {
 
+// Two ranks of one process over shm with a dynamic window whose regions may move: rank 0
+// the origin, rank 1 the target.
+class ShmTransportMovedRegions : public ::testing::Test {
+  protected:
+    ShmTransportMovedRegions() {
+        origin.enable_dynamic(true);
+        target.enable_dynamic(true);
+    }
+    std::vector<ShmPeer> two_peers() {
+        std::vector<ShmPeer> result(2);
+        for (int r = 0; r < 2; ++r) {
+            result[r].control =
+                reinterpret_cast<std::uint8_t *>(control.data()) + r * layout.size();
+            result[r].window_size = ~0ull;
+            result[r].pid = getpid();
+        }
+        return result;
+    }
+    const sync::ControlLayout layout{2};
+    std::vector<std::uint64_t> control = std::vector<std::uint64_t>(2 * layout.size() / 8 + 2, 0);
+    const std::vector<ShmPeer> peers = two_peers();
+    ShmTransport origin{0, layout.size(), peers};
+    ShmTransport target{1, layout.size(), peers};
+};
+
 // Dynamic windows over shm with moved regions (user_memory.hpp): an origin maps a region
 // the target attached in moved pages, at its first access; after the target detaches it
 // and attaches the same memory again (another memfd), the origin maps the new one - a
 // stale mapping would put into memory the user no longer sees.
-TEST(ShmTransportMovedRegions, OriginsMapAttachedRegionsAndFollowReattaches) {
-    const sync::ControlLayout layout(2);
-    std::vector<std::uint64_t> control(2 * layout.size() / 8 + 2, 0);
-    std::vector<ShmPeer> peers(2);
-    for (int r = 0; r < 2; ++r) {
-        peers[r].control = reinterpret_cast<std::uint8_t *>(control.data()) + r * layout.size();
-        peers[r].window_size = ~0ull;
-        peers[r].pid = getpid();
-    }
-    ShmTransport origin(0, layout.size(), peers), target(1, layout.size(), peers);
-    origin.enable_dynamic(true);
-    target.enable_dynamic(true);
+TEST_F(ShmTransportMovedRegions, OriginsMapAttachedRegionsAndFollowReattaches) {
 
     auto *memory = static_cast<std::uint64_t *>(std::aligned_alloc(4096, 8192));
     std::memset(memory, 0, 8192);
@@ -251,18 +265,7 @@ TEST(ShmTransportMovedRegions, OriginsMapAttachedRegionsAndFollowReattaches) {
 // Atomics on dynamic windows: a word of a region moved into shared pages takes CPU
 // atomics from every origin, the target itself included (the same pages); a word of a
 // region that did not move takes none (the accumulate lock then, alike for every origin).
-TEST(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
-    const sync::ControlLayout layout(2);
-    std::vector<std::uint64_t> control(2 * layout.size() / 8 + 2, 0);
-    std::vector<ShmPeer> peers(2);
-    for (int r = 0; r < 2; ++r) {
-        peers[r].control = reinterpret_cast<std::uint8_t *>(control.data()) + r * layout.size();
-        peers[r].window_size = ~0ull;
-        peers[r].pid = getpid();
-    }
-    ShmTransport origin(0, layout.size(), peers), target(1, layout.size(), peers);
-    origin.enable_dynamic(true);
-    target.enable_dynamic(true);
+TEST_F(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
     auto *moved = static_cast<std::uint64_t *>(std::aligned_alloc(4096, 4096));
     auto *still = static_cast<std::uint64_t *>(std::aligned_alloc(4096, 4096));
     std::memset(moved, 0, 4096);
