@@ -330,14 +330,14 @@ bool Window::unlock_at_once() {
     return true;
 }
 
-// Completes the DirectLock's calls at `target` (-1: at every target) inline; false if
-// that failed or a call of the epoch failed (the ordinary path then reports it).
 bool Window::direct_fence() {
     if (is_error(transport_.flush(direct_.all ? rank_ : direct_.target, nullptr))) return false;
     fenced_runs_ = runs_;
     return true;
 }
 
+// Completes the DirectLock's calls at `target` (-1: at every target) inline; false if
+// that failed or a call of the epoch failed (the ordinary path then reports it).
 bool Window::direct_flush(int target) {
     if (is_error(direct_.failure)) return false;
     // A transport that completes every call inside it (shared memory) has the calls at
@@ -687,8 +687,7 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
         direct_tried || (direct_.active() && direct_covers(call.target));
     if (direct && !direct_tried) {
         Status status;
-        if (rma_contiguous(call, &status) || rma_atomic(call, &status)) {
-            if (is_error(status) && !is_error(direct_.failure)) direct_.failure = status;
+        if (run_direct(call, &status)) {
             if (request) (*request = Request::create())->finish(status);
             return Status::ok;
         }

@@ -104,9 +104,8 @@ class Window {
         if (!request && direct_.active() && call.target >= 0 && call.target < size() &&
             direct_covers(call.target)) {
             Status status;
-            if (rma_contiguous(call, &status) || rma_atomic(call, &status)) {
+            if (run_direct(call, &status)) {
                 if (cause) *cause = nullptr;
-                if (is_error(status) && !is_error(direct_.failure)) direct_.failure = status;
                 return Status::ok;
             }
             return rma_general(call, request, cause, true);
@@ -255,6 +254,13 @@ class Window {
     // rma() past its inline part; `direct_tried`: in the DirectLock, which turned it down.
     Status rma_general(const RmaCall &call, Request **request, const char **cause,
                        bool direct_tried);
+    // Runs the call now in the DirectLock if rma_contiguous or rma_atomic takes it (its
+    // failure kept for the epoch's closing call); false, with nothing done, otherwise.
+    bool run_direct(const RmaCall &call, Status *status) {
+        if (!rma_contiguous(call, status) && !rma_atomic(call, status)) return false;
+        if (is_error(*status) && !is_error(direct_.failure)) direct_.failure = *status;
+        return true;
+    }
     bool rma_contiguous(const RmaCall &call, Status *status);
     bool rma_atomic(const RmaCall &call, Status *status);
     bool direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t *offset);
