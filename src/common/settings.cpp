@@ -40,9 +40,12 @@ const Setting rows[] = {
      "0: never use cross-memory attach nor prctl(PR_SET_PTRACER); MPI_Win_create and "
      "dynamic windows with node-local peers then fail at creation",
      nullptr},
-    {Id::share_user_memory, "NBRMA_SHARE_USER_MEMORY", S::environment, A::user, "1", "0, 1",
-     "0: never move MPI_Win_create memory into shared pages; node-local peers then reach "
-     "it with cross-memory attach (slower; no CPU atomics)",
+    {Id::share_user_memory, "NBRMA_SHARE_USER_MEMORY", S::environment, A::user, "0", "0, 1",
+     "1 (opt-in, unsafe): move MPI_Win_create memory and attached regions into shared "
+     "pages so node-local peers reach them with loads, stores and CPU atomics; this "
+     "remaps the application's pages (kernel or device registrations of them go stale, "
+     "a system call writing there meanwhile fails with EFAULT); locked and huge-page "
+     "memory is never moved. 0: cross-memory attach",
      nullptr},
     {Id::verbose, "NBRMA_VERBOSE", S::environment, A::user, "0", "0, 1, 2",
      "1: each rank prints its counters to stderr at MPI_Finalize and notes its progress "
@@ -85,11 +88,12 @@ const Setting rows[] = {
      "capacity of each rank's notification counters, the same on every rank (overrides "
      "NBRMA_NOTIFY_MAX)",
      nullptr, Id::notify_max_env},
-    {Id::share_user_memory_key, "nbrma_share_user_memory", S::window_info, A::user, "true",
+    {Id::share_user_memory_key, "nbrma_share_user_memory", S::window_info, A::user, "false",
      "true, false",
-     "false: this rank's MPI_Win_create memory, or the regions it attaches to this dynamic "
-     "window, stay where they are (node-local peers use cross-memory attach: slower, "
-     "cheaper to create); overrides NBRMA_SHARE_USER_MEMORY",
+     "true (opt-in, unsafe; see NBRMA_SHARE_USER_MEMORY): this rank's MPI_Win_create "
+     "memory, or the regions it attaches to this dynamic window, are moved into shared "
+     "pages; false: they stay where they are and node-local peers use cross-memory "
+     "attach; overrides NBRMA_SHARE_USER_MEMORY",
      nullptr, Id::share_user_memory},
     {Id::access_after_access_reorder, "access_after_access_reorder", S::window_info, A::user,
      "false", "true, false, 1, 0",

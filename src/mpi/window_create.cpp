@@ -407,7 +407,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     // MPI_Win_create memory: its pages are registered, and offered for moving into
     // shared memory unless every peer goes through UCX anyway.
     state->share_user_memory = state->info.share_user_memory.empty()
-                                   ? !transport::shm::user_memory_sharing_forbidden()
+                                   ? transport::shm::user_memory_sharing_requested()
                                    : state->info.share_user_memory == "true";
     if (flavor == Flavor::create)
         state->user_memory.claim(user_base, static_cast<std::size_t>(size),

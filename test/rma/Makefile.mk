@@ -16,6 +16,7 @@ check_PROGRAMS += \
 	test/rma/segment_reuse \
 	test/rma/user_memory \
 	test/rma/user_memory_churn \
+	test/rma/safe_memory \
 	test/rma/complete_requests \
 	test/rma/unaligned_atomics \
 	test/rma/many_pending \
@@ -111,6 +112,11 @@ test_rma_segment_reuse_LDADD = $(RMATEST_LDADD)
 test_rma_user_memory_SOURCES = test/rma/user_memory.c
 test_rma_user_memory_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_user_memory_LDADD = $(RMATEST_LDADD)
+test_rma_safe_memory_SOURCES = test/rma/safe_memory.c
+test_rma_safe_memory_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_safe_memory_CFLAGS = $(AM_CFLAGS) -pthread
+test_rma_safe_memory_LDFLAGS = -pthread
+test_rma_safe_memory_LDADD = $(RMATEST_LDADD)
 test_rma_user_memory_churn_SOURCES = test/rma/user_memory_churn.c
 test_rma_user_memory_churn_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_user_memory_churn_LDADD = $(RMATEST_LDADD)

@@ -1,7 +1,8 @@
 /*
  * user_memory: MPI_Win_create windows and regions attached to dynamic windows over memory
- * the user owns, whose pages nbrma moves into shared memory for node-local peers
- * (transport/shm/user_memory.hpp), behave as the user's memory throughout (rounds
+ * the user owns, whose pages nbrma moves into shared memory for node-local peers when
+ * asked to (NBRMA_SHARE_USER_MEMORY=1, which this program sets before MPI_Init;
+ * transport/shm/user_memory.hpp), behave as the user's memory throughout (rounds
  * alternate MPI_Win_create and MPI_Win_create_dynamic + MPI_Win_attach). Each rank's window is 3 KiB in the middle of a heap
  * block, between two neighbour words in the same pages that only the owner writes.
  *
@@ -215,6 +216,7 @@ static void opt_out(int dynamic)
 
 int main(int argc, char **argv)
 {
+    setenv("NBRMA_SHARE_USER_MEMORY", "1", 1);
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);

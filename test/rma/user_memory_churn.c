@@ -1,7 +1,8 @@
 /*
  * user_memory_churn: MPI_Win_create windows over heap memory that the program allocates
  * and frees around them, as real codes do, while nbrma keeps freed windows' pages moved
- * for the next window (transport/shm/user_memory.hpp). Every round allocates a buffer of
+ * for the next window (NBRMA_SHARE_USER_MEMORY=1, which this program sets before MPI_Init;
+ * transport/shm/user_memory.hpp). Every round allocates a buffer of
  * a random size (a third of them above glibc's mmap threshold, so freeing them unmaps
  * the memory and the next large buffer may be mapped at the same address), creates a
  * window over it, and checks:
@@ -26,6 +27,7 @@
 
 int main(int argc, char **argv)
 {
+    setenv("NBRMA_SHARE_USER_MEMORY", "1", 1);
     rt_init(&argc, &argv);
     int me, np;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);

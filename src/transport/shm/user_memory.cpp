@@ -26,9 +26,9 @@
 
 namespace nbrma::transport::shm {
 
-bool user_memory_sharing_forbidden() {
+bool user_memory_sharing_requested() {
     const char *value = settings::env(settings::Id::share_user_memory);
-    return value && std::strcmp(value, "0") == 0;
+    return value && std::strcmp(value, "1") == 0;
 }
 
 struct UserMemoryClaim::Entry {
@@ -382,6 +382,33 @@ bool private_anonymous(std::uintptr_t low, std::uintptr_t high) {
     return madvise(pages, high - low, MADV_POPULATE_WRITE) == 0;
 }
 
+// Memory the application locked (mlock, mlockall: VmFlags "lo") or backs with huge pages
+// (madvise(MADV_HUGEPAGE): "hg"; or AnonHugePages in use) anywhere in [low, high), by
+// /proc/self/smaps: moving such pages would unlock them or split them into small pages.
+// Unreadable smaps counts as such memory.
+bool locked_or_huge(std::uintptr_t low, std::uintptr_t high) {
+    std::FILE *smaps = std::fopen("/proc/self/smaps", "re");
+    if (!smaps) return true;
+    bool found = false, inside = false;
+    char line[512];
+    while (!found && std::fgets(line, sizeof line, smaps)) {
+        unsigned long first = 0, last = 0, kib = 0;
+        int end = 0;
+        if (std::sscanf(line, "%lx-%lx %n", &first, &last, &end) == 2 && end > 0) {
+            inside = first < high && low < last;
+        } else if (!inside) {
+            continue;
+        } else if (std::sscanf(line, "AnonHugePages: %lu", &kib) == 1 ||
+                   std::sscanf(line, "Locked: %lu", &kib) == 1) {
+            found = kib > 0;
+        } else if (std::strncmp(line, "VmFlags:", 8) == 0) {
+            found = std::strstr(line, " lo") || std::strstr(line, " hg");
+        }
+    }
+    std::fclose(smaps);
+    return found;
+}
+
 // Entries no live claim holds: exposed ones go; moved ones stay moved for the next
 // window over them (cached), the oldest going back beyond cached_limit once no live
 // entry overlaps them (an access through that entry may be in flight).
@@ -450,7 +477,9 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     }
     registry.push_back(Entry{low, high, -1, false, 1, 0});
     entry_ = &registry.back();
-    if (!offer || overlapping || on_own_stack(low, high) || !private_anonymous(low, high)) return;
+    if (!offer || overlapping || on_own_stack(low, high) || !private_anonymous(low, high) ||
+        locked_or_huge(low, high))
+        return;
     const std::uint64_t id = new_identity();
     const std::string name = memfd_name(id);
     const int fd = memfd_create(name.c_str(), MFD_CLOEXEC);

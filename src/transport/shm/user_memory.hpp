@@ -1,22 +1,28 @@
-// Memory the user passed to MPI_Win_create, made reachable by the node's other ranks
-// with loads, stores and CPU atomics, as MPI_Win_allocate memory is (issue 15, goal 2).
+// Memory the user passed to MPI_Win_create or MPI_Win_attach, made reachable by the
+// node's other ranks with loads, stores and CPU atomics, as MPI_Win_allocate memory is:
+// an opt-in only (NBRMA_SHARE_USER_MEMORY=1 or the info key nbrma_share_user_memory),
+// because it changes the application's mappings. By default nothing here moves a page:
+// windows register their ranges (so that an opted-in window never moves pages another
+// window exposes) and peers reach the memory with cross-memory attach.
 //
-// The window's whole pages are moved into a memfd at creation: the content is copied
-// into the memfd and the memfd is mremap()ed over the same addresses, so the user's
-// pointers, the content and the protection (read-write) stay what they were; peers open
-// the memfd as /proc/<pid>/fd/<n> and map it. At MPI_Win_free the pages go back to
+// Opted in, the window's whole pages are moved into a memfd at creation: the content is
+// copied into the memfd and the memfd is mremap()ed over the same addresses, so the
+// user's pointers, the content and the protection (read-write) stay what they were; peers
+// open the memfd as /proc/<pid>/fd/<n> and map it. At MPI_Win_free the pages go back to
 // private anonymous memory the same way. Only private anonymous, writable memory is moved
 // (heap, anonymous mmap, .bss): a file or shared mapping is left alone
 // (madvise(MADV_WIPEONFORK) answers which it is in one call), so is read-only memory
-// (MADV_POPULATE_WRITE fails there) and the calling thread's stack.
+// (MADV_POPULATE_WRITE fails there), the calling thread's stack, and memory that is
+// locked or huge-page backed (/proc/self/smaps).
 //
 // Stores other threads make while the pages move must not be lost: the pages are
 // read-only from the copy until the memfd is in place, and a store that faults there
 // waits in nbrma's SIGSEGV handler (chained to whatever handler was installed before)
 // and is retried on the moved page. What this cannot cover (README "How window memory is
 // reached"): a system call writing into those pages in that window of a few microseconds
-// fails with EFAULT; memory locked with mlock() is unlocked; a page pinned for a device
-// keeps its old frame.
+// fails with EFAULT; a page pinned for a device or the kernel (RDMA registration, io_uring
+// fixed buffer, cudaHostRegister) keeps its old frame, so that registration goes stale;
+// the mremap bypasses other libraries' memory hooks (UCX's registration cache).
 //
 // Every window over user memory registers its pages here, moved or not (reached by
 // cross-memory attach or registered with UCX), and dynamic windows their attached
@@ -42,9 +48,9 @@
 
 namespace nbrma::transport::shm {
 
-// True iff NBRMA_SHARE_USER_MEMORY=0: by default (the window info key
-// nbrma_share_user_memory overrides it) no window offers to move its memory.
-bool user_memory_sharing_forbidden();
+// True iff NBRMA_SHARE_USER_MEMORY=1: windows not given the info key
+// nbrma_share_user_memory offer to move their memory. Off by default.
+bool user_memory_sharing_requested();
 
 // One window's claim on the pages of [base, base + size).
 class UserMemoryClaim {

@@ -341,13 +341,15 @@ TEST_F(UserMemory, PeerMapsRefuseBadDescriptorsAndSizes) {
     EXPECT_EQ(peer.address(), nullptr);
 }
 
-TEST_F(UserMemory, NbrmaShareUserMemory0ForbidsIt) {
+TEST_F(UserMemory, SharingIsOnlyAnOptIn) {
     unsetenv("NBRMA_SHARE_USER_MEMORY");
-    EXPECT_FALSE(user_memory_sharing_forbidden());
-    setenv("NBRMA_SHARE_USER_MEMORY", "1", 1);
-    EXPECT_FALSE(user_memory_sharing_forbidden());
+    EXPECT_FALSE(user_memory_sharing_requested());
     setenv("NBRMA_SHARE_USER_MEMORY", "0", 1);
-    EXPECT_TRUE(user_memory_sharing_forbidden());
+    EXPECT_FALSE(user_memory_sharing_requested());
+    setenv("NBRMA_SHARE_USER_MEMORY", "yes", 1);
+    EXPECT_FALSE(user_memory_sharing_requested());
+    setenv("NBRMA_SHARE_USER_MEMORY", "1", 1);
+    EXPECT_TRUE(user_memory_sharing_requested());
     unsetenv("NBRMA_SHARE_USER_MEMORY");
 }
 
