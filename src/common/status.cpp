@@ -17,6 +17,7 @@ const char *status_string(Status s) {
         case Status::err_assert: return "invalid assert";
         case Status::err_lock_type: return "invalid lock type";
         case Status::err_info: return "invalid info";
+        case Status::err_info_value: return "invalid info value";
         case Status::err_comm: return "invalid communicator";
         case Status::err_notification: return "invalid notification";
         case Status::err_sync: return "wrong synchronization";

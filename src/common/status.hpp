@@ -23,6 +23,7 @@ enum class [[nodiscard]] Status : int {
     err_info = -11,
     err_comm = -12,       // bad communicator (window creation)
     err_notification = -13,  // notification index or count outside the target's counters
+    err_info_value = -14,    // a value nbrma does not understand for an info key it owns
     // errors: synchronization state
     err_sync = -20,       // call not allowed in the current epoch state
     err_conflict = -21,   // conflicting epochs (e.g. lock while already locked)

@@ -52,6 +52,7 @@ int error_class(Status status) {
         case Status::err_assert: return MPI_ERR_ASSERT;
         case Status::err_lock_type: return MPI_ERR_LOCKTYPE;
         case Status::err_info: return MPI_ERR_INFO;
+        case Status::err_info_value: return MPI_ERR_INFO_VALUE;
         case Status::err_comm: return MPI_ERR_COMM;
         case Status::err_notification: return nbrma_err_invalid_notification;
         case Status::err_sync: return MPI_ERR_RMA_SYNC;

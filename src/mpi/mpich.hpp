@@ -27,7 +27,7 @@
     X(Barrier) X(Bcast) X(Reduce) X(Allreduce) X(Gather) X(Scatter) X(Allgather)           \
     X(Alltoall)                                                                            \
     X(Win_create) X(Win_create_dynamic) X(Win_free)                                        \
-    X(Win_get_attr) X(Win_set_info)                                                        \
+    X(Win_get_attr) X(Win_set_info) X(Alloc_mem) X(Free_mem)                               \
     X(T_category_get_categories) X(T_category_get_cvars) X(T_category_get_events)          \
     X(T_category_get_index) X(T_category_get_info) X(T_category_get_num)                   \
     X(T_category_get_num_events) X(T_category_get_pvars) X(T_cvar_get_index)               \

@@ -75,7 +75,7 @@ struct WindowState {
     transport::shm::UserMemoryClaim user_memory;
     std::vector<std::shared_ptr<transport::shm::PeerMemoryMap>> peer_memory;
     std::map<const void *, std::unique_ptr<transport::shm::UserMemoryClaim>> attached_memory;
-    bool attach_moves = false;  // dynamic, shm only: attached regions' pages may move
+    bool attach_shares = false;  // dynamic, shm only: peers may map attached regions
     bool share_user_memory = false;  // nbrma_share_user_memory / NBRMA_SHARE_USER_MEMORY
     // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
     std::unique_ptr<transport::Transport> transport;

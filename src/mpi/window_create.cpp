@@ -404,14 +404,15 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     // window's segment offers it instead (reused where every rank of the node offers it).
     transport::shm::CachedSegment offered;
     if (!allocates) offered = transport::shm::segment_cache_take();
-    // MPI_Win_create memory: its pages are registered, and offered for moving into
-    // shared memory unless every peer goes through UCX anyway.
+    // MPI_Win_create memory: its pages are registered, and offered to node-local peers
+    // unless every peer goes through UCX anyway: MPI_Alloc_mem memory as it is, other
+    // memory only if moving it into shared pages was asked for.
     state->share_user_memory = state->info.share_user_memory.empty()
                                    ? transport::shm::user_memory_sharing_requested()
                                    : state->info.share_user_memory == "true";
     if (flavor == Flavor::create)
-        state->user_memory.claim(user_base, static_cast<std::size_t>(size),
-                                 choice != "ucx" && state->share_user_memory);
+        state->user_memory.claim(user_base, static_cast<std::size_t>(size), choice != "ucx",
+                                 state->share_user_memory);
     state->segment = std::make_unique<transport::shm::ShmSegment>();
     if (!offered) (void)state->segment->prepare();
     PeerRecord mine{static_cast<std::int64_t>(size),
@@ -439,7 +440,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (state->user_memory.moved()) mine.flags |= user_moved;
     // The peers' memfds mapped already, held through this creation.
     std::vector<transport::shm::HeldPeerMemory> held;
-    if (choice != "ucx" && state->share_user_memory) held = transport::shm::peer_memory_held();
+    if (choice != "ucx") held = transport::shm::peer_memory_held();
     for (std::size_t i = 0, n = 0; i < held.size() && n < std::size(mine.user_mapped); ++i)
         mine.user_mapped[n++] = held[held.size() - 1 - i].identity;  // the newest first
     if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
@@ -706,10 +707,11 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
     const bool shm_only = !spans_nodes && !spans_virtual && !state->all_ucx;
     if (flavor == Flavor::dynamic) {
-        // Attached regions move into shared pages where node-local peers map them (the
-        // directory carries the memfd; MixedTransport's directories are UCX's).
-        state->attach_moves = shm_only && shm_peer && state->share_user_memory;
-        shm->enable_dynamic(state->attach_moves);
+        // Attached regions in shared pages (MPI_Alloc_mem memory, or moved where that was
+        // asked for) are mapped by node-local peers (the directory carries the memfd;
+        // MixedTransport's directories are UCX's).
+        state->attach_shares = shm_only && shm_peer;
+        shm->enable_dynamic(state->attach_shares);
     }
     if (shm_only) {
         state->transport = std::move(shm);
@@ -824,7 +826,8 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     // and moved into shared pages where the window's peers can map them; the directory
     // then names the memfd (ShmTransport::attach).
     auto claim = std::make_unique<transport::shm::UserMemoryClaim>();
-    claim->claim(base, static_cast<std::size_t>(size), state->attach_moves);
+    claim->claim(base, static_cast<std::size_t>(size), state->attach_shares,
+                 state->share_user_memory);
     if (claim->descriptor() >= 0 && !is_error(claim->share()))  // else they stay put
         locked([] { ++counters().user_memory_shared; });
     Status status =

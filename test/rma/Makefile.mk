@@ -17,6 +17,7 @@ check_PROGRAMS += \
 	test/rma/user_memory \
 	test/rma/user_memory_churn \
 	test/rma/safe_memory \
+	test/rma/alloc_mem \
 	test/rma/complete_requests \
 	test/rma/unaligned_atomics \
 	test/rma/many_pending \
@@ -112,6 +113,9 @@ test_rma_segment_reuse_LDADD = $(RMATEST_LDADD)
 test_rma_user_memory_SOURCES = test/rma/user_memory.c
 test_rma_user_memory_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_user_memory_LDADD = $(RMATEST_LDADD)
+test_rma_alloc_mem_SOURCES = test/rma/alloc_mem.c
+test_rma_alloc_mem_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_alloc_mem_LDADD = $(RMATEST_LDADD)
 test_rma_safe_memory_SOURCES = test/rma/safe_memory.c
 test_rma_safe_memory_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_safe_memory_CFLAGS = $(AM_CFLAGS) -pthread

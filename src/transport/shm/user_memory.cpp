@@ -38,6 +38,8 @@ struct UserMemoryClaim::Entry {
     bool moved;     // the pages live in the memfd
     int claims;     // live claims on this entry
     std::uint64_t id;  // the memfd is named "nbrma-user-<id>" (unique in the process)
+    bool owned = false;   // nbrma's own memory (user_memory_map_owned): never moved back
+    bool orphan = false;  // owned, given back while a window covered it: unmapped after it
 };
 
 namespace {
@@ -415,18 +417,23 @@ bool locked_or_huge(std::uintptr_t low, std::uintptr_t high) {
 void collect() {
     std::size_t cached = 0;
     for (auto it = registry.begin(); it != registry.end();) {
-        if (it->claims == 0 && !it->moved) {
+        if (it->claims == 0 && it->orphan) {
+            munmap(reinterpret_cast<void *>(it->low), it->high - it->low);
+            close(it->fd);
+            it = registry.erase(it);
+        } else if (it->claims == 0 && !it->moved) {
             if (it->fd >= 0) close(it->fd);
             it = registry.erase(it);
         } else {
-            cached += it->claims == 0;
+            cached += it->claims == 0 && !it->owned;
             ++it;
         }
     }
     while (cached > cached_limit) {
         auto oldest = registry.end();
         for (auto it = registry.begin(); it != registry.end(); ++it)
-            if (it->moved && unclaimed_around(*it) && (oldest == registry.end() || it->id < oldest->id))
+            if (it->moved && !it->owned && unclaimed_around(*it) &&
+                (oldest == registry.end() || it->id < oldest->id))
                 oldest = it;
         if (oldest == registry.end() || !retire(*oldest)) return;
         registry.erase(oldest);
@@ -436,7 +443,7 @@ void collect() {
 
 }  // namespace
 
-void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
+void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer, bool may_move) {
     release();
     const auto start = reinterpret_cast<std::uintptr_t>(base);
     if (size == 0 || start > UINTPTR_MAX - size) return;
@@ -447,14 +454,24 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     const std::uintptr_t high = (end + page - 1) / page * page;
 
     std::lock_guard<std::mutex> lock(registry_mutex);
+    // nbrma's own shared memory (MPI_Alloc_mem): shared as it is, nothing moves.
+    for (Entry &e : registry) {
+        if (e.owned && !e.orphan && e.low <= low && high <= e.high) {
+            ++e.claims;
+            entry_ = &e;
+            descriptor_ = offer ? e.fd : -1;
+            offset_ = start - e.low;
+            return;
+        }
+    }
     // Cached moved ranges over these pages: one that holds them all and is still ours is
     // taken again; the others go back (none stays half under a new window).
     const Entry *checked = nullptr;  // a cached range found still ours just now
     for (auto it = registry.begin(); it != registry.end();) {
         const bool holds_all = it->low <= low && high <= it->high;
-        if (!it->moved || !overlaps(*it, low, high) || !unclaimed_around(*it)) {
+        if (it->owned || !it->moved || !overlaps(*it, low, high) || !unclaimed_around(*it)) {
             ++it;
-        } else if (offer && holds_all && still_mapped(*it)) {
+        } else if (may_move && holds_all && still_mapped(*it)) {
             checked = &*it;
             ++it;
         } else if (retire(*it)) {
@@ -465,7 +482,7 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     }
     bool overlapping = false;
     for (Entry &e : registry) {
-        if (offer && e.moved && e.low <= low && high <= e.high &&
+        if (may_move && e.moved && e.low <= low && high <= e.high &&
             (e.claims > 0 || &e == checked || still_mapped(e))) {
             ++e.claims;
             entry_ = &e;
@@ -477,7 +494,7 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer) {
     }
     registry.push_back(Entry{low, high, -1, false, 1, 0});
     entry_ = &registry.back();
-    if (!offer || overlapping || on_own_stack(low, high) || !private_anonymous(low, high) ||
+    if (!offer || !may_move || overlapping || on_own_stack(low, high) || !private_anonymous(low, high) ||
         locked_or_huge(low, high))
         return;
     const std::uint64_t id = new_identity();
@@ -587,6 +604,62 @@ std::uint8_t *PeerMemoryMap::at(std::uint64_t offset, std::uint64_t size) const 
     return static_cast<std::uint8_t *>(mapping_) + (offset - first_);
 }
 
+void *user_memory_map_owned(std::size_t length, std::size_t alignment, std::uint64_t *identity) {
+    const std::uintptr_t page = page_size();
+    if (alignment < page) alignment = page;
+    if (length == 0 || length > SIZE_MAX - alignment - page) return nullptr;
+    length = (length + page - 1) / page * page;
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    static std::once_flag fork_handler;
+    std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, unshare_in_child); });
+    const std::uint64_t id = new_identity();
+    const int fd = memfd_create(memfd_name(id).c_str(), MFD_CLOEXEC);
+    if (fd < 0) return nullptr;
+    // Over-reserve for the alignment, then place the memfd's mapping inside.
+    const std::size_t reserved = length + (alignment > page ? alignment : 0);
+    void *reservation = MAP_FAILED;
+    if (fchmod(fd, 0600) == 0 && ftruncate(fd, static_cast<off_t>(length)) == 0)
+        reservation = mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                           -1, 0);
+    if (reservation == MAP_FAILED) {
+        close(fd);
+        return nullptr;
+    }
+    const auto first = reinterpret_cast<std::uintptr_t>(reservation);
+    const std::uintptr_t low = (first + alignment - 1) / alignment * alignment;
+    if (mmap(reinterpret_cast<void *>(low), length, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+        munmap(reservation, reserved);
+        close(fd);
+        return nullptr;
+    }
+    if (low > first) munmap(reservation, low - first);
+    if (first + reserved > low + length)
+        munmap(reinterpret_cast<void *>(low + length), first + reserved - (low + length));
+    UserMemoryClaim::Entry e{low, low + length, fd, true, 0, id};
+    e.owned = true;
+    registry.push_back(e);
+    if (identity) *identity = id;
+    return reinterpret_cast<void *>(low);
+}
+
+bool user_memory_unmap_owned(void *base) {
+    const auto low = reinterpret_cast<std::uintptr_t>(base);
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (auto it = registry.begin(); it != registry.end(); ++it) {
+        if (!it->owned || it->orphan || it->low != low) continue;
+        if (it->claims > 0) {  // a live window covers it (an erroneous program)
+            it->orphan = true;
+            return true;
+        }
+        munmap(base, it->high - it->low);
+        close(it->fd);
+        registry.erase(it);
+        return true;
+    }
+    return false;
+}
+
 bool user_memory_find(const void *base, std::size_t size, int *descriptor,
                       std::uint64_t *offset) {
     const auto low = reinterpret_cast<std::uintptr_t>(base);
@@ -604,7 +677,7 @@ bool user_memory_find(const void *base, std::size_t size, int *descriptor,
 void user_memory_uncache() {
     std::lock_guard<std::mutex> lock(registry_mutex);
     for (auto it = registry.begin(); it != registry.end();) {
-        if (it->moved && unclaimed_around(*it) && retire(*it))
+        if (it->moved && !it->owned && unclaimed_around(*it) && retire(*it))
             it = registry.erase(it);
         else
             ++it;

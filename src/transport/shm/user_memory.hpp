@@ -61,10 +61,12 @@ class UserMemoryClaim {
     ~UserMemoryClaim() { release(); }
     struct Entry;  // a registered page range (user_memory.cpp)
 
-    // Registers the pages. With `offer`, they may be moved: descriptor() is then the
-    // memfd peers will open (a fresh one, or that of an earlier window whose moved pages
-    // hold these), offset() where base lies in it; -1 if they cannot be moved.
-    void claim(const void *base, std::size_t size, bool offer);
+    // Registers the pages. With `offer`, peers may map them: descriptor() is then the
+    // memfd peers will open, offset() where base lies in it; -1 if they cannot be shared.
+    // Memory of user_memory_map_owned is shared as it is; other pages only `may_move`
+    // (the opt-in), into a fresh memfd or that of an earlier window whose moved pages
+    // hold them.
+    void claim(const void *base, std::size_t size, bool offer, bool may_move);
     int descriptor() const { return descriptor_; }
     // The pages are in the memfd already (an earlier window moved them): share() cannot
     // fail.
@@ -112,6 +114,18 @@ class PeerMemoryMap {
     std::uint64_t first_ = 0;  // the file offset mapping_ shows
     std::uint8_t *address_ = nullptr;
 };
+
+// Node-shareable memory nbrma owns (MPI_Alloc_mem's arena): `length` bytes (rounded up
+// to pages) of a fresh memfd named like moved pages' (a fork child gets private copies),
+// mapped shared at a multiple of `alignment` (at least a page) and registered, so that
+// windows over any part of it are shared with node-local peers without moving anything.
+// Its pages are touched only by their users. nullptr if the system refuses (no memory,
+// no descriptor). `identity` (optional) gets the memfd's identity.
+void *user_memory_map_owned(std::size_t length, std::size_t alignment,
+                            std::uint64_t *identity = nullptr);
+// Unmaps and unregisters memory user_memory_map_owned returned at `base` (once the last
+// live window over some of it is freed, if one is); false if base is not such memory.
+bool user_memory_unmap_owned(void *base);
 
 // The memfd holding the moved pages that contain [base, base + size) and where base lies
 // in it; false if those bytes are not in moved pages (dynamic windows publish this).

@@ -239,7 +239,7 @@ TEST_F(ShmTransportMovedRegions, OriginsMapAttachedRegionsAndFollowReattaches) {
     for (std::uint64_t round = 1; round <= 3; ++round) {
         SCOPED_TRACE(round);
         UserMemoryClaim claim;
-        claim.claim(memory, 8192, true);
+        claim.claim(memory, 8192, true, true);
         ASSERT_EQ(claim.share(), Status::ok);
         ASSERT_EQ(target.attach(memory, 8192), Status::ok);
         const std::uint64_t value = 100 + round;
@@ -272,9 +272,9 @@ TEST_F(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
     std::memset(still, 0, 4096);
     {
         UserMemoryClaim claim, stay;
-        claim.claim(moved, 4096, true);
+        claim.claim(moved, 4096, true, true);
         ASSERT_EQ(claim.share(), Status::ok);
-        stay.claim(still, 4096, false);
+        stay.claim(still, 4096, false, false);
         ASSERT_EQ(target.attach(moved, 4096), Status::ok);
         ASSERT_EQ(target.attach(still, 4096), Status::ok);
         const RemoteAddress word{Region::window, reinterpret_cast<std::uintptr_t>(moved) + 16};

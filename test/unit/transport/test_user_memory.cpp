@@ -50,7 +50,7 @@ TEST_F(UserMemory, HeapPagesMoveIntoAMemfdPeersMapAndComeBack) {
     HeapPages heap(3);
     {
         UserMemoryClaim claim;
-        claim.claim(heap.bytes + 100, 5000, true);
+        claim.claim(heap.bytes + 100, 5000, true, true);
         ASSERT_GE(claim.descriptor(), 0);
         EXPECT_EQ(claim.offset(), 100u);
         ASSERT_EQ(claim.share(), Status::ok);
@@ -107,7 +107,7 @@ TEST_F(UserMemory, NoStoreIsLostWhileThePagesMove) {
     int moves = 0;
     for (int i = 0; i < 300; ++i) {
         UserMemoryClaim claim;
-        claim.claim(heap.bytes + 8, page + 8, true);
+        claim.claim(heap.bytes + 8, page + 8, true, true);
         if (claim.descriptor() >= 0 && claim.share() == Status::ok) ++moves;
         claim.release();
         user_memory_uncache();  // back every time, not kept for the next claim
@@ -123,7 +123,7 @@ TEST_F(UserMemory, NoStoreIsLostWhileThePagesMove) {
 TEST_F(UserMemory, AForkedChildGetsPrivatePages) {
     HeapPages heap(1);
     UserMemoryClaim claim;
-    claim.claim(heap.bytes, page, true);
+    claim.claim(heap.bytes, page, true, true);
     ASSERT_EQ(claim.share(), Status::ok);
     pid_t child = fork();
     ASSERT_GE(child, 0);
@@ -147,7 +147,7 @@ TEST_F(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
     ASSERT_NE(shared, MAP_FAILED);
     {
         UserMemoryClaim claim;
-        claim.claim(shared, 64, true);
+        claim.claim(shared, 64, true, true);
         EXPECT_LT(claim.descriptor(), 0);
         EXPECT_NE(claim.share(), Status::ok);
         EXPECT_EQ(user_memory_ranges(), 1u);  // registered all the same
@@ -159,7 +159,7 @@ TEST_F(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
     ASSERT_NE(read_only, MAP_FAILED);
     {
         UserMemoryClaim claim;
-        claim.claim(read_only, 64, true);
+        claim.claim(read_only, 64, true, true);
         EXPECT_LT(claim.descriptor(), 0);
     }
     munmap(read_only, page);
@@ -167,7 +167,7 @@ TEST_F(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
     volatile std::uint8_t on_stack[256];
     on_stack[0] = 1;
     UserMemoryClaim claim;
-    claim.claim(const_cast<std::uint8_t *>(on_stack), sizeof on_stack, true);
+    claim.claim(const_cast<std::uint8_t *>(on_stack), sizeof on_stack, true, true);
     EXPECT_LT(claim.descriptor(), 0);
     claim.release();
     EXPECT_EQ(user_memory_ranges(), 0u);
@@ -176,13 +176,13 @@ TEST_F(UserMemory, SharedOrReadOnlyMappingsAndTheCallersStackStayWhereTheyAre) {
 TEST_F(UserMemory, WindowsOverMovedPagesShareThemAndExposedPagesNeverMove) {
     HeapPages heap(4);
     UserMemoryClaim first, inside, across;
-    first.claim(heap.bytes, 2 * page, true);
+    first.claim(heap.bytes, 2 * page, true, true);
     ASSERT_EQ(first.share(), Status::ok);
-    inside.claim(heap.bytes + 500, 1000, true);  // within the moved pages: the same memfd
+    inside.claim(heap.bytes + 500, 1000, true, true);  // within the moved pages: the same memfd
     EXPECT_EQ(inside.descriptor(), first.descriptor());
     EXPECT_EQ(inside.offset(), 500u);
     EXPECT_EQ(inside.share(), Status::ok);
-    across.claim(heap.bytes + page, 2 * page, true);  // half in, half out: stays put
+    across.claim(heap.bytes + page, 2 * page, true, true);  // half in, half out: stays put
     EXPECT_LT(across.descriptor(), 0);
     EXPECT_EQ(user_memory_ranges(), 2u);
 
@@ -199,9 +199,9 @@ TEST_F(UserMemory, WindowsOverMovedPagesShareThemAndExposedPagesNeverMove) {
 
     // Pages exposed where they are (a dynamic window's attached region) never move.
     UserMemoryClaim attached, later;
-    attached.claim(heap.bytes + page, 16, false);
+    attached.claim(heap.bytes + page, 16, false, false);
     EXPECT_LT(attached.descriptor(), 0);
-    later.claim(heap.bytes, 2 * page, true);
+    later.claim(heap.bytes, 2 * page, true, true);
     EXPECT_LT(later.descriptor(), 0);
 }
 
@@ -224,7 +224,7 @@ TEST_F(UserMemory, FreedWindowsPagesAreTakenAgain) {
     int first_fd = -1;
     for (int round = 0; round < 3; ++round) {
         UserMemoryClaim claim;
-        claim.claim(heap.bytes, 2 * page, true);
+        claim.claim(heap.bytes, 2 * page, true, true);
         ASSERT_GE(claim.descriptor(), 0);
         if (round == 0) first_fd = claim.descriptor();
         EXPECT_EQ(claim.descriptor(), first_fd);
@@ -250,7 +250,7 @@ TEST_F(UserMemory, MemoryRemappedSinceIsNotTakenForTheOldPages) {
     int old_fd = -1;
     {
         UserMemoryClaim claim;
-        claim.claim(memory, 2 * page, true);
+        claim.claim(memory, 2 * page, true, true);
         ASSERT_EQ(claim.share(), Status::ok);
         old_fd = claim.descriptor();
     }
@@ -262,7 +262,7 @@ TEST_F(UserMemory, MemoryRemappedSinceIsNotTakenForTheOldPages) {
     memory[5] = 9;
     {
         UserMemoryClaim claim;
-        claim.claim(memory, 2 * page, true);
+        claim.claim(memory, 2 * page, true, true);
         ASSERT_GE(claim.descriptor(), 0);
         EXPECT_EQ(user_memory_ranges(), 1u) << "the stale range was not dropped";
         ASSERT_EQ(claim.share(), Status::ok);
@@ -283,7 +283,7 @@ TEST_F(UserMemory, MemoryRemappedSinceIsNotTakenForTheOldPages) {
 TEST_F(UserMemory, DeclinedOffersLeaveThePagesAlone) {
     HeapPages heap(1);
     UserMemoryClaim claim;
-    claim.claim(heap.bytes, 100, true);
+    claim.claim(heap.bytes, 100, true, true);
     ASSERT_GE(claim.descriptor(), 0);
     claim.decline();
     EXPECT_LT(claim.descriptor(), 0);
@@ -299,7 +299,7 @@ TEST_F(UserMemory, DeclinedOffersLeaveThePagesAlone) {
 TEST_F(UserMemory, PeerMappingsAreCachedByIdentity) {
     HeapPages heap(2);
     UserMemoryClaim claim;
-    claim.claim(heap.bytes, 2 * page, true);
+    claim.claim(heap.bytes, 2 * page, true, true);
     EXPECT_FALSE(claim.moved());
     ASSERT_EQ(claim.share(), Status::ok);
     EXPECT_TRUE(claim.moved());
