@@ -5,7 +5,9 @@
 # runs the installed nbrma-info, builds test/install/app.c with
 # `mpicc.mpich app.c $(pkg-config --cflags --libs nbrma)` against the installed tree only,
 # runs it on 2 ranks (inline, and interrupt mode, whose helper the installed library must
-# find beside itself), and runs the installed nbrma-bench with its results in the current
+# find beside itself); builds programs that call nothing of nbrma's the same way (a C
+# one, a Fortran one per binding) and checks their RMA ran on nbrma; checks that with
+# MPICH linked first nbrma says so; and runs the installed nbrma-bench with its results in the current
 # directory (and, where configure built bench_ompi, checks it is installed and measured
 # the row under Open MPI's osc/sm and osc/rdma).
 #
@@ -18,6 +20,7 @@ case "${CXXFLAGS:-} $(sed -n 's/^CXXFLAGS = //p' "$top_builddir/Makefile")" in
     *-fsanitize=*) echo "sanitizer build: skipped"; exit 77 ;;
 esac
 MPICC=$(sed -n 's/^MPICC = //p' "$top_builddir/Makefile")
+MPIFORT=$(sed -n 's/^MPIFORT = //p' "$top_builddir/Makefile")
 MPIEXEC=$(sed -n 's/^MPIEXEC = //p' "$top_builddir/Makefile")
 prefix=$(sed -n 's/^prefix = //p' "$top_builddir/Makefile")
 MPIRUN_OPENMPI=$(sed -n 's/^MPIRUN_OPENMPI = //p' "$top_builddir/Makefile")
@@ -82,7 +85,49 @@ for progress in inline interrupt; do
     fi
 done
 
-# 5. The installed nbrma-bench finds its programs, runs one row on both, and writes its
+# 5. Programs that call nothing of nbrma's, built exactly as the README says with the
+#    toolchain's defaults (Debian's links with --as-needed): stock.c, and fortran_rma.F90
+#    with each Fortran binding. libnbrma must stay linked and run their RMA: each rank's
+#    NBRMA_VERBOSE report names the window it created.
+libs=$(PKG_CONFIG_PATH="$tree/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root" \
+    pkg-config --libs nbrma)
+run_on_nbrma() {  # name: runs $scratch/name on 2 ranks, checks data and nbrma's report
+    if LD_LIBRARY_PATH="$tree/lib" NBRMA_VERBOSE=1 timeout 60 $MPIEXEC -n 2 "$scratch/$1" \
+        >"$scratch/$1.log" 2>&1 && grep -q "^No Errors" "$scratch/$1.log" &&
+        [ "$(grep -o 'windows_created=1 ' "$scratch/$1.log" | wc -l)" -eq 2 ]; then
+        ok
+    else
+        fail "$1 did not run its RMA on nbrma: $(readelf -d "$scratch/$1" 2>&1 | grep NEEDED |
+            tr -s ' ' | cut -d' ' -f6 | tr '\n' ' ') $(head -5 "$scratch/$1.log")"
+    fi
+}
+if (cd "$scratch" && $MPICC "$top_srcdir/test/install/stock.c" $libs -o stock) \
+    >"$scratch/build-stock.log" 2>&1; then
+    run_on_nbrma stock
+else
+    fail "building stock.c: $(cat "$scratch/build-stock.log")"
+fi
+for binding in F08 MPI MPIF; do
+    if (cd "$scratch" && $MPIFORT -cpp -DUSE_$binding "$top_srcdir/test/install/fortran_rma.F90" \
+        $libs -o fortran_$binding) >"$scratch/build-f.log" 2>&1; then
+        run_on_nbrma fortran_$binding
+    else
+        fail "building fortran_rma.F90 ($binding): $(cat "$scratch/build-f.log")"
+    fi
+done
+
+# 6. MPICH before libnbrma on the link line: nbrma_is_active() says 0, and an MPIX_ call
+#    says how to link.
+if (cd "$scratch" && $MPICC "$top_srcdir/test/install/wrong_order.c" -lmpich $flags \
+    -o wrong_order) >"$scratch/build-wrong.log" 2>&1 &&
+    LD_LIBRARY_PATH="$tree/lib" timeout 60 $MPIEXEC -n 2 "$scratch/wrong_order" \
+        >"$scratch/wrong.log" 2>&1 && grep -q "^No Errors" "$scratch/wrong.log"; then
+    ok
+else
+    fail "MPICH linked first: $(cat "$scratch/build-wrong.log") $(head -5 "$scratch/wrong.log")"
+fi
+
+# 7. The installed nbrma-bench finds its programs, runs one row on both, and writes its
 #    results into the current directory.
 mkdir -p "$scratch/cwd"
 if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" "$tree/bin/nbrma-bench" \

@@ -45,7 +45,7 @@ int nbrma_get_counter(const char *name, unsigned long long *value) {
     return MPI_SUCCESS;
 }
 
-int nbrma_is_active(void) { return 1; }
+int nbrma_is_active(void) { return mpich::process_resolves_to_nbrma() ? 1 : 0; }
 
 }  // extern "C"
 

@@ -1,5 +1,6 @@
 #include "mpi/errors.hpp"
 
+#include "mpi/mpich.hpp"
 #include "mpi/state.hpp"
 
 #include <algorithm>
@@ -77,6 +78,12 @@ extern "C" int MPIR_Err_create_code(int last_code, int fatal, const char functio
 namespace {
 int error_code(const char *call, Status status, const char *detail) {
     const int klass = error_class(status);
+    if (status == Status::err_win && !detail)
+        detail = mpich::process_resolves_to_nbrma()
+                     ? "not a window (never created, or freed)"
+                     : "not a window of nbrma's: this process runs MPICH's MPI_Win_* calls, "
+                       "not nbrma's; link libnbrma before MPICH (mpicc.mpich app.c "
+                       "$(pkg-config --libs nbrma)) or LD_PRELOAD it";
     if (status == Status::err_notification && notification_ready) {
         const int code = notification_code[notification_next.fetch_add(1) % notification_codes];
         std::string text = std::string("Invalid notification, error stack: ") + call + ": " +

@@ -56,4 +56,10 @@ __attribute__((constructor(101))) void resolve() {
 }
 
 }  // namespace
+
+bool process_resolves_to_nbrma() {
+    const void *resolved = dlsym(RTLD_DEFAULT, "MPI_Put");
+    return resolved && object_base(resolved) == object_base(reinterpret_cast<void *>(&resolve));
+}
+
 }  // namespace nbrma::mpich

@@ -47,6 +47,11 @@ namespace nbrma::mpich {
 NBRMA_MPICH_FUNCTIONS(NBRMA_MPICH_DECLARE)
 #undef NBRMA_MPICH_DECLARE
 
+// True iff the process resolves MPI_Put to libnbrma's (not MPICH's, as where libmpich
+// comes before libnbrma on the link line): nbrma_is_active(), and the cause an MPIX_ call
+// gives for a window nbrma did not create.
+bool process_resolves_to_nbrma();
+
 }  // namespace nbrma::mpich
 
 #endif  // NBRMA_MPI_MPICH_HPP
