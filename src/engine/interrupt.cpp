@@ -1,10 +1,14 @@
 #include "engine/interrupt.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +33,9 @@ struct Table {
     unsigned slot = 0;
     bool joined = false;
     std::vector<pid_t> spawned;  // the helpers this rank started (it reaps them)
+    int helper_pidfd = -1;       // this rank's helper, watched (helper_lost)
+    pid_t helper_watched = 0;
+    bool lost = false;           // the helper died: reported once
 };
 Table &table() {
     static auto *state = new Table();  // never destroyed: the thread may run at exit
@@ -126,8 +133,17 @@ Status start_helpers(const std::string &name, std::size_t bytes, std::string *wh
         char *argv[] = {const_cast<char *>(path.c_str()), const_cast<char *>(name.c_str()),
                         const_cast<char *>(size_text.c_str()), const_cast<char *>(h_text.c_str()),
                         const_cast<char *>(k_text.c_str()), nullptr};
+        // The helper holds nothing of this rank's but its stderr until it is up (it then
+        // puts /dev/null there too): no pipe to the launcher, no PMI or MPICH socket, so a
+        // rank killed while its helper lives still ends the job as fast as without one.
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3);
         pid_t pid = 0;
-        const int error = posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, environ);
+        const int error = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv, environ);
+        posix_spawn_file_actions_destroy(&actions);
         if (error != 0) {
             *why = "cannot start the helper " + path + ": " + std::strerror(error);
             return Status::err_other;
@@ -206,6 +222,32 @@ std::size_t table_bytes() {
 unsigned helper_count() { return table().header ? table().header->helpers : 0; }
 int helper_pid(unsigned h) {
     return h < helper_count() ? table().header->helper_pid[h].load() : 0;
+}
+
+bool helper_lost() {
+    Table &self = table();
+    if (!self.joined) return false;
+    if (self.lost) return true;
+    const pid_t pid = helper_pid(self.slot % self.header->helpers);
+    if (pid <= 0) return false;
+    if (self.helper_pidfd < 0 || self.helper_watched != pid) {
+        if (self.helper_pidfd >= 0) close(self.helper_pidfd);
+        self.helper_pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+        self.helper_watched = pid;
+        if (self.helper_pidfd < 0) {  // gone already (ESRCH), or no pidfd_open
+            self.lost = errno == ESRCH;
+        }
+    }
+    if (!self.lost && self.helper_pidfd >= 0) {
+        pollfd exited{self.helper_pidfd, POLLIN, 0};
+        self.lost = ::poll(&exited, 1, 0) > 0;
+    }
+    if (self.lost)
+        log(0,
+            "the SmartInterrupts helper (pid %d) is gone; this rank's progress thread "
+            "polls from now on (as NBRMA_PROGRESS=thread)",
+            static_cast<int>(pid));
+    return self.lost;
 }
 
 void want(std::uint64_t seen) {

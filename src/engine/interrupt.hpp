@@ -43,6 +43,9 @@ helper::HelpHeader *table_header();
 std::atomic<std::uint64_t> *bell(int slot);
 // Pid of helper `h` (0 if none).
 int helper_pid(unsigned h);
+// True once this rank's helper has died (its pidfd); the first call that finds it says so
+// on stderr. Called by the progress thread only.
+bool helper_lost();
 unsigned helper_count();
 // Size of the node's help table (0 if none).
 std::size_t table_bytes();

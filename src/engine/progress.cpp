@@ -231,6 +231,7 @@ void interrupt_thread_main(unsigned mine) {
     EventWatcher watcher;
     detail::interrupt_bell.store(&slot->bell, std::memory_order_seq_cst);
     bool woken = false;  // by the helper
+    bool helper_lost = false;
     unsigned idle = 0;
     int events = -1;  // the event descriptor, as of our last sweep
     while (self.generation.load(std::memory_order_acquire) == mine) {
@@ -289,10 +290,15 @@ void interrupt_thread_main(unsigned mine) {
         // pending epoch waits for (send completions after wireup, for one), and an
         // application thread that progressed the worker since we armed it may have
         // taken the events the arm was for.
-        const bool unwatched = polled.load(std::memory_order_relaxed) > 0 || events >= 0;
-        const long timeout_ns = !swept || (unwatched && (pending || serves))
-                                    ? std::min(50000l << std::min(idle++, 5u), 1000000l)
-                                    : -1;
+        // With the helper gone (killed), nothing but kicks wakes us: poll while work
+        // waits, as the thread mode does. Until then, look at its life every 100 ms.
+        const bool unwatched =
+            polled.load(std::memory_order_relaxed) > 0 || events >= 0 || helper_lost;
+        long timeout_ns = !swept || (unwatched && (pending || serves))
+                              ? std::min(50000l << std::min(idle++, 5u), 1000000l)
+                              : -1;
+        const bool liveness_check = timeout_ns < 0 && !helper_lost;
+        if (liveness_check) timeout_ns = 100000000;
         if (slot->bell.load(std::memory_order_seq_cst) == seen &&
             self.generation.load(std::memory_order_acquire) == mine)
             helper::futex_wait(&slot->futex, ticket, timeout_ns);
@@ -301,6 +307,9 @@ void interrupt_thread_main(unsigned mine) {
         if (slot->wakes.load(std::memory_order_relaxed) != wakes) {
             woken = true;
             count.wakeups.fetch_add(1, std::memory_order_relaxed);
+        } else if (liveness_check && interrupt::helper_lost()) {
+            helper_lost = true;
+            detail::helper_gone.store(true, std::memory_order_relaxed);
         }
     }
     watcher.stop();
@@ -517,6 +526,10 @@ void detail::progress_kick_slow(std::uint64_t seen) {
     ProgressThread &self = progress_thread();
     if (self.mode != ProgressMode::interrupt_mode) {
         self.wake.notify_one();
+        return;
+    }
+    if (helper_gone.load(std::memory_order_relaxed)) {  // no helper to wake it: we do
+        helper::wake_slot(interrupt::my_slot());
         return;
     }
     // The call read the bell before it ran: any write it did not see rings past `seen`.

@@ -74,6 +74,9 @@ bool progress_thread_running();
 std::size_t progress_window_count();
 namespace detail {
 __attribute__((visibility("hidden"))) inline std::atomic<bool> progress_thread_sleeping{false};
+// Interrupt mode: the rank's helper died (the progress thread found it): kicks wake the
+// thread themselves, as in thread mode.
+__attribute__((visibility("hidden"))) inline std::atomic<bool> helper_gone{false};
 // NBRMA_PROGRESS=interrupt: this rank's bell in the node's help table while the progress
 // thread runs, else null.
 __attribute__((visibility("hidden"))) inline std::atomic<std::atomic<std::uint64_t> *> interrupt_bell{

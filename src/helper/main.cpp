@@ -121,6 +121,14 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    // Up: nothing of the spawning rank's is held any more (its stderr, a pipe to the
+    // launcher, would keep a job whose rank was killed from ending).
+    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        for (int standard = 0; standard < 3; ++standard) dup2(null, standard);
+        close(null);
+    }
+
     const unsigned count = (header->slots - h + k - 1) / k;
     auto *served = static_cast<Served *>(std::calloc(count ? count : 1, sizeof(Served)));
     if (!served) return 1;

@@ -13,6 +13,16 @@
  *               MPI_ERR_INFO and a message naming NBRMA_HELPERS; MPI still works
  *   no_helper   NBRMA_HELPER=<second argument> (a program that does not exist or fails
  *               at start): the same with MPI_ERR_OTHER and a message naming the helper
+ *   helper_fds  the helper holds no descriptor of its ranks: each of its descriptors is
+ *               /dev/null or a pidfd (no pipe to the launcher, no socket), normal end
+ *   kill_waiting  rank 0 (which started the helper) holds an exclusive lock on rank 1
+ *               while the others wait for it, then kills itself: the job must end as
+ *               without a helper (the driver times it)
+ *   helper_killed  rank 0 kills the helper after the first epoch; then 10 times rank 1
+ *               asks for a lock rank 0 holds, ends the epoch with MPIX_Win_iunlock and
+ *               computes (only its progress thread can take the lock when rank 0
+ *               releases it): the puts must arrive, and the ranks say once that the
+ *               helper is gone
  *
  * Before the end, every scenario with a helper notes "helper pid <pid>" (rank 0, after
  * checking that /proc/<pid>/comm is nbrma-helper), every rank "rank pid <pid>", on
@@ -139,6 +149,59 @@ int main(int argc, char **argv)
     epoch(win, base);
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD)); /* the pid line is out before anyone dies */
 
+    if (strcmp(scenario, "helper_fds") == 0 && me == 0) {
+        char directory[64], path[320], target[256];
+        snprintf(directory, sizeof directory, "/proc/%llu/fd", pid);
+        int held = 0;
+        for (int fd = 0; fd < 1024; fd++) {
+            snprintf(path, sizeof path, "%s/%d", directory, fd);
+            const ssize_t n = readlink(path, target, sizeof target - 1);
+            if (n < 0) continue;
+            target[n] = '\0';
+            held++;
+            CHECK(strcmp(target, "/dev/null") == 0 || strstr(target, "pidfd") != NULL,
+                  "the helper holds descriptor %d: %s", fd, target);
+        }
+        CHECK(held >= 3, "could read only %d of the helper's descriptors", held);
+    }
+    if (strcmp(scenario, "kill_waiting") == 0) {
+        if (me == 0) MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win));
+        MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+        if (me == 0) {
+            usleep(300000); /* the others are waiting for the lock */
+            raise(SIGKILL);
+        }
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win); /* never granted */
+        sleep(60);
+    }
+    if (strcmp(scenario, "helper_killed") == 0) {
+        if (me == 0) {
+            CHECK(kill((pid_t) pid, SIGKILL) == 0, "cannot kill the helper %llu", pid);
+            while (helper_alive((pid_t) pid)) usleep(1000);
+        }
+        MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+        /* rank 1 opens an exclusive lock epoch on itself while rank 0 holds the lock,
+         * closes it with MPIX_Win_iunlock and computes: its progress thread must take the
+         * lock when rank 0 releases it, which the helper would have woken it for */
+        for (int i = 0; i < 10; i++) {
+            if (me == 0) MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win));
+            MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+            const int value = 1000 + i;
+            if (me == 0) {
+                usleep(10000);
+                MPI_CHK(MPI_Win_unlock(1, win));
+            } else if (me == 1) {
+                MPI_Request requests[2];
+                MPI_CHK(MPIX_Win_ilock(MPI_LOCK_EXCLUSIVE, 1, 0, win, &requests[0]));
+                MPI_CHK(MPI_Put(&value, 1, MPI_INT, 1, 0, 1, MPI_INT, win));
+                MPI_CHK(MPIX_Win_iunlock(1, win, &requests[1]));
+                usleep(60000); /* computing */
+                MPI_CHK(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE));
+            }
+            MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+            if (me == 1) CHECK(base[0] == value, "epoch %d: the put did not arrive: %d", i, base[0]);
+        }
+    }
     if (strcmp(scenario, "abort") == 0 && me == np - 1)
         MPI_Abort(MPI_COMM_WORLD, 3);
     if ((strcmp(scenario, "kill_one") == 0 && me == np - 1) || strcmp(scenario, "kill_all") == 0)

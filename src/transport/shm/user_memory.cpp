@@ -732,13 +732,15 @@ std::shared_ptr<PeerMemoryMap> peer_memory_map(const std::vector<HeldPeerMemory>
 
 std::size_t user_memory_ranges() {
     std::lock_guard<std::mutex> lock(registry_mutex);
-    return registry.size();
+    std::size_t ranges = 0;
+    for (const auto &e : registry) ranges += !e.owned;
+    return ranges;
 }
 
 std::size_t user_memory_moved() {
     std::lock_guard<std::mutex> lock(registry_mutex);
     std::size_t moved = 0;
-    for (const auto &e : registry) moved += e.moved;
+    for (const auto &e : registry) moved += e.moved && !e.owned;
     return moved;
 }
 

@@ -155,7 +155,8 @@ std::shared_ptr<PeerMemoryMap> peer_memory_map(const std::vector<HeldPeerMemory>
                                                int descriptor, std::uint64_t identity,
                                                Status *status);
 
-// Registered page ranges, and how many of them are moved (tests).
+// Registered ranges of the user's pages, and how many of them are moved (tests; nbrma's
+// own memory of user_memory_map_owned is not counted).
 std::size_t user_memory_ranges();
 std::size_t user_memory_moved();
 
