@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -616,7 +617,10 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     // same buffers), there is nothing to agree on and the allreduce is left out (the same
     // on every rank). The third verdict: every rank moved the pages it offered and mapped
     // its peers'.
-    int verdict[3] = {is_error(status) ? 1 : 0, transport::shm::cma_ok, user_memory_failed},
+    // verdict[0]: the errno of a failed mapping (EIO when none was seen), 0 when mapped.
+    const int segment_error = state->segment->error() > 0 ? state->segment->error() : EIO;
+    int verdict[3] = {is_error(status) ? segment_error : 0, transport::shm::cma_ok,
+                      user_memory_failed},
         agreed[3] = {0, 0, 0};
     const bool cma_known = reuse && (all & offer_cma_checked);
     // (Whether to agree must not depend on map_user_memory, which differs between
@@ -650,10 +654,20 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (reuse) locked([] { ++counters().segments_reused; });
     if (user_memory_mapped && state->user_memory.shared())
         locked([] { ++counters().user_memory_shared; });
-    if (agreed[0])
-        return creation_failed(call, *state, Status::err_no_memory,
-                               "cannot map the node's shared segment (local ranks open it "
-                               "as /proc/<pid>/fd/<n>: same user, one PID namespace)");
+    if (agreed[0]) {
+        std::string why = "cannot map the node's shared segment: ";
+        if (agreed[0] == EMFILE)
+            why += "a rank has as many open files as RLIMIT_NOFILE allows (ulimit -n)";
+        else if (agreed[0] == ENFILE)
+            why += "the system's open-file table is full (fs.file-max)";
+        else if (agreed[0] == ENOMEM || agreed[0] == ENOSPC)
+            why += "out of memory";
+        else
+            why += std::string(std::strerror(agreed[0])) +
+                   " (local ranks open it as /proc/<pid>/fd/<n>: same user, one PID "
+                   "namespace)";
+        return creation_failed(call, *state, Status::err_no_memory, why.c_str());
+    }
     if (agreed[1] != transport::shm::cma_ok) {
         const std::string why = cross_memory_failure(agreed[1], mine.yama_scope, &status);
         return creation_failed(call, *state, status, why.c_str());

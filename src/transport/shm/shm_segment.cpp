@@ -1,4 +1,6 @@
 #include "transport/shm/shm_segment.hpp"
+
+#include <cerrno>
 #include "common/settings.hpp"
 
 #include <fcntl.h>
@@ -29,7 +31,10 @@ ShmSegment::~ShmSegment() {
 
 Status ShmSegment::map(int fd, std::size_t size) {
     void *address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (address == MAP_FAILED) return Status::err_no_memory;
+    if (address == MAP_FAILED) {
+        error_ = errno;
+        return Status::err_no_memory;
+    }
     address_ = address;
     size_ = size;
     return Status::ok;
@@ -37,7 +42,10 @@ Status ShmSegment::map(int fd, std::size_t size) {
 
 Status ShmSegment::prepare() {
     int fd = memfd_create("nbrma", MFD_CLOEXEC);
-    if (fd < 0) return Status::err_transport;
+    if (fd < 0) {
+        error_ = errno;
+        return Status::err_transport;
+    }
     if (fchmod(fd, 0600) != 0) {
         close(fd);
         return Status::err_transport;
@@ -66,6 +74,7 @@ Status ShmSegment::create(std::size_t size) {
         if (Status prepared = prepare(); is_error(prepared)) return prepared;
     if (!size) size = 1;
     Status status = size_to(fd_, size);
+    if (is_error(status) && !error_) error_ = errno;
     if (!is_error(status)) status = map(fd_, size);
     if (is_error(status)) {
         withdraw();
@@ -79,7 +88,10 @@ Status ShmSegment::create(std::size_t size) {
 Status ShmSegment::open(const std::string &name, std::size_t size) {
     test_die_at("peer_before_open");
     int fd = ::open(name.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) return Status::err_transport;
+    if (fd < 0) {
+        error_ = errno;
+        return Status::err_transport;
+    }
     const std::size_t want = size ? size : 1;
     Status status = size_to(fd, want);
     if (!is_error(status)) status = map(fd, want);

@@ -45,6 +45,9 @@ class ShmSegment {
 
     void *address() const { return address_; }
     std::size_t size() const { return size_; }
+    // The errno of the last failed system call (0: none), for an error that names the
+    // limit hit (EMFILE: RLIMIT_NOFILE, ...).
+    int error() const { return error_; }
     const std::string &name() const { return name_; }
 
   private:
@@ -53,6 +56,7 @@ class ShmSegment {
     std::size_t size_ = 0;
     std::string name_;
     int fd_ = -1;  // creator: the memfd, until withdrawn
+    int error_ = 0;
 };
 
 // Test hook (test/rma/die_cleanup): with NBRMA_TEST_DIE_AT=<point> in the environment,
