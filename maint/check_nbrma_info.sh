@@ -69,6 +69,22 @@ else
     fail "nbrma-info --json exited $?: $(cat "$tmp/err")"
 fi
 
+# 2b. Values a setting does not allow are flagged (text and JSON); an empty variable is
+#     unset.
+if NBRMA_PROGRESS=threads NBRMA_CMA=x NBRMA_HELPER= "$info" >"$tmp/bad" 2>&1 &&
+    grep -q "NBRMA_PROGRESS = threads  \[NOT VALID\]" "$tmp/bad" &&
+    grep -q "NBRMA_CMA = x  \[NOT VALID\]" "$tmp/bad" &&
+    ! grep -q "NBRMA_HELPER = .*NOT VALID" "$tmp/bad" &&
+    NBRMA_PROGRESS=threads NBRMA_HELPER= "$info" --json | python3 -c '
+import json, sys
+s = {x["name"]: x for x in json.load(sys.stdin)["settings"]}
+assert s["NBRMA_PROGRESS"]["valid"] is False and s["NBRMA_HELPERS"]["valid"] is True
+assert s["NBRMA_HELPER"]["set"] is False'; then
+    ok
+else
+    fail "nbrma-info does not flag invalid values: $(grep -i valid "$tmp/bad" | head -3)"
+fi
+
 # 3. --man: one .TP entry per setting.
 rows=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["settings"]))' \
     "$tmp/json" 2>/dev/null || echo 0)

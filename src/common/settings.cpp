@@ -3,7 +3,10 @@
 // number, get() their order.
 #include "common/settings.hpp"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace nbrma::settings {
 
@@ -125,6 +128,46 @@ const Setting &get(Id id) {
     return row;
 }
 
-const char *env(Id id) { return std::getenv(get(id).name); }
+const char *env(Id id) {
+    const char *value = std::getenv(get(id).name);
+    return value && *value ? value : nullptr;
+}
+
+bool valid(const Setting &setting, const char *value) {
+    const std::string allowed = setting.allowed;
+    long long low = 0, high = 0;
+    int used = 0;
+    if (std::sscanf(allowed.c_str(), "%lld to %lld%n", &low, &high, &used) == 2 &&
+        static_cast<std::size_t>(used) == allowed.size()) {
+        char *end = nullptr;
+        errno = 0;
+        const long long number = std::strtoll(value, &end, 10);
+        return errno == 0 && end != value && *end == '\0' && number >= low && number <= high;
+    }
+    // "a, b, c": words without spaces; anything else is prose, checked where read.
+    std::vector<std::string> words;
+    for (std::size_t at = 0; at <= allowed.size();) {
+        std::size_t comma = allowed.find(", ", at);
+        if (comma == std::string::npos) comma = allowed.size();
+        words.push_back(allowed.substr(at, comma - at));
+        if (words.back().empty() || words.back().find(' ') != std::string::npos) return true;
+        at = comma + 2;
+    }
+    for (const std::string &word : words)
+        if (word == value) return true;
+    return false;
+}
+
+std::string invalid_environment() {
+    std::string lines;
+    for (const Setting &row : rows) {
+        if (row.scope != Scope::environment) continue;
+        const char *value = env(row.id);
+        if (!value || valid(row, value)) continue;
+        lines += std::string(row.name) + "=\"" + value + "\" is not valid (allowed: " +
+                 row.allowed + ")\n";
+    }
+    return lines;
+}
 
 }  // namespace nbrma::settings

@@ -7,6 +7,7 @@
 #define NBRMA_COMMON_SETTINGS_HPP
 
 #include <cstddef>
+#include <string>
 
 namespace nbrma::settings {
 
@@ -69,8 +70,18 @@ const Setting *table();
 const Setting &get(Id id);
 inline const char *name(Id id) { return get(id).name; }
 
-// The environment variable's value, or nullptr when unset (scope environment only).
+// The environment variable's value, or nullptr when unset or empty (NBRMA_X= is unset;
+// scope environment only).
 const char *env(Id id);
+
+// Whether `value` is one the setting allows: one of its words where `allowed` lists
+// words ("inline, thread, interrupt"), an integer in range where it says "N to M";
+// settings whose values are described in prose (a path, a list) are checked where read.
+bool valid(const Setting &setting, const char *value);
+
+// The environment variables set to values they do not allow, one line each:
+// NBRMA_CMA="x" is not valid (allowed: 0, 1). Empty when all are valid.
+std::string invalid_environment();
 
 }  // namespace nbrma::settings
 

@@ -29,6 +29,12 @@ std::string &interrupt_failure_text() {
     return *text;
 }
 
+// Set at MPI_Init on every rank when NBRMA_PROGRESS=interrupt on some ranks only.
+std::string &progress_mismatch_text() {
+    static auto *text = new std::string();
+    return *text;
+}
+
 Status &interrupt_failure_status() {
     static Status status = Status::err_transport;
     return status;
@@ -52,9 +58,20 @@ bool helpers_from_environment(unsigned *helpers) {
 void setup_interrupt() {
     engine::ProgressMode mode;
     const char *mode_text;
-    if (!engine::progress_mode_from_environment(&mode, &mode_text) ||
-        mode != engine::ProgressMode::interrupt_mode)
+    const bool interrupt = engine::progress_mode_from_environment(&mode, &mode_text) &&
+                           mode == engine::ProgressMode::interrupt_mode;
+    // The help table is made collectively: every rank must want it, or none. A rank
+    // that does not would never join the collectives below.
+    int wants[2] = {interrupt ? 1 : 0, interrupt ? 0 : 1}, agreed[2] = {0, 0};
+    mpich::Allreduce(wants, agreed, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (agreed[0] && agreed[1]) {
+        progress_mismatch_text() =
+            "NBRMA_PROGRESS differs between ranks: NBRMA_PROGRESS=interrupt on some, not on "
+            "others (the node's helpers start at MPI_Init for every rank or for none)";
+        if (interrupt) log(0, "%s", progress_mismatch_text().c_str());
         return;
+    }
+    if (!interrupt) return;
     std::string &failure = interrupt_failure_text();
     failure.clear();
     unsigned helpers = 1;
@@ -117,10 +134,22 @@ int after_init(int error, int provided) {
     if (error != MPI_SUCCESS) return error;
     if (provided == MPI_THREAD_MULTIPLE) threads::enable();
     mpi::register_error_classes();
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    set_log_rank(rank);
+    // Settings with values they do not allow: said once, by each rank that has them.
+    const std::string invalid = settings::invalid_environment();
+    for (std::size_t at = 0, end; (end = invalid.find('\n', at)) != std::string::npos; at = end + 1)
+        log(0, "%s", invalid.substr(at, end - at).c_str());
     setup_interrupt();
     return error;
 }
 }  // namespace
+
+const char *mpi::progress_mismatch() {
+    const std::string &text = progress_mismatch_text();
+    return text.empty() ? nullptr : text.c_str();
+}
 
 const char *mpi::interrupt_failure(Status *status) {
     const std::string &text = interrupt_failure_text();

@@ -247,41 +247,61 @@ Status request_wait(engine::Request *request) {
     return status;
 }
 
-void parse_info(MPI_Info info, WindowInfo *out) {
-    if (info == MPI_INFO_NULL) return;
+std::string parse_info(MPI_Info info, WindowInfo *out) {
+    if (info == MPI_INFO_NULL) return "";
     char value[MPI_MAX_INFO_VAL + 1];
-    int flag = 0;
-    auto get = [&](const char *key) {
-        flag = 0;
-        PMPI_Info_get(info, key, MPI_MAX_INFO_VAL, value, &flag);
-        return flag != 0;
+    std::string invalid;  // the first key given a value it does not allow
+    using settings::Id;
+    // The value of the key (or its other spelling) if given and valid; a value the key
+    // does not allow is remembered for the error and otherwise ignored.
+    auto get = [&](Id id, bool alias = false) {
+        const settings::Setting &key = settings::get(id);
+        const char *name = alias ? key.alias : key.name;
+        int flag = 0;
+        if (!name) return false;
+        PMPI_Info_get(info, name, MPI_MAX_INFO_VAL, value, &flag);
+        if (!flag) return false;
+        bool ok = settings::valid(key, value);
+        if (ok && id == Id::accumulate_ordering && std::strcmp(value, "none") != 0) {
+            std::string list = std::string(value) + ",";  // a comma-separated subset
+            for (std::size_t at = 0, comma; ok && (comma = list.find(',', at)) != std::string::npos;
+                 at = comma + 1) {
+                const std::string word = list.substr(at, comma - at);
+                ok = word == "rar" || word == "raw" || word == "war" || word == "waw";
+            }
+        }
+        if (ok && id == Id::accumulate_granularity) {
+            char *end = nullptr;
+            ok = std::strtoll(value, &end, 10) >= 0 && end != value && *end == '\0';
+        }
+        if (!ok && invalid.empty())
+            invalid = std::string("info ") + name + "=\"" + value + "\" is not valid (allowed: " +
+                      (id == Id::accumulate_ordering ? "none, or a comma-separated subset of "
+                                                       "rar, raw, war, waw"
+                                                     : key.allowed) +
+                      ")";
+        return ok;
     };
     auto truth = [&]() { return std::strcmp(value, "true") == 0 || std::strcmp(value, "1") == 0; };
-    using settings::Id;
-    if (get(settings::name(Id::accumulate_ordering))) out->accumulate_ordering = value;
-    if (get(settings::name(Id::accumulate_ops))) out->accumulate_ops = value;
-    if (get(settings::name(Id::no_locks))) out->no_locks = truth();
-    if (get(settings::name(Id::alloc_shared_noncontig))) out->alloc_shared_noncontig = truth();
-    if (get(settings::name(Id::same_size))) out->same_size = truth();
-    if (get(settings::name(Id::same_disp_unit))) out->same_disp_unit = truth();
-    if (get(settings::name(Id::accumulate_granularity))) {
-        char *end = nullptr;
-        const long long bytes = std::strtoll(value, &end, 10);
-        if (end != value && *end == '\0' && bytes >= 0) out->accumulate_granularity = value;
-    }
-    if (get(settings::name(Id::transport))) out->transport = value;
-    if (get(settings::name(Id::notify_max))) out->notify_max = value;
-    if (get(settings::name(Id::share_user_memory_key)))
-        out->share_user_memory = truth() ? "true" : "false";
+    if (get(Id::accumulate_ordering)) out->accumulate_ordering = value;
+    if (get(Id::accumulate_ops)) out->accumulate_ops = value;
+    if (get(Id::no_locks)) out->no_locks = truth();
+    if (get(Id::alloc_shared_noncontig)) out->alloc_shared_noncontig = truth();
+    if (get(Id::same_size)) out->same_size = truth();
+    if (get(Id::same_disp_unit)) out->same_disp_unit = truth();
+    if (get(Id::accumulate_granularity)) out->accumulate_granularity = value;
+    if (get(Id::transport)) out->transport = value;
+    if (get(Id::notify_max)) out->notify_max = value;
+    if (get(Id::share_user_memory_key)) out->share_user_memory = truth() ? "true" : "false";
     // The reorder keys, by engine::Reorder, under their name and the paper's spelling.
     static const Id reorder_keys[4] = {
         Id::access_after_access_reorder, Id::access_after_exposure_reorder,
         Id::exposure_after_exposure_reorder, Id::exposure_after_access_reorder};
     for (int i = 0; i < 4; ++i) {
-        const settings::Setting &key = settings::get(reorder_keys[i]);
-        if (get(key.name)) out->reorder[i] = truth();
-        if (get(key.alias)) out->reorder[i] = truth();
+        if (get(reorder_keys[i])) out->reorder[i] = truth();
+        if (get(reorder_keys[i], true)) out->reorder[i] = truth();
     }
+    return invalid;
 }
 
 }  // namespace nbrma::mpi

@@ -134,11 +134,17 @@ int request_wrap(engine::Request *request, MPI_Request *handle,
 // Blocking twin: waits for the request (progressing both engines), releases it.
 Status request_wait(engine::Request *request);
 
-void parse_info(MPI_Info info, WindowInfo *out);
+// Reads the info keys nbrma knows into *out. Returns "" or, for the first key given a
+// value it does not allow, a message naming the key, the value and the values allowed
+// (that key is left as it was).
+std::string parse_info(MPI_Info info, WindowInfo *out);
 
 // Why NBRMA_PROGRESS=interrupt cannot run in this process (set at MPI_Init), or null;
 // *status: err_info for a bad NBRMA_HELPERS, err_transport (MPI_ERR_OTHER) otherwise.
 const char *interrupt_failure(Status *status);
+// Set on every rank at MPI_Init when NBRMA_PROGRESS=interrupt holds on some ranks only:
+// why every window creation fails (on every rank alike); else null.
+const char *progress_mismatch();
 
 // Installs the hook that keeps MPICH's progress moving while nbrma waits.
 void ensure_initialized();

@@ -69,6 +69,7 @@ enum PeerFlag : std::uint32_t {
     interrupt_ok = 8,     // NBRMA_PROGRESS=interrupt, and its helper runs (else: not interrupt)
     offer_cma_checked = 16,  // the offered segment's window checked cross-memory attach
     user_moved = 32,         // user_fd's pages moved already (an earlier window's)
+    info_valid = 64,         // every info key nbrma knows has a value it allows
 };
 
 // Whether nothing about moved user memory can fail at this creation, known to every
@@ -379,11 +380,13 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (int error = PMPI_Comm_rank(comm, &rank); error != MPI_SUCCESS) return error;
     PMPI_Comm_size(comm, &nranks);
     PMPI_Comm_group(comm, &state->group);
-    parse_info(info, &state->info);
+    const std::string info_error = parse_info(info, &state->info);
     set_log_rank(rank);
     if (nranks > sync::LockWord::max_ranks)
         return creation_failed(call, *state, Status::err_unsupported,
                                "too many ranks for the lock word");
+    if (const char *why = progress_mismatch())
+        return creation_failed(call, *state, Status::err_info, why);
 
     // The transport choice, NBRMA_PROGRESS (DESIGN §6) and NBRMA_VIRTUAL_NODES, checked at
     // every creation: a bad value anywhere fails everywhere.
@@ -447,6 +450,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (choice.empty() || choice == "shm" || choice == "ucx") mine.flags |= transport_valid;
     if (choice == "ucx") mine.flags |= wants_ucx;
     if (mode_ok) mine.flags |= mode_valid;
+    if (info_error.empty()) mine.flags |= info_valid;
     if (!interrupt_why) mine.flags |= interrupt_ok;
     if (offered && offered.cma_checked && !transport::shm::cross_memory_forbidden())
         mine.flags |= offer_cma_checked;
@@ -468,6 +472,10 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
         vnodes_valid &= peer.vnode >= 0;
         notify_agreed &= peer.notify_max == peers[0].notify_max;
     }
+    if (!(all & info_valid))
+        return creation_failed(call, *state, Status::err_info_value,
+                               info_error.empty() ? "an info value another rank gave is not valid"
+                                                  : info_error.c_str());
     if (!(all & transport_valid))
         return creation_failed(call, *state, Status::err_info,
                                "nbrma_transport / NBRMA_TRANSPORT must be \"shm\" or \"ucx\"");
@@ -996,11 +1004,13 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
 int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
     WindowState *state = window_find(win);
     if (!state) return raise("MPI_Win_set_info", MPI_WIN_NULL, Status::err_win);
-    parse_info(info, &state->info);
+    const std::string info_error = parse_info(info, &state->info);
     locked([&] {
         for (int key = 0; key < 4; ++key)
             state->engine->set_reorder(static_cast<engine::Reorder>(key), state->info.reorder[key]);
     });
+    if (!info_error.empty())
+        return raise("MPI_Win_set_info", win, Status::err_info_value, info_error.c_str());
     return mpich::Win_set_info(win, info);
 }
 

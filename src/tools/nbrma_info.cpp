@@ -268,8 +268,9 @@ void print_text(const Report &report) {
             if (s.scope != scope) continue;
             bool set = false;
             const std::string value = current(s, &set);
-            std::printf("  %s = %s%s\n", s.name, value.empty() ? "(unset)" : value.c_str(),
-                        set ? "" : "  [default]");
+            std::printf("  %s = %s%s%s\n", s.name, value.empty() ? "(unset)" : value.c_str(),
+                        set ? "" : "  [default]",
+                        set && !nbrma::settings::valid(s, value.c_str()) ? "  [NOT VALID]" : "");
             std::printf("      default: %s; values: %s%s\n",
                         *s.default_value ? s.default_value : "(unset)", s.allowed,
                         s.audience == nbrma::settings::Audience::test ? "; for tests" : "");
@@ -335,13 +336,16 @@ void print_json(const Report &report) {
         const Setting &s = table[i];
         bool set = false;
         const std::string value = current(s, &set);
+        const bool valid = !set || nbrma::settings::valid(s, value.c_str());
         std::printf("%s\n    {\"name\": %s, \"scope\": \"%s\", \"audience\": \"%s\", "
-                    "\"default\": %s, \"current\": %s, \"set\": %s, \"allowed\": %s, "
+                    "\"default\": %s, \"current\": %s, \"set\": %s, \"valid\": %s, "
+                    "\"allowed\": %s, "
                     "\"meaning\": %s, \"alias\": %s, \"fallback\": %s}",
                     i ? "," : "", quoted(s.name).c_str(), scope_name(s.scope),
                     s.audience == nbrma::settings::Audience::user ? "user" : "test",
                     quoted(s.default_value).c_str(), quoted(value).c_str(),
-                    set ? "true" : "false", quoted(s.allowed).c_str(), quoted(s.meaning).c_str(),
+                    set ? "true" : "false", valid ? "true" : "false", quoted(s.allowed).c_str(),
+                    quoted(s.meaning).c_str(),
                     s.alias ? quoted(s.alias).c_str() : "null",
                     s.fallback != nbrma::settings::Id::count_
                         ? quoted(nbrma::settings::name(s.fallback)).c_str()

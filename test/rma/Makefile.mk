@@ -19,6 +19,7 @@ check_PROGRAMS += \
 	test/rma/safe_memory \
 	test/rma/alloc_mem \
 	test/rma/fd_limit \
+	test/rma/settings_check \
 	test/rma/complete_requests \
 	test/rma/unaligned_atomics \
 	test/rma/many_pending \
@@ -114,6 +115,9 @@ test_rma_segment_reuse_LDADD = $(RMATEST_LDADD)
 test_rma_user_memory_SOURCES = test/rma/user_memory.c
 test_rma_user_memory_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_user_memory_LDADD = $(RMATEST_LDADD)
+test_rma_settings_check_SOURCES = test/rma/settings_check.c
+test_rma_settings_check_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_settings_check_LDADD = $(RMATEST_LDADD)
 test_rma_fd_limit_SOURCES = test/rma/fd_limit.c
 test_rma_fd_limit_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_fd_limit_LDADD = $(RMATEST_LDADD)

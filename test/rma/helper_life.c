@@ -13,6 +13,9 @@
  *               MPI_ERR_INFO and a message naming NBRMA_HELPERS; MPI still works
  *   no_helper   NBRMA_HELPER=<second argument> (a program that does not exist or fails
  *               at start): the same with MPI_ERR_OTHER and a message naming the helper
+ *   mismatch    NBRMA_PROGRESS=interrupt on rank 0 only: MPI_Init works everywhere, and
+ *               every window creation fails on every rank with MPI_ERR_INFO and a
+ *               message saying NBRMA_PROGRESS differs between ranks; MPI still works
  *   helper_fds  the helper holds no descriptor of its ranks: each of its descriptors is
  *               /dev/null or a pidfd (no pipe to the launcher, no socket), normal end
  *   kill_waiting  rank 0 (which started the helper) holds an exclusive lock on rank 1
@@ -120,6 +123,8 @@ int main(int argc, char **argv)
         setenv("NBRMA_HELPERS", argc > 2 ? argv[2] : "0", 1);
     if (strcmp(scenario, "no_helper") == 0)
         setenv("NBRMA_HELPER", argc > 2 ? argv[2] : "/nonexistent/nbrma-helper", 1);
+    if (strcmp(scenario, "mismatch") == 0 && (!getenv("PMI_RANK") || atoi(getenv("PMI_RANK"))))
+        unsetenv("NBRMA_PROGRESS"); /* interrupt on rank 0 only (mpiexec's PMI_RANK) */
     rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -131,6 +136,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(scenario, "no_helper") == 0) {
         creation_fails(MPI_ERR_OTHER, argc > 2 ? argv[2] : "/nonexistent/nbrma-helper");
+        return rt_finalize();
+    }
+    if (strcmp(scenario, "mismatch") == 0) {
+        creation_fails(MPI_ERR_INFO, "NBRMA_PROGRESS differs between ranks");
         return rt_finalize();
     }
 

@@ -793,7 +793,7 @@ static void errors(void)
     void *base = NULL;
     MPI_CHK(MPI_Info_create(&info));
     MPI_CHK(MPI_Info_set(info, "nbrma_notify_max", "lots"));
-    rt_expect_error(MPI_Win_allocate(8, 1, info, MPI_COMM_WORLD, &base, &bad), MPI_ERR_INFO,
+    rt_expect_error(MPI_Win_allocate(8, 1, info, MPI_COMM_WORLD, &base, &bad), MPI_ERR_INFO_VALUE,
                     "MPI_Win_allocate", "nbrma_notify_max=lots");
     MPI_CHK(MPI_Info_set(info, "nbrma_notify_max", "4"));
     MPI_CHK(MPI_Win_allocate(8, 1, info, MPI_COMM_WORLD, &base, &bad));

@@ -1,7 +1,7 @@
 /*
  * ucx_errors: error paths of the UCX transport, on windows created with the info key
  * nbrma_transport=ucx (every peer through UCX, self included), in either suite mode:
- *   nbrma_transport=bogus at creation                           -> MPI_ERR_INFO
+ *   nbrma_transport=bogus at creation                           -> MPI_ERR_INFO_VALUE
  *   MPI_Win_attach of a region overlapping an attached one      -> MPI_ERR_ARG
  *   a put into a region the target detached (its rkey is stale) -> MPI_ERR_RMA_RANGE
  * and the window stays usable: a put into a region re-attached at the same address
@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     MPI_CHK(MPI_Info_set(info, "nbrma_transport", "bogus"));
     int *mem = NULL;
     int rc = MPI_Win_allocate(N * sizeof(int), sizeof(int), info, MPI_COMM_WORLD, &mem, &win);
-    rt_expect_error(rc, MPI_ERR_INFO, "MPI_Win_allocate", "nbrma_transport=bogus");
+    rt_expect_error(rc, MPI_ERR_INFO_VALUE, "MPI_Win_allocate", "nbrma_transport=bogus");
 
     MPI_CHK(MPI_Info_set(info, "nbrma_transport", "ucx"));
     MPI_CHK(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &win));
