@@ -146,6 +146,8 @@ static void registered_buffer(int dynamic)
     const size_t length = 64 * 1024;
     unsigned char *buffer = NULL;
     struct ring r;
+    memset(&r, 0, sizeof r);
+    r.fd = -1;
     int usable = posix_memalign((void **) &buffer, 4096, length) == 0 && ring_open(&r) == 0;
     struct iovec iov = { buffer, length };
     if (usable && syscall(__NR_io_uring_register, r.fd, IORING_REGISTER_BUFFERS, &iov, 1) != 0) {
@@ -197,11 +199,15 @@ static void locked_memory(int dynamic, const char *opt_in)
     unsigned char *buffer = NULL;
     int usable = posix_memalign((void **) &buffer, 4096, length) == 0;
     memset(buffer, 0, length);
-    usable = usable && mlock(buffer, length) == 0;
+    const long unlocked = vm_locked_kib();
+    /* (AddressSanitizer makes mlock a no-op: nothing is locked then) */
+    usable = usable && mlock(buffer, length) == 0 && vm_locked_kib() >= unlocked + 64;
     int all = 0;
     MPI_CHK(MPI_Allreduce(&usable, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
     if (!all) {
-        if (me == 0) printf("mlock: refused here (RLIMIT_MEMLOCK), left out\n");
+        if (me == 0 && !dynamic && !opt_in)
+            printf("mlock: nothing locked here (RLIMIT_MEMLOCK, or a sanitizer), left out\n");
+        munlock(buffer, length);
         free(buffer);
         return;
     }
