@@ -12,6 +12,11 @@
  *   dynamic   MPI_Win_create_dynamic + MPI_Win_attach of the 4000-byte buffer, then
  *             MPI_Win_detach before MPI_Win_free (a window that can be used, as the
  *             other flavors' are)
+ *   alloc_mem MPI_Win_create over 4000 bytes from MPI_Alloc_mem (allocated once)
+ * Benchmark win_create_free_large, parameter <flavor>-<size>MiB: the same on ranks 0 and 1
+ * with windows of 1 MiB, 16 MiB, 256 MiB and 1 GiB; create, dynamic and alloc_mem windows
+ * lie over the start of a 1 GiB heap buffer or MPI_Alloc_mem block that each rank wrote
+ * once (an application's data), allocate and shared windows are new memory each time.
  * usec per create+free: the median over 5 batches (3 with --quick) of a batch's mean (the
  * slowest member's time of the batch over its iterations); the "#" line before gives min
  * and max. Every batch runs N iterations back to back, N from 2 untimed warm-up iterations
@@ -36,11 +41,15 @@
 
 #include "bench.h"
 
-static const char *const names[] = {"win_create_free"};
-enum { NUM_BENCHMARKS = 1 };
+static const char *const names[] = {"win_create_free", "win_create_free_large"};
+enum { NUM_BENCHMARKS = 2 };
 
-enum flavor { CREATE, ALLOCATE, SHARED, DYNAMIC, NUM_FLAVORS };
-static const char *const flavor_names[] = {"create", "allocate", "shared", "dynamic"};
+enum flavor { CREATE, ALLOCATE, SHARED, DYNAMIC, ALLOC_MEM, NUM_FLAVORS };
+static const char *const flavor_names[] = {"create", "allocate", "shared", "dynamic",
+                                           "alloc_mem"};
+/* win_create_free_large: window sizes in MiB (2 ranks) */
+static const int large_mib[] = {1, 16, 256, 1024};
+#define NUM_LARGE ((int)(sizeof large_mib / sizeof large_mib[0]))
 static const int comm_sizes[] = {2, 4};
 #define NUM_COMM_SIZES ((int)(sizeof comm_sizes / sizeof comm_sizes[0]))
 
@@ -54,22 +63,25 @@ struct window {
     unsigned char *base; /* this rank's 4000 bytes */
 };
 
-/* One window of flavor f over comm; `buffer` is the memory of create and dynamic. */
-static void window_create(enum flavor f, MPI_Comm comm, unsigned char *buffer, struct window *w) {
+/* One window of `bytes` of flavor f over comm; `buffer` is the memory of create, dynamic
+ * and alloc_mem (MPI_Alloc_mem's for alloc_mem). */
+static void window_create(enum flavor f, MPI_Comm comm, unsigned char *buffer, MPI_Aint bytes,
+                          struct window *w) {
     switch (f) {
     case CREATE:
-        BENCH_MPI(MPI_Win_create(buffer, WINDOW_BYTES, 1, MPI_INFO_NULL, comm, &w->win));
+    case ALLOC_MEM:
+        BENCH_MPI(MPI_Win_create(buffer, bytes, 1, MPI_INFO_NULL, comm, &w->win));
         w->base = buffer;
         break;
     case ALLOCATE:
-        BENCH_MPI(MPI_Win_allocate(WINDOW_BYTES, 1, MPI_INFO_NULL, comm, &w->base, &w->win));
+        BENCH_MPI(MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, comm, &w->base, &w->win));
         break;
     case SHARED:
-        BENCH_MPI(MPI_Win_allocate_shared(WINDOW_BYTES, 1, MPI_INFO_NULL, comm, &w->base, &w->win));
+        BENCH_MPI(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, comm, &w->base, &w->win));
         break;
     case DYNAMIC:
         BENCH_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &w->win));
-        BENCH_MPI(MPI_Win_attach(w->win, buffer, WINDOW_BYTES));
+        BENCH_MPI(MPI_Win_attach(w->win, buffer, bytes));
         w->base = buffer;
         break;
     default:
@@ -139,14 +151,18 @@ static double slowest(double seconds, MPI_Comm comm) {
     return worst;
 }
 
-/* One row (collective over comm): RESULT on comm's rank 0; the wrong bytes seen. */
-static long run_row(const char *series, enum flavor f, MPI_Comm comm, unsigned char *buffer,
-                    const struct bench_options *options) {
+/* One row (collective over comm) of benchmark names[which] with windows of `bytes`:
+ * RESULT on comm's rank 0; the wrong bytes seen. */
+static long run_row(const char *series, int which, enum flavor f, MPI_Comm comm,
+                    unsigned char *buffer, MPI_Aint bytes, const struct bench_options *options) {
     int me, n;
     BENCH_MPI(MPI_Comm_rank(comm, &me));
     BENCH_MPI(MPI_Comm_size(comm, &n));
     char parameter[32];
-    snprintf(parameter, sizeof parameter, "%s-%dranks", flavor_names[f], n);
+    if (which == 0)
+        snprintf(parameter, sizeof parameter, "%s-%dranks", flavor_names[f], n);
+    else
+        snprintf(parameter, sizeof parameter, "%s-%ldMiB", flavor_names[f], (long)(bytes >> 20));
     bench_set_step(series, parameter);
 
     const int batches = options->quick ? 3 : BATCHES;
@@ -157,7 +173,7 @@ static long run_row(const char *series, enum flavor f, MPI_Comm comm, unsigned c
         struct window w;
         BENCH_MPI(MPI_Barrier(comm));
         double start = MPI_Wtime();
-        window_create(f, comm, buffer, &w);
+        window_create(f, comm, buffer, bytes, &w);
         double spent = MPI_Wtime() - start;
         wrong += check_window(f, comm, &w, (int)f * 4 + n + i);
         start = MPI_Wtime();
@@ -178,7 +194,7 @@ static long run_row(const char *series, enum flavor f, MPI_Comm comm, unsigned c
         const double start = MPI_Wtime();
         for (int i = 0; i < iterations; i++) {
             struct window w;
-            window_create(f, comm, buffer, &w);
+            window_create(f, comm, buffer, bytes, &w);
             window_free(f, &w);
         }
         usec[b] = slowest(MPI_Wtime() - start, comm) * 1e6 / iterations;
@@ -186,9 +202,9 @@ static long run_row(const char *series, enum flavor f, MPI_Comm comm, unsigned c
     if (me == 0) {
         qsort(usec, batches, sizeof *usec, bench_compare_doubles);
         printf("# %s %s %s: median %.1f, min %.1f, max %.1f usec over %d batches of %d\n", series,
-               names[0], parameter, usec[batches / 2], usec[0], usec[batches - 1], batches,
+               names[which], parameter, usec[batches / 2], usec[0], usec[batches - 1], batches,
                iterations);
-        bench_result(series, names[0], parameter, usec[batches / 2], "usec");
+        bench_result(series, names[which], parameter, usec[batches / 2], "usec");
     }
     return wrong;
 }
@@ -200,6 +216,30 @@ void bench_list_creation(void) {
             snprintf(parameter, sizeof parameter, "%s-%dranks", flavor_names[f], comm_sizes[c]);
             bench_row(names[0], parameter, "usec");
         }
+    for (int s = 0; s < NUM_LARGE; s++)
+        for (int f = 0; f < NUM_FLAVORS; f++) {
+            snprintf(parameter, sizeof parameter, "%s-%dMiB", flavor_names[f], large_mib[s]);
+            bench_row(names[1], parameter, "usec");
+        }
+}
+
+/* win_create_free_large on ranks 0 and 1 (comm): the application's memory (a heap buffer
+ * and an MPI_Alloc_mem block of the largest size) is allocated and written once, as an
+ * application's data would be; windows of 1 MiB to 1 GiB are made over its start. */
+static long run_large(const char *series, MPI_Comm comm, const struct bench_options *options) {
+    const MPI_Aint most = (MPI_Aint)large_mib[NUM_LARGE - 1] << 20;
+    unsigned char *heap = bench_malloc("creation", (size_t)most), *special = NULL;
+    BENCH_MPI(MPI_Alloc_mem(most, MPI_INFO_NULL, &special));
+    memset(heap, 1, (size_t)most);
+    memset(special, 1, (size_t)most);
+    long wrong = 0;
+    for (int s = 0; s < NUM_LARGE; s++)
+        for (int f = 0; f < NUM_FLAVORS; f++)
+            wrong += run_row(series, 1, (enum flavor)f, comm, f == ALLOC_MEM ? special : heap,
+                             (MPI_Aint)large_mib[s] << 20, options);
+    BENCH_MPI(MPI_Free_mem(special));
+    free(heap);
+    return wrong;
 }
 
 int bench_creation(const struct bench_options *options) {
@@ -212,9 +252,11 @@ int bench_creation(const struct bench_options *options) {
         fflush(stdout);
     }
     long wrong = 0;
-    if (bench_selected(options, names[0])) {
-        unsigned char *buffer = bench_malloc("creation", WINDOW_BYTES);
+    const int small = bench_selected(options, names[0]), large = bench_selected(options, names[1]);
+    if (small || large) {
+        unsigned char *buffer = bench_malloc("creation", WINDOW_BYTES), *special = NULL;
         memset(buffer, 0, WINDOW_BYTES);
+        BENCH_MPI(MPI_Alloc_mem(WINDOW_BYTES, MPI_INFO_NULL, &special));
         for (int c = 0; c < NUM_COMM_SIZES; c++) {
             const int members = comm_sizes[c];
             MPI_Comm comm = MPI_COMM_WORLD;
@@ -222,8 +264,11 @@ int bench_creation(const struct bench_options *options) {
                 BENCH_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < members ? 0 : MPI_UNDEFINED, rank,
                                          &comm));
             if (comm != MPI_COMM_NULL) {
-                for (int f = 0; f < NUM_FLAVORS; f++)
-                    wrong += run_row(BENCH_BLOCKING_SERIES, (enum flavor)f, comm, buffer, options);
+                for (int f = 0; f < NUM_FLAVORS && small; f++)
+                    wrong += run_row(BENCH_BLOCKING_SERIES, 0, (enum flavor)f, comm,
+                                     f == ALLOC_MEM ? special : buffer, WINDOW_BYTES, options);
+                if (members == 2 && large)
+                    wrong += run_large(BENCH_BLOCKING_SERIES, comm, options);
                 if (comm != MPI_COMM_WORLD) BENCH_MPI(MPI_Comm_free(&comm));
             }
             /* ranks left out wait here, sleeping between polls, not spinning on a core */
@@ -232,9 +277,10 @@ int bench_creation(const struct bench_options *options) {
             bench_wait_polling(&request, rank < members ? 0 : 1000);
         }
         free(buffer);
+        BENCH_MPI(MPI_Free_mem(special));
         long total = 0;
         BENCH_MPI(MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
-        if (rank == 0) bench_check(BENCH_BLOCKING_SERIES, names[0], total == 0);
+        if (rank == 0) bench_check(BENCH_BLOCKING_SERIES, names[small ? 0 : 1], total == 0);
         wrong = total;
     }
     return wrong ? 3 : 0;

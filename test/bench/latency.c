@@ -36,10 +36,12 @@
  *   i+1 and must see i), and at the end the target checks its word: the last put's
  *   stamp, or the number of acc/fop/cas operations.
  *
- * osu_<op>_<sync>_create, osu_<op>_<sync>_dynamic (8 B; blocking series only; sync lock or
+ * osu_<op>_<sync>_create, _dynamic, _alloc_mem (8 B; blocking series only; sync lock or
  *   flush): the same rows on memory the user owns, as OSU's -w create and -w dynamic: an
  *   MPI_Win_create window over a page-aligned 4 KiB buffer, and an MPI_Win_create_dynamic
- *   window with that buffer attached (the target's address as displacement). Same checks.
+ *   window with that buffer attached (the target's address as displacement); and
+ *   osu_<op>_<sync>_alloc_mem: an MPI_Win_create window over 4 KiB from MPI_Alloc_mem
+ *   (nbrma hands out node-shareable memory there). Same checks.
  *
  * fence_empty, fence_put, pscw_empty, pscw_put: both ranks take part in every epoch;
  *   rank 0 reports the mean time of one epoch:
@@ -465,8 +467,8 @@ static void osu_name(char *name, size_t size, int op, int sync) {
 }
 
 /* The flavors of the osu_<op>_<sync>_<flavor> rows (OSU's -w create / -w dynamic). */
-enum win_flavor { FLAVOR_ALLOCATE, FLAVOR_CREATE, FLAVOR_DYNAMIC };
-static const char *flavor_names[] = {"allocate", "create", "dynamic"};
+enum win_flavor { FLAVOR_ALLOCATE, FLAVOR_CREATE, FLAVOR_DYNAMIC, FLAVOR_ALLOC_MEM };
+static const char *flavor_names[] = {"allocate", "create", "dynamic", "alloc_mem"};
 
 static void osu_flavor_name(char *name, size_t size, int op, int sync, enum win_flavor flavor) {
     osu_name(name, size, op, sync);
@@ -1074,7 +1076,7 @@ void bench_list_latency(void) {
             osu_name(name, sizeof name, op, sync);
             bench_row(name, bytes, "usec");
         }
-    for (int flavor = FLAVOR_CREATE; flavor <= FLAVOR_DYNAMIC; flavor++)
+    for (int flavor = FLAVOR_CREATE; flavor <= FLAVOR_ALLOC_MEM; flavor++)
         for (int sync = OSU_LOCK; sync <= OSU_FLUSH; sync++)
             for (int op = 0; op < NUM_OSU_OPS; op++) {
                 osu_flavor_name(name, sizeof name, op, sync, (enum win_flavor)flavor);
@@ -1121,12 +1123,18 @@ static int run_flavor_series(const char *series, enum win_flavor flavor, int ran
         }
     if (!wanted) return 1;
     bench_set_step(series, flavor_names[flavor]);
-    char *raw = bench_malloc("latency", 2 * 4096);
-    void *memory = (void *)(((uintptr_t)raw + 4095) & ~(uintptr_t)4095);
+    char *raw = NULL;
+    void *memory;
+    if (flavor == FLAVOR_ALLOC_MEM) {
+        BENCH_MPI(MPI_Alloc_mem(4096, MPI_INFO_NULL, &memory));
+    } else {
+        raw = bench_malloc("latency", 2 * 4096);
+        memory = (void *)(((uintptr_t)raw + 4095) & ~(uintptr_t)4095);
+    }
     memset(memory, 0, 4096);
     MPI_Win win;
     MPI_Aint disp = 0;
-    if (flavor == FLAVOR_CREATE) {
+    if (flavor == FLAVOR_CREATE || flavor == FLAVOR_ALLOC_MEM) {
         BENCH_MPI(MPI_Win_create(memory, 4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     } else {
         BENCH_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
@@ -1144,6 +1152,7 @@ static int run_flavor_series(const char *series, enum win_flavor flavor, int ran
                                       flavor, disp);
     if (flavor == FLAVOR_DYNAMIC) BENCH_MPI(MPI_Win_detach(win, memory));
     BENCH_MPI(MPI_Win_free(&win));
+    if (flavor == FLAVOR_ALLOC_MEM) BENCH_MPI(MPI_Free_mem(memory));
     free(raw);
     return all_ok;
 }
@@ -1187,6 +1196,7 @@ int bench_latency(const struct bench_options *options) {
 #endif
     all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_CREATE, rank, options);
     all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_DYNAMIC, rank, options);
+    all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_ALLOC_MEM, rank, options);
 
     /* PSCW groups: each rank of the pair names the other (the window's group is
      * MPI_COMM_WORLD's, so the ranks are the same). */
