@@ -127,6 +127,24 @@ else
     fail "MPICH linked first: $(cat "$scratch/build-wrong.log") $(head -5 "$scratch/wrong.log")"
 fi
 
+# 6b. An erroneous call under the default (fatal) error handler names itself and the
+#     offending value.
+if (cd "$scratch" && $MPICC "$top_srcdir/test/install/fatal.c" $libs -o fatal) \
+    >"$scratch/build-fatal.log" 2>&1; then
+    LD_LIBRARY_PATH="$tree/lib" timeout 60 $MPIEXEC -n 2 "$scratch/fatal" >"$scratch/fatal.log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+        grep -q "Fatal error in MPI_Put: " "$scratch/fatal.log" &&
+        grep -q "target rank 5 of a window of 2 ranks" "$scratch/fatal.log" &&
+        ! grep -q "MPI_Win_call_errhandler" "$scratch/fatal.log"; then
+        ok
+    else
+        fail "fatal error (exit $rc): $(head -5 "$scratch/fatal.log")"
+    fi
+else
+    fail "building fatal.c: $(cat "$scratch/build-fatal.log")"
+fi
+
 # 7. The installed nbrma-bench finds its programs, runs one row on both, and writes its
 #    results into the current directory.
 mkdir -p "$scratch/cwd"

@@ -1,7 +1,9 @@
 // Communication calls: each becomes an engine RmaCall. The _c (large-count) forms
 // share the path; MPI_Count and MPI_Aint are both 64-bit here.
 #include <cstdio>
+#include <cstring>
 
+#include "engine/datatype.hpp"
 #include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/pmpi.hpp"
@@ -16,9 +18,53 @@ namespace {
 
 static_assert(sizeof(MPI_Count) == sizeof(MPI_Aint), "counts share one path");
 
+// The offending values of a call refused for its target rank or its target range: the
+// rank and the window's ranks; or the target bytes, how they were computed and the
+// target's window.
+void describe_target(const WindowState &state, const RmaCall &call, Status status, char *why,
+                     std::size_t size) {
+    const engine::Window &window = *state.engine;
+    const int ranks = window.size();
+    if (status == Status::err_rank) {
+        std::snprintf(why, size, "%s", rank_outside(call.target, ranks).c_str());
+        return;
+    }
+    if (status == Status::err_count) {
+        std::snprintf(why, size, "a negative count: origin_count %lld, target_count %lld%s",
+                      static_cast<long long>(call.origin_count),
+                      static_cast<long long>(call.target_count),
+                      call.result_count < 0 ? ", result_count negative" : "");
+        return;
+    }
+    const engine::WindowConfig &config = window.config();
+    const bool dynamic = config.flavor == engine::Flavor::dynamic;
+    const long long unit = dynamic ? 1 : config.disp_units[call.target];
+    const engine::TypeLayout *type = nullptr;
+    std::uint64_t start = 0, low = 0, high = 0;
+    const bool spanned = !is_error(engine::type_layout_get(call.target_type, &type)) &&
+                         !is_error(engine::target_span(call, *type, unit, &start, &low, &high));
+    const long long displacement = call.displacement, count = call.target_count;
+    if (!spanned) {
+        std::snprintf(why, size, "target displacement %lld x disp_unit %lld with %lld "
+                      "elements of the target datatype lies below 0 or beyond 64 bits (rank %d)",
+                      displacement, unit, count, call.target);
+    } else if (dynamic) {
+        std::snprintf(why, size, "target bytes [0x%llx, 0x%llx) (%lld elements of the target "
+                      "datatype at address 0x%llx) are not inside one region rank %d attached",
+                      static_cast<unsigned long long>(low), static_cast<unsigned long long>(high),
+                      count, static_cast<unsigned long long>(displacement), call.target);
+    } else {
+        std::snprintf(why, size, "target bytes [%llu, %llu) (displacement %lld x disp_unit %lld, "
+                      "%lld elements of the target datatype) outside rank %d's window of %llu "
+                      "bytes", static_cast<unsigned long long>(low),
+                      static_cast<unsigned long long>(high), displacement, unit, count,
+                      call.target, static_cast<unsigned long long>(config.sizes[call.target]));
+    }
+}
+
 int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *request,
           bool wants_request) {
-    char why[160];
+    char why[320];
     WindowState *state = window_find(win);
     if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
     if (wants_request && !request)
@@ -35,9 +81,13 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
         locked([&] { return state->engine->rma(call, wants_request ? &pending : nullptr, &cause); });
     if (is_error(status)) {
         const char *detail = cause;
+        if (status == Status::err_rank || (status == Status::err_range && !cause) ||
+            (status == Status::err_count && cause && std::strcmp(cause, "negative count") == 0)) {
+            describe_target(*state, call, status, why, sizeof why);
+            detail = why;
+        }
         if (!detail) switch (status) {
             case Status::err_sync: detail = "no passive epoch is open toward the target"; break;
-            case Status::err_range: detail = "target data outside the target window"; break;
             case Status::err_count: detail = "negative count, or data beyond 64 bits"; break;
             case Status::err_type: detail = "origin and target data sizes differ, or bad type"; break;
             case Status::err_notification:

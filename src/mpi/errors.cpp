@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 // MPIX_ERR_INVALID_NOTIFICATION (nbrma.h): a class of its own, added at MPI_Init.
@@ -93,9 +95,29 @@ int error_code(const char *call, Status status, const char *detail) {
         return code;
     }
     if (!MPIR_Err_create_code) return klass;
-    return MPIR_Err_create_code(MPI_SUCCESS, 0, call, __LINE__, klass, "**fail", "%s: %s%s%s",
+    return MPIR_Err_create_code(MPI_SUCCESS, 0, nullptr, 0, klass, "**fail", "%s: %s%s%s",
                                 call, status_string(status), detail ? ": " : "",
                                 detail ? detail : "");
+}
+
+// A fatal handler (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT) is not called through MPICH,
+// whose message would name MPI_Win_call_errhandler: nbrma says which call failed, as
+// MPICH does for its own calls, and aborts.
+[[noreturn]] void abort_in(const char *call, int code) {
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int length = 0, rank = 0;
+    PMPI_Error_string(code, text, &length);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "Abort(%d) on node %d: Fatal error in %s: %s\n", code, rank, call, text);
+    std::fflush(stderr);
+    PMPI_Abort(MPI_COMM_WORLD, code);
+    std::abort();
+}
+
+bool fatal(MPI_Errhandler handler) {
+    const bool is_fatal = handler == MPI_ERRORS_ARE_FATAL || handler == MPI_ERRORS_ABORT;
+    if (handler != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&handler);
+    return is_fatal;
 }
 }  // namespace
 
@@ -103,17 +125,33 @@ int raise(const char *call, MPI_Win win, Status status, const char *detail) {
     if (!is_error(status)) return MPI_SUCCESS;
     const int code = error_code(call, status, detail);
     // A freed (or never created) window has no error handler: MPI_COMM_WORLD's serves.
-    if (win != MPI_WIN_NULL && window_find(win))
+    MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+    if (win != MPI_WIN_NULL && window_find(win)) {
+        PMPI_Win_get_errhandler(win, &handler);
+        if (fatal(handler)) abort_in(call, code);
         PMPI_Win_call_errhandler(win, code);
-    else
+    } else {
+        PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &handler);
+        if (fatal(handler)) abort_in(call, code);
         PMPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
+    }
     return code;
+}
+
+std::string rank_outside(int rank, int ranks) {
+    return "target rank " + std::to_string(rank) + " of a window of " + std::to_string(ranks) +
+           (ranks == 1 ? " rank (0" : " ranks (0 to " + std::to_string(ranks - 1)) +
+           ", or MPI_PROC_NULL)";
 }
 
 int raise_comm(const char *call, MPI_Comm comm, Status status, const char *detail) {
     if (!is_error(status)) return MPI_SUCCESS;
     const int code = error_code(call, status, detail);
-    PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
+    if (comm == MPI_COMM_NULL) comm = MPI_COMM_WORLD;
+    MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+    PMPI_Comm_get_errhandler(comm, &handler);
+    if (fatal(handler)) abort_in(call, code);
+    PMPI_Comm_call_errhandler(comm, code);
     return code;
 }
 

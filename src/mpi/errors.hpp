@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <string>
+
 #include "common/status.hpp"
 
 namespace nbrma::mpi {
@@ -22,6 +24,10 @@ int raise(const char *call, MPI_Win win, Status status, const char *detail = nul
 // The same through a communicator's error handler, for window creation (there is no
 // window yet); MPI_COMM_NULL raises on MPI_COMM_WORLD, as MPICH does.
 int raise_comm(const char *call, MPI_Comm comm, Status status, const char *detail = nullptr);
+
+// The cause of an err_rank: "target rank 5 of a window of 2 ranks (0 to 1, or
+// MPI_PROC_NULL)".
+std::string rank_outside(int rank, int ranks);
 
 }  // namespace nbrma::mpi
 

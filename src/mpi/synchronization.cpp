@@ -125,6 +125,8 @@ int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI
     if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     NBRMA_WINDOW(call, win, state);
     Status status = locked([&] { return state->engine->lock(lock_type, rank, assert); });
+    if (status == Status::err_rank)
+        return raise(call, win, status, rank_outside(rank, state->engine->size()).c_str());
     if (is_error(status))
         return raise(
             call, win, status,
@@ -137,6 +139,8 @@ int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->unlock(rank, &pending); });
+    if (status == Status::err_rank)
+        return raise(call, win, status, rank_outside(rank, state->engine->size()).c_str());
     if (status == Status::err_sync)
         return raise(call, win, status, "no lock epoch is open toward that rank");
     return finish(call, win, status, pending, request);
@@ -167,6 +171,8 @@ int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool lo
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->flush(rank, &pending, local); });
     if (status == Status::ok && !pending && !request) return MPI_SUCCESS;  // done already
+    if (status == Status::err_rank)
+        return raise(call, win, status, rank_outside(rank, state->engine->size()).c_str());
     if (status == Status::err_sync) return raise(call, win, status, "no passive epoch is open");
     return finish(call, win, status, pending, request);
 }
@@ -174,7 +180,11 @@ int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool lo
 int target_flush(const char *call, int rank, MPI_Win win, MPI_Request *request,
                  bool local = false) {
     if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
-    if (rank < 0) return raise(call, win, Status::err_rank);  // not "every target"
+    if (rank < 0) {  // not "every target"
+        const WindowState *state = window_find(win);
+        return raise(call, win, Status::err_rank,
+                     state ? rank_outside(rank, state->engine->size()).c_str() : nullptr);
+    }
     return flush(call, rank, win, request, local);
 }
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 int main(int argc, char **argv) {
-    int rank, size, *base, errors;
+    int rank, size, *base, errors = 0;
     MPI_Win win;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
