@@ -471,7 +471,7 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer, bool
         const bool holds_all = it->low <= low && high <= it->high;
         if (it->owned || !it->moved || !overlaps(*it, low, high) || !unclaimed_around(*it)) {
             ++it;
-        } else if (may_move && holds_all && still_mapped(*it)) {
+        } else if (offer && may_move && holds_all && still_mapped(*it)) {
             checked = &*it;
             ++it;
         } else if (retire(*it)) {
@@ -482,7 +482,7 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer, bool
     }
     bool overlapping = false;
     for (Entry &e : registry) {
-        if (may_move && e.moved && e.low <= low && high <= e.high &&
+        if (offer && may_move && e.moved && e.low <= low && high <= e.high &&
             (e.claims > 0 || &e == checked || still_mapped(e))) {
             ++e.claims;
             entry_ = &e;
@@ -494,8 +494,8 @@ void UserMemoryClaim::claim(const void *base, std::size_t size, bool offer, bool
     }
     registry.push_back(Entry{low, high, -1, false, 1, 0});
     entry_ = &registry.back();
-    if (!offer || !may_move || overlapping || on_own_stack(low, high) || !private_anonymous(low, high) ||
-        locked_or_huge(low, high))
+    if (!offer || !may_move || overlapping || on_own_stack(low, high) ||
+        !private_anonymous(low, high) || locked_or_huge(low, high))
         return;
     const std::uint64_t id = new_identity();
     const std::string name = memfd_name(id);
