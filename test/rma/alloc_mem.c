@@ -11,6 +11,9 @@
  *   reuse       one allocation under 50 windows created and freed in turn;
  *   many        200 allocations of mixed sizes are distinct, do not overlap, keep their
  *               contents, and are given back;
+ *   untouched   MPI_Alloc_mem of 1 GiB with a window over it, and MPI_Win_allocate of
+ *               1 GiB, grow the process's resident memory by less than 64 MiB: no page
+ *               is touched that the application did not touch;
  *   arguments   size 0 (a pointer MPI_Free_mem takes back), a negative size
  *               (MPI_ERR_ARG), a size beyond the machine (MPI_ERR_NO_MEM), the info key
  *               mpi_minimum_memory_alignment (4096 and 2 MiB kept; "3" and "x" refused
@@ -224,6 +227,34 @@ static void arguments(void)
     }
 }
 
+static long resident_kib(void)
+{
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (status && fgets(line, sizeof line, status))
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1) break;
+    if (status) fclose(status);
+    return kib;
+}
+
+static void untouched(void)
+{
+    const MPI_Aint gib = (MPI_Aint) 1 << 30;
+    const long before = resident_kib();
+    char *memory, *allocated;
+    MPI_Win created, win;
+    MPI_CHK(MPI_Alloc_mem(gib, MPI_INFO_NULL, &memory));
+    MPI_CHK(MPI_Win_create(memory, gib, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &created));
+    MPI_CHK(MPI_Win_allocate(gib, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &allocated, &win));
+    const long after = resident_kib();
+    CHECK(after - before < 64 * 1024, "untouched: resident memory grew by %ld kB", after - before);
+    memory[gib - 1] = allocated[gib - 1] = 1; /* usable to the last byte */
+    MPI_CHK(MPI_Win_free(&win));
+    MPI_CHK(MPI_Win_free(&created));
+    MPI_CHK(MPI_Free_mem(memory));
+}
+
 int main(int argc, char **argv)
 {
     rt_init(&argc, &argv);
@@ -238,6 +269,7 @@ int main(int argc, char **argv)
     const unsigned long long shared = rt_counter("user_memory_shared") - shared0;
     reuse();
     many();
+    untouched();
     arguments();
 
     const char *transport = getenv("NBRMA_TRANSPORT");

@@ -289,6 +289,15 @@ int find_mappings(const char *prefix, bool whole, Mapping *out, int most) {
     return count;
 }
 
+// Closes an entry's memfd, its pages freed first: peers may keep a mapping of it cached
+// (peer_memory_map), which then holds no memory.
+void release_file(const UserMemoryClaim::Entry &e) {
+    if (e.fd < 0) return;
+    fallocate(e.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+              static_cast<off_t>(e.high - e.low));
+    close(e.fd);
+}
+
 // A moved range that is no longer mapped where it was: whatever is left of its mapping
 // (anywhere: /proc/self/maps names it) becomes private memory again, so no page stays
 // shared with a child the process forks.
@@ -317,7 +326,7 @@ bool retire(UserMemoryClaim::Entry &e) {
             repair(e);
         }
     }
-    if (e.fd >= 0) close(e.fd);
+    release_file(e);
     return true;
 }
 
@@ -419,7 +428,7 @@ void collect() {
     for (auto it = registry.begin(); it != registry.end();) {
         if (it->claims == 0 && it->orphan) {
             munmap(reinterpret_cast<void *>(it->low), it->high - it->low);
-            close(it->fd);
+            release_file(*it);
             it = registry.erase(it);
         } else if (it->claims == 0 && !it->moved) {
             if (it->fd >= 0) close(it->fd);
@@ -653,7 +662,7 @@ bool user_memory_unmap_owned(void *base) {
             return true;
         }
         munmap(base, it->high - it->low);
-        close(it->fd);
+        release_file(*it);
         registry.erase(it);
         return true;
     }
@@ -707,8 +716,9 @@ std::vector<HeldPeerMemory> peer_memory_held() {
 std::shared_ptr<PeerMemoryMap> peer_memory_map(const std::vector<HeldPeerMemory> &held, pid_t pid,
                                                int descriptor, std::uint64_t identity,
                                                Status *status) {
+    // Up to 8, of any size: a mapping costs address space only once its owner freed the
+    // memory (the owner punches the memfd's pages out: release_file).
     constexpr std::size_t most = 8;
-    constexpr std::uint64_t most_bytes = std::uint64_t{64} << 20;
     *status = Status::ok;
     for (const HeldPeerMemory &h : held)
         if (h.pid == pid && h.identity == identity) return h.map;
@@ -718,14 +728,9 @@ std::shared_ptr<PeerMemoryMap> peer_memory_map(const std::vector<HeldPeerMemory>
     auto map = std::make_shared<PeerMemoryMap>();
     *status = map->open_file(pid, descriptor);
     if (is_error(*status)) return nullptr;
-    if (identity != 0 && map->length() <= most_bytes) {
+    if (identity != 0) {
         peer_cache.push_back({pid, identity, map});
-        std::uint64_t bytes = 0;
-        for (const HeldPeerMemory &h : peer_cache) bytes += h.map->length();
-        while (peer_cache.size() > most || bytes > most_bytes) {
-            bytes -= peer_cache.front().map->length();
-            peer_cache.erase(peer_cache.begin());
-        }
+        while (peer_cache.size() > most) peer_cache.erase(peer_cache.begin());
     }
     return map;
 }

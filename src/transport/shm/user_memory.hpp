@@ -137,7 +137,8 @@ bool user_memory_find(const void *base, std::size_t size, int *descriptor,
 void user_memory_uncache();
 
 // The peers' memfds this process keeps mapped (the last 8 whole memfds a window
-// creation mapped, 64 MiB at most), each with its owner's pid and the memfd's identity:
+// creation mapped, of any size: an owner that gives its memfd up punches its pages out
+// first, so a stale mapping holds no memory), each with its owner's pid and identity:
 // windows created and freed over one buffer map the peer's memfd once. A creation takes
 // them (peer_memory_held) before its exchange, so that it can tell its peers which it
 // will find (a concurrent creation may drop them from the cache meanwhile).

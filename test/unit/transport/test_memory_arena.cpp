@@ -88,5 +88,26 @@ TEST(MemoryArena, WindowsOverBlocksAreSharedInPlace) {
     EXPECT_TRUE(arena_free(other));
 }
 
+// A block given back frees its pages even where a peer keeps the memfd mapped (a peer's
+// cached mapping then holds no memory): what the peer sees reads as zeros.
+TEST(MemoryArena, GivenBackBlocksHoldNoMemoryInPeersMappings) {
+    const std::size_t bytes = std::size_t{3} << 20;  // a memfd of its own
+    auto *block = static_cast<std::uint8_t *>(arena_allocate(bytes, 64));
+    ASSERT_NE(block, nullptr);
+    std::memset(block, 0x5a, bytes);
+    UserMemoryClaim claim;
+    claim.claim(block, bytes, true, false);
+    ASSERT_GE(claim.descriptor(), 0);
+    PeerMemoryMap peer;
+    ASSERT_EQ(peer.open_file(getpid(), claim.descriptor()), Status::ok);
+    const std::uint8_t *seen = peer.at(claim.offset(), bytes);
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(seen[bytes - 1], 0x5a);
+    claim.release();
+    EXPECT_TRUE(arena_free(block));
+    EXPECT_EQ(seen[0], 0);
+    EXPECT_EQ(seen[bytes - 1], 0);
+}
+
 }  // namespace
 }  // namespace nbrma::transport::shm
