@@ -5,7 +5,8 @@ results.csv, for doc/benchmarks.md (regenerated from a run, never appended to).
     maint/bench_markdown.py bench-results/results.csv [GROUP=PREFIX ...]
 
 Each GROUP=PREFIX names a table and the benchmark names it holds (those starting with
-PREFIX; without arguments: one table per benchmark name). Rows are benchmark and
+PREFIX, or exactly PREFIX without its trailing "$"; without arguments: one table per
+benchmark name). Rows are benchmark and
 parameter, columns the series in the order they appear; a "mpich / nbrma" column gives
 MPICH's value over nbrma-blocking's (above 1: nbrma is faster) where both exist.
 """
@@ -18,7 +19,10 @@ def main():
     groups = [a.split("=", 1) for a in sys.argv[2:]] or sorted(
         {(r["benchmark"], r["benchmark"]) for r in rows})
     for title, prefix in groups:
-        chosen = [r for r in rows if r["benchmark"].startswith(prefix)]
+        if prefix.endswith("$"):
+            chosen = [r for r in rows if r["benchmark"] == prefix[:-1]]
+        else:
+            chosen = [r for r in rows if r["benchmark"].startswith(prefix)]
         if not chosen:
             continue
         series = []
