@@ -41,7 +41,7 @@ int MPIX_Win_icomplete(MPI_Win win, MPI_Request *request);
 int MPIX_Win_ipost(MPI_Group group, int assert, MPI_Win win, MPI_Request *request);
 int MPIX_Win_iwait(MPI_Win win, MPI_Request *request);
 
-/* ---- Notified RMA (seed 004) -----------------------------------------------------------
+/* ---- Notified RMA ------------------------------------------------------------------------
  * Every rank of a window has notification counters (64-bit, starting at 0), a number
  * it sets itself (local calls; ranks may differ; up to the window's capacity: info key
  * "nbrma_notify_max" or NBRMA_NOTIFY_MAX at creation, default 65536, the same on every

@@ -1,12 +1,12 @@
 /*
- * bench_idle_windows.c — what live idle windows cost an interposed MPI call (issue 15):
+ * bench_idle_windows.c — what live idle windows cost an interposed MPI call:
  * with 0, 1, 10, 100 and 1000 windows of MPI_Win_allocate alive and idle (no epoch
  * open), the time per call of MPI_Test on MPI_REQUEST_NULL (MPICH answers at once, so
  * what is left is nbrma's "anything pending?") and of MPI_Iprobe finding no message
  * (one MPICH progress step as well). Every rank runs the loops at once; rank 0 prints
  * the median over the repetitions, in nanoseconds per call.
  *
- * Build and run against a built tree (any number of ranks; 2 in issue 15's figures):
+ * Build and run against a built tree (any number of ranks):
  *   mpicc.mpich -O2 maint/bench_idle_windows.c -o /tmp/bench_idle_windows \
  *       -L.libs -Wl,-rpath,$PWD/.libs -lnbrma
  *   mpiexec.mpich -n 2 /tmp/bench_idle_windows [calls per repetition [windows]]

@@ -6,8 +6,8 @@
 #
 # Usage: maint/bench_thread_cost.sh [--old COMMIT] [--new COMMIT] [--dir DIR]
 #                                   [--rounds N] [--only NAMES] [--full]
-#   --old COMMIT   the library before (default da33c7c, the last commit before the
-#                  thread work of issue 14)
+#   --old COMMIT   the library before (default da33c7c, the last commit before
+#                  MPI_THREAD_MULTIPLE support)
 #   --new COMMIT   the library after (default: this working tree as it is built; run
 #                  `make` first)
 #   --dir DIR      where the copies are built, one per commit: DIR/<commit> is a git
@@ -36,7 +36,7 @@
 #       --quick [--thread-multiple]
 # and every RESULT with parameter 8 (raw-shm excepted) is kept. The table gives, per row
 # and thread level, the median over the rounds of the old and the new library and
-# new/old, against the goal of issue 14: MPI_Init rows within 5% (new/old <= 1.05),
+# new/old, against the goal set for thread support: MPI_Init rows within 5% (new/old <= 1.05),
 # MPI_THREAD_MULTIPLE rows within 25% (<= 1.25), and the spread (max/min − 1 over the
 # rounds, the larger of old's and new's: how far apart the rounds were on this machine);
 # then per thread level the geometric mean of new/old and how many rows meet the goal. The raw results stay in DIR/results.txt
