@@ -78,16 +78,8 @@ static void epochs(int dynamic)
     MPI_CHK(MPI_Group_incl(world, left == right ? 1 : 2, ranks, &neighbours));
     for (int kind = 0; kind < EPOCHS; kind++) {
         for (int i = 0; i < WORDS; i++) window[i] = (int64_t) me * 1000 + i;
-        if (dynamic) {
-            MPI_Aint mine;
-            MPI_CHK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-            MPI_CHK(MPI_Win_attach(win, window, WORDS * sizeof(int64_t)));
-            MPI_CHK(MPI_Get_address(window, &mine));
-            MPI_CHK(MPI_Allgather(&mine, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD));
-        } else {
-            MPI_CHK(MPI_Win_create(window, WORDS * sizeof(int64_t), sizeof(int64_t),
-                                   MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-        }
+        rt_win_over(window, WORDS * sizeof(int64_t), sizeof(int64_t), dynamic, MPI_INFO_NULL,
+                    bases, &win);
         const int64_t put = -(int64_t) me - 1, add = 5, one = 1, compare = (int64_t) right * 1000 + 4,
                       swap = 77;
         int64_t got = -1, fetched = -1, old = -1;

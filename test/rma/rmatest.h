@@ -242,6 +242,24 @@ static inline void rt_expect_win_error(const rt_win_t *w, int rc, int cls, const
     rt_expect_error(rc, cls, call, context);
 }
 
+/* A window over the caller's memory [base, base + size) on MPI_COMM_WORLD:
+ * MPI_Win_create with disp_unit, or (dynamic) MPI_Win_create_dynamic + MPI_Win_attach.
+ * bases[r] (room for every rank) is where rank r's memory starts as a displacement:
+ * its address on a dynamic window, 0 otherwise. */
+static inline void rt_win_over(void *base, MPI_Aint size, int disp_unit, int dynamic,
+                               MPI_Info info, MPI_Aint *bases, MPI_Win *win)
+{
+    MPI_Aint mine = 0;
+    if (dynamic) {
+        MPI_CHK(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, win));
+        MPI_CHK(MPI_Win_attach(*win, base, size));
+        MPI_CHK(MPI_Get_address(base, &mine));
+    } else {
+        MPI_CHK(MPI_Win_create(base, size, disp_unit, info, MPI_COMM_WORLD, win));
+    }
+    MPI_CHK(MPI_Allgather(&mine, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD));
+}
+
 /* Create a window of the given flavor with `size` bytes of memory on this rank and
  * displacement unit `disp_unit` (dynamic windows always use 1; rt_disp hides it).
  * Memory starts zeroed. The window's error handler is MPI_ERRORS_RETURN, so pair calls

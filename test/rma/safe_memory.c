@@ -56,16 +56,7 @@ static void window_round(unsigned char *base, MPI_Aint size, int dynamic, const 
         MPI_CHK(MPI_Info_create(&info));
         MPI_CHK(MPI_Info_set(info, "nbrma_share_user_memory", opt_in));
     }
-    if (dynamic) {
-        MPI_Aint mine;
-        MPI_CHK(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &win));
-        MPI_CHK(MPI_Win_attach(win, base, size));
-        MPI_CHK(MPI_Get_address(base, &mine));
-        MPI_CHK(MPI_Allgather(&mine, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD));
-    } else {
-        MPI_CHK(MPI_Win_create(base, size, 1, info, MPI_COMM_WORLD, &win));
-        bases[right] = 0;
-    }
+    rt_win_over(base, size, 1, dynamic, info, bases, &win);
     if (info != MPI_INFO_NULL) MPI_CHK(MPI_Info_free(&info));
     for (int i = 0; i < PUT_BYTES; i++) pattern[i] = (unsigned char) (me * 31 + i * 7 + 1);
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));

@@ -49,16 +49,8 @@ static void run(int64_t *window, int round, int dynamic)
     MPI_Win win;
     for (int i = 0; i < WORDS; i++) window[i] = (int64_t) me * 100000 + i;
     window[0] = window[1] = window[2] = 0; /* counters: fetch_and_op, accumulate, CAS */
-    if (dynamic) {
-        MPI_Aint mine;
-        MPI_CHK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-        MPI_CHK(MPI_Win_attach(win, window, WORDS * sizeof(int64_t)));
-        MPI_CHK(MPI_Get_address(window, &mine));
-        MPI_CHK(MPI_Allgather(&mine, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD));
-    } else {
-        MPI_CHK(MPI_Win_create(window, WORDS * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
-                               MPI_COMM_WORLD, &win));
-    }
+    rt_win_over(window, WORDS * sizeof(int64_t), sizeof(int64_t), dynamic, MPI_INFO_NULL, bases,
+                &win);
 
     /* content written before creation, read by every peer */
     MPI_CHK(MPI_Win_lock_all(0, win));
@@ -173,16 +165,7 @@ static void opt_out(int dynamic)
     MPI_CHK(MPI_Info_set(info, "nbrma_share_user_memory", "false"));
     const unsigned long long before = rt_counter("user_memory_shared");
     MPI_Win win;
-    if (dynamic) {
-        MPI_Aint mine;
-        MPI_CHK(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &win));
-        MPI_CHK(MPI_Win_attach(win, memory, 8 * sizeof(int64_t)));
-        MPI_CHK(MPI_Get_address(memory, &mine));
-        MPI_CHK(MPI_Allgather(&mine, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD));
-    } else {
-        MPI_CHK(MPI_Win_create(memory, 8 * sizeof(int64_t), sizeof(int64_t), info,
-                               MPI_COMM_WORLD, &win));
-    }
+    rt_win_over(memory, 8 * sizeof(int64_t), sizeof(int64_t), dynamic, info, bases, &win);
     MPI_CHK(MPI_Info_free(&info));
     MPI_Info used;
     char value[MPI_MAX_INFO_VAL + 1] = "";
