@@ -219,27 +219,16 @@ static void arguments(void)
     }
 }
 
-static long resident_kib(void)
-{
-    FILE *status = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (status && fgets(line, sizeof line, status))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1) break;
-    if (status) fclose(status);
-    return kib;
-}
-
 static void untouched(void)
 {
     const MPI_Aint gib = (MPI_Aint) 1 << 30;
-    const long before = resident_kib();
+    const long before = rt_status_kib("VmRSS");
     char *memory, *allocated;
     MPI_Win created, win;
     MPI_CHK(MPI_Alloc_mem(gib, MPI_INFO_NULL, &memory));
     MPI_CHK(MPI_Win_create(memory, gib, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &created));
     MPI_CHK(MPI_Win_allocate(gib, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &allocated, &win));
-    const long after = resident_kib();
+    const long after = rt_status_kib("VmRSS");
     CHECK(after - before < 64 * 1024, "untouched: resident memory grew by %ld kB", after - before);
     memory[gib - 1] = allocated[gib - 1] = 1; /* usable to the last byte */
     MPI_CHK(MPI_Win_free(&win));

@@ -242,6 +242,21 @@ static inline void rt_expect_win_error(const rt_win_t *w, int rc, int cls, const
     rt_expect_error(rc, cls, call, context);
 }
 
+/* A field of /proc/self/status in kB ("VmRSS", "VmLck"), -1 if it cannot be read. */
+static inline long rt_status_kib(const char *field)
+{
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    const size_t length = strlen(field);
+    while (status && fgets(line, sizeof line, status))
+        if (strncmp(line, field, length) == 0 && line[length] == ':' &&
+            sscanf(line + length + 1, "%ld", &kib) == 1)
+            break;
+    if (status) fclose(status);
+    return kib;
+}
+
 /* A window over the caller's memory [base, base + size) on MPI_COMM_WORLD:
  * MPI_Win_create with disp_unit, or (dynamic) MPI_Win_create_dynamic + MPI_Win_attach.
  * bases[r] (room for every rank) is where rank r's memory starts as a displacement:

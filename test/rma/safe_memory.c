@@ -173,26 +173,15 @@ static void registered_buffer(int dynamic)
 }
 
 /* --------------------------------------------------------------------------- mlock */
-static long vm_locked_kib(void)
-{
-    FILE *status = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (status && fgets(line, sizeof line, status))
-        if (sscanf(line, "VmLck: %ld", &kib) == 1) break;
-    if (status) fclose(status);
-    return kib;
-}
-
 static void locked_memory(int dynamic, const char *opt_in)
 {
     const size_t length = 64 * 1024;
     unsigned char *buffer = NULL;
     int usable = posix_memalign((void **) &buffer, 4096, length) == 0;
     memset(buffer, 0, length);
-    const long unlocked = vm_locked_kib();
+    const long unlocked = rt_status_kib("VmLck");
     /* (AddressSanitizer makes mlock a no-op: nothing is locked then) */
-    usable = usable && mlock(buffer, length) == 0 && vm_locked_kib() >= unlocked + 64;
+    usable = usable && mlock(buffer, length) == 0 && rt_status_kib("VmLck") >= unlocked + 64;
     int all = 0;
     MPI_CHK(MPI_Allreduce(&usable, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
     if (!all) {
@@ -202,10 +191,10 @@ static void locked_memory(int dynamic, const char *opt_in)
         free(buffer);
         return;
     }
-    const long before = vm_locked_kib();
+    const long before = rt_status_kib("VmLck");
     const unsigned long long shared = rt_counter("user_memory_shared");
     window_round(buffer, (MPI_Aint) length, dynamic, opt_in, "mlock");
-    const long after = vm_locked_kib();
+    const long after = rt_status_kib("VmLck");
     CHECK(after == before, "mlock (%s, %s): VmLck %ld kB before the window, %ld kB after",
           dynamic ? "dynamic" : "create", opt_in ? "opted in" : "default", before, after);
     CHECK(rt_counter("user_memory_shared") == shared,
