@@ -1,6 +1,7 @@
-// MPI_Win_get_attr for the predefined attributes MPICH would answer wrongly (its
-// MPI_WIN_BASE is the rounded-down registration address, DESIGN §1); everything else
-// goes to the real MPICH window. Also the nbrma_ introspection calls.
+// MPI_Win_get_attr for the predefined attributes, which MPICH's memory-less window
+// underneath would answer wrongly (user keyvals go to MPICH's window), and
+// MPI_Win_get_group, the group of the window's communicator (MPICH's window is this
+// process's alone). Also the nbrma_ introspection calls.
 #include "common/log.hpp"
 #include "common/threads.hpp"
 #include "mpi/counter_table.hpp"
@@ -36,6 +37,16 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
     return MPI_SUCCESS;
 }
 
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group) {
+    WindowState *state = window_find(win);
+    if (!state) return raise("MPI_Win_get_group", MPI_WIN_NULL, Status::err_win);
+    if (!group) return raise("MPI_Win_get_group", win, Status::err_arg, "null group pointer");
+    int size = 0;
+    PMPI_Group_size(state->group, &size);
+    int all[1][3] = {{0, size - 1, 1}};  // a new handle the caller frees
+    return PMPI_Group_range_incl(state->group, 1, all, group);
+}
+
 int nbrma_get_counter(const char *name, unsigned long long *value) {
     if (!name || !value) return MPI_ERR_ARG;
     const CounterRow *row = counter_find(name);
@@ -51,3 +62,4 @@ int nbrma_is_active(void) { return mpich::process_resolves_to_nbrma() ? 1 : 0; }
 
 // The profiling names (src/mpi/pmpi.hpp).
 NBRMA_PMPI(Win_get_attr)
+NBRMA_PMPI(Win_get_group)

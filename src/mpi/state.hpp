@@ -51,6 +51,9 @@ struct WindowState {
                                        // serving during the barrier at free
     MPI_Comm parent = MPI_COMM_NULL;   // the user's: creation errors go to its handler
     MPI_Group group = MPI_GROUP_NULL;  // the window's group (PSCW groups are translated)
+    // MPICH's memory-less window underneath: over the window's communicator (its
+    // MPI_Win_free is then the barrier at free), or over MPI_COMM_SELF (window_create.cpp).
+    bool mpich_on_comm = false;
     engine::Flavor flavor = engine::Flavor::allocate;
     // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, DESIGN §1).
     void *base = nullptr;

@@ -1,7 +1,8 @@
 // Window creation and free for the four flavors, attach/detach, shared_query,
-// get/set_info. Each nbrma window is backed by a real MPICH window on the same
-// memory (handles, names, errhandlers, attributes work unchanged); nbrma's own
-// state lives in the side table.
+// get/set_info, get_group. Each nbrma window is backed by a memory-less MPICH window
+// (over MPI_COMM_SELF or the window's communicator, see create_window): its handle,
+// name, error handler and attributes are MPICH's; nbrma's own state lives in the side
+// table.
 #include <unistd.h>
 
 #include <algorithm>
@@ -197,6 +198,13 @@ bool everyone(bool ok, MPI_Comm comm) {
     return all != 0;
 }
 
+// Until every closed epoch of the window completed.
+void wait_idle(WindowState &state) {
+    Backoff backoff;
+    while (!locked([&] { return state.engine->idle(); }))
+        if (!engine::progress_sweep()) backoff.pause();
+}
+
 // A barrier during which this process keeps serving its peers' software-emulated RMA
 // (UCX over tcp): a rank waiting in a plain barrier would starve a peer whose last
 // operations target it.
@@ -365,6 +373,11 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     ensure_initialized();
     // No window yet: errors go to the communicator's error handler.
     if (comm == MPI_COMM_NULL) return raise_comm(call, comm, Status::err_comm, "MPI_COMM_NULL");
+    int inter = 0;
+    if (int error = PMPI_Comm_test_inter(comm, &inter); error != MPI_SUCCESS) return error;
+    if (inter)
+        return raise_comm(call, comm, Status::err_comm,
+                          "an intercommunicator (windows are made over intracommunicators)");
     if (size < 0) return raise_comm(call, comm, Status::err_arg, "negative window size");
     if (disp_unit <= 0) return raise_comm(call, comm, Status::err_arg, "disp_unit must be > 0");
     if (!win) return raise_comm(call, comm, Status::err_arg, "null window pointer");
@@ -764,9 +777,17 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                            : flavor == Flavor::shared   ? MPI_WIN_FLAVOR_SHARED
                                                         : MPI_WIN_FLAVOR_DYNAMIC;
 
+    // MPICH's window carries the handle, name, error handler and attributes. Made over
+    // MPI_COMM_SELF it costs no communication, and the barrier at free is nbrma's:
+    // state->comm's, or the fence barrier in the control regions, cheap where they are
+    // in memory already (a reused segment). A new segment's control pages were never
+    // touched: faulting them in for that barrier costs more than MPICH's window over
+    // the communicator, whose MPI_Win_free is the barrier then. (The same on every rank.)
+    state->mpich_on_comm = state->comm == MPI_COMM_NULL && !reuse;
+    MPI_Comm mpich_comm = state->mpich_on_comm ? comm : MPI_COMM_SELF;
     int error = flavor == Flavor::dynamic
-                    ? mpich::Win_create_dynamic(info, comm, &state->handle)
-                    : mpich::Win_create(nullptr, 0, 1, info, comm, &state->handle);
+                    ? mpich::Win_create_dynamic(info, mpich_comm, &state->handle)
+                    : mpich::Win_create(nullptr, 0, 1, info, mpich_comm, &state->handle);
     if (error != MPI_SUCCESS) {
         if (state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
         PMPI_Group_free(&state->group);
@@ -894,22 +915,28 @@ int MPI_Win_free(MPI_Win *win) {
         // Notification thresholds still pending can never complete now.
         state->engine->notifications().fail_all(Status::err_win);
     });
-    Backoff backoff;
-    // closed epochs whose requests were not waited for
-    while (!locked([&] { return state->engine->idle(); })) {
-        if (!engine::progress_sweep()) backoff.pause();
+    wait_idle(*state);  // closed epochs whose requests were not waited for
+    // No peer touches our memory any more once every rank got here (MPI 4.1 §12.2.5 asks
+    // for a barrier): MPICH's MPI_Win_free where its window spans the communicator; for
+    // peers over UCX, which need us to serve them until they got here too, a barrier on
+    // the window's communicator; otherwise the fence barrier in the control regions.
+    if (state->comm != MPI_COMM_NULL) {
+        barrier_serving(state->comm, *state->transport);
+    } else if (!state->mpich_on_comm) {
+        engine::Request *barrier = nullptr;
+        Status status =
+            locked([&] { return state->engine->fence(MPI_MODE_NOSUCCEED, &barrier); });
+        if (!is_error(status)) status = request_wait(barrier);
+        if (is_error(status)) return raise("MPI_Win_free", *win, status, "the closing barrier failed");
+        wait_idle(*state);
     }
-    // No peer touches our memory any more once every rank got here: MPICH's MPI_Win_free
-    // is a barrier (MPI 4.1 §12.2.5 asks for one), enough for peers that need nothing
-    // from us; peers over UCX need us to serve them until they got here too.
-    if (state->comm != MPI_COMM_NULL) barrier_serving(state->comm, *state->transport);
     engine::progress_unregister(state->engine.get());
     window_erase(*win);  // before the handle can be reused
     int error = mpich::Win_free(win);
     if (state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
     if (state->group != MPI_GROUP_NULL) PMPI_Group_free(&state->group);
-    // A control-only segment is kept for the next window (segment_cache.hpp): past
-    // MPICH's MPI_Win_free, a barrier, no peer touches it any more; this rank clears its
+    // A control-only segment is kept for the next window (segment_cache.hpp): past the
+    // barrier no peer touches it any more; this rank clears its
     // own control region (the fixed part, and the notification counters ever published),
     // so that it reads as fresh memory again.
     transport::shm::CachedSegment keep;

@@ -10,6 +10,8 @@
  *   MPI_Win_flush of rank np     "MPI_Win_flush", "target rank <np>"
  *   MPI_Get past a dynamic       "MPI_Get", "not inside one region"
  *   window's region
+ *   a window over an             "MPI_Win_create_dynamic", "intercommunicator" (and
+ *   intercommunicator            MPI_Win_allocate), MPI_ERR_COMM
  * No message holds "(<digits>)" or "MPI_Win_call_errhandler".
  */
 #include "rmatest.h"
@@ -73,6 +75,20 @@ int main(int argc, char **argv)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_CHK(MPI_Win_detach(win, region));
     MPI_CHK(MPI_Win_free(&win));
-    (void) me;
+
+    if (np >= 2) {  /* the even ranks and the odd ranks, joined */
+        MPI_Comm half, inter;
+        MPI_CHK(MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half));
+        MPI_CHK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, me % 2 ? 0 : 1, 7, &inter));
+        MPI_CHK(MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN));
+        win = MPI_WIN_NULL;
+        expect_message(MPI_Win_create_dynamic(MPI_INFO_NULL, inter, &win), MPI_ERR_COMM,
+                       "MPI_Win_create_dynamic", "intercommunicator", NULL);
+        expect_message(MPI_Win_allocate(64, 1, MPI_INFO_NULL, inter, &base, &win), MPI_ERR_COMM,
+                       "MPI_Win_allocate", "intercommunicator", NULL);
+        CHECK(win == MPI_WIN_NULL, "a window was made over an intercommunicator");
+        MPI_CHK(MPI_Comm_free(&inter));
+        MPI_CHK(MPI_Comm_free(&half));
+    }
     return rt_finalize();
 }

@@ -1,7 +1,8 @@
 /*
  * win_attrs: window attributes and queries, per flavor:
  * MPI_WIN_BASE / MPI_WIN_SIZE / MPI_WIN_DISP_UNIT / MPI_WIN_CREATE_FLAVOR /
- * MPI_WIN_MODEL; MPI_Win_get_group; MPI_Win_set_name / MPI_Win_get_name;
+ * MPI_WIN_MODEL; MPI_Win_get_group (also of a window over a communicator in reverse
+ * rank order, asked after that communicator was freed); MPI_Win_set_name / MPI_Win_get_name;
  * MPI_Win_c2f / MPI_Win_f2c; MPI_Win_set_info / MPI_Win_get_info round trip of
  * accumulate_ordering (also given at creation); and, on allocate_shared windows,
  * MPI_Win_shared_query (sizes, disp units, contiguity, MPI_PROC_NULL, and direct
@@ -212,6 +213,33 @@ int main(int argc, char **argv)
         }
 
         rt_win_free(&w);
+    }
+
+    /* the group of a window over the ranks in reverse order outlives its communicator */
+    {
+        MPI_Comm reversed;
+        MPI_Group wg, cg, world;
+        MPI_Win win;
+        void *base;
+        int res = -1, rank = -1;
+        MPI_CHK(MPI_Comm_split(MPI_COMM_WORLD, 0, np - 1 - me, &reversed));
+        MPI_CHK(MPI_Comm_group(reversed, &cg));
+        MPI_CHK(MPI_Win_allocate(8, 1, MPI_INFO_NULL, reversed, &base, &win));
+        MPI_CHK(MPI_Comm_free(&reversed));
+        MPI_CHK(MPI_Win_get_group(win, &wg));
+        MPI_CHK(MPI_Group_compare(wg, cg, &res));
+        CHECK(res == MPI_IDENT, "reversed: window group vs its communicator's group: %d", res);
+        MPI_CHK(MPI_Group_rank(wg, &rank));
+        CHECK(rank == np - 1 - me, "reversed: rank %d in the window's group, expected %d", rank,
+              np - 1 - me);
+        MPI_CHK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+        MPI_CHK(MPI_Group_compare(wg, world, &res));
+        CHECK(res == (np > 1 ? MPI_SIMILAR : MPI_IDENT),
+              "reversed: window group vs MPI_COMM_WORLD group: %d", res);
+        MPI_CHK(MPI_Group_free(&wg));
+        MPI_CHK(MPI_Group_free(&cg));
+        MPI_CHK(MPI_Group_free(&world));
+        MPI_CHK(MPI_Win_free(&win));
     }
     return rt_finalize();
 }
