@@ -9,6 +9,7 @@
 !   - fence / MPI_Accumulate(MPI_SUM) of rank + 1 into every rank / fence;
 !   - MPI_Fetch_and_op(MPI_SUM) of 1 and MPI_Compare_and_swap(-1 -> rank) on rank 0;
 !   - MPI_Win_free of both (the handles become MPI_WIN_NULL);
+!   - MPI_Win_get_group of two more MPI_Win_create windows (the group of np ranks);
 ! checks the data that arrived, and that nbrma did the work: nbrma_is_active(),
 ! "windows_created" grew by exactly 2 and "rma_ops" and "epochs_opened" grew by at least
 ! the calls made (MPICH's own RMA moves none of nbrma's counters). With the argument
@@ -46,15 +47,16 @@ program fortran_rma
    integer, parameter :: n = 8
 #ifdef NBRMA_F08
    type(MPI_Win) :: awin, cwin
+   type(MPI_Group) :: group
    type(c_ptr) :: baseptr
 #else
-   integer :: awin, cwin
+   integer :: awin, cwin, group
    integer(kind=MPI_ADDRESS_KIND) :: baseptr
 #endif
    integer, pointer :: abuf(:)
    integer, target, asynchronous :: cbuf(n)
    integer, asynchronous :: vals(n), got(n)
-   integer :: me, np, right, left, i, t, ierr, errors, total, one, old, result, winners
+   integer :: me, np, right, left, i, t, ierr, errors, total, one, old, result, winners, gsize
    integer(kind=MPI_ADDRESS_KIND) :: bytes
    integer(c_long_long) :: windows0, ops0, epochs0, windows1, ops1, epochs1, table_bytes
    character(len=32) :: arg
@@ -198,6 +200,16 @@ program fortran_rma
    call MPI_Win_free(cwin, ierr)
    call expect_success(ierr, "MPI_Win_free (create)")
    call expect(awin == MPI_WIN_NULL .and. cwin == MPI_WIN_NULL, "MPI_Win_free left a handle")
+
+   ! ---- MPI_Win_get_group of windows made again over the freed window's segment
+   do t = 1, 2
+      call MPI_Win_create(cbuf, bytes, 4, MPI_INFO_NULL, MPI_COMM_WORLD, cwin, ierr)
+      call MPI_Win_get_group(cwin, group, ierr)
+      call MPI_Group_size(group, gsize, ierr)
+      call expect(gsize == np, "MPI_Win_get_group: not the window's group")
+      call MPI_Group_free(group, ierr)
+      call MPI_Win_free(cwin, ierr)
+   end do
 
    call MPI_Allreduce(errors, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
    if (me == 0) then
