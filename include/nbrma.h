@@ -104,7 +104,7 @@ extern int nbrma_err_invalid_notification;
  * "windows_created", "epochs_opened", "epochs_completed", "rma_ops", "lock_grants", ...
  * The names and meanings are one table (src/mpi/counter_table.cpp), also listed through the
  * MPI tool interface as the performance variables "nbrma_<name>" with their descriptions
- * (README "Tool interface (MPI_T)"). Returns MPI_SUCCESS, or MPI_ERR_ARG for an unknown
+ * (doc/design.md §11). Returns MPI_SUCCESS, or MPI_ERR_ARG for an unknown
  * name. Safe from any thread. */
 int nbrma_get_counter(const char *name, unsigned long long *value);
 

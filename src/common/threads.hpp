@@ -1,4 +1,4 @@
-// Threads (DESIGN §6): the one per-process progress lock that guards nbrma's engine
+// Threads (doc/design.md §6): the one per-process progress lock that guards nbrma's engine
 // state, and the queue of MPICH calls a sweep must not make itself.
 //
 // Locking is switched on once (threads::enable) when the application runs under

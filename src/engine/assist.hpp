@@ -1,4 +1,4 @@
-// Assisted blocking calls (issue 15, goal 5): MPICH's blocking collectives stay MPICH's
+// Assisted blocking calls: MPICH's blocking collectives stay MPICH's
 // blocking collectives, in every state (on communicators whose members all run below
 // MPI_THREAD_MULTIPLE: mpi/collective_form.hpp), and a rank whose nbrma work must go on
 // meanwhile gets a thread that sweeps while the application thread is blocked inside

@@ -1,4 +1,4 @@
-// The rank's side of SmartInterrupts (NBRMA_PROGRESS=interrupt, DESIGN §6, seed 002):
+// The rank's side of SmartInterrupts (NBRMA_PROGRESS=interrupt, doc/design.md §6):
 // the node's help table (helper/help_table.hpp), this rank's slot in it, the helper
 // processes the node's first rank starts, and what the progress thread does around its
 // sleep (engine/progress.cpp runs the loop). The MPI layer sets the table up at MPI_Init

@@ -1,4 +1,4 @@
-// The target side of notified RMA (DESIGN §8, seed 004): this rank's notification
+// The target side of notified RMA (doc/design.md §8): this rank's notification
 // counters, which live in its control region where origins fetch-add them
 // (MPIX_Put_notify ...), how many of them it has now (published in the control region,
 // where origins read it to check an index), and the threshold requests

@@ -245,7 +245,7 @@ Status Operation::execute(const TargetView &view) {
     return notify(view);
 }
 
-// The notification of MPIX_Put_notify and friends (DESIGN §8): one fetch-add on the
+// The notification of MPIX_Put_notify and friends (doc/design.md §8): one fetch-add on the
 // target's counter, ordered behind the data by a transport fence (a get's data already
 // arrived: execute_get waited for it, so the target may overwrite once it counts).
 Status Operation::notify(const TargetView &view) {

@@ -218,7 +218,7 @@ class EventWatcher {
     int stop_fd_ = -1;
 };
 
-// NBRMA_PROGRESS=interrupt (DESIGN §6, seed 002): sweep, then sleep on our futex in the
+// NBRMA_PROGRESS=interrupt (doc/design.md §6): sweep, then sleep on our futex in the
 // node's help table until the helper sees our bell pass what the sweep saw (help
 // wanted), the watcher sees UCX events, an application thread kicks us (new work while
 // nothing was pending), or the thread is stopped. The bell is read before the sweep: a

@@ -51,7 +51,7 @@ void progress_set_external(void (*poke)());
 // MPICH calls (threads::drain) as they come.
 Status wait_request(Request *request);
 
-// ---- the progress thread (NBRMA_PROGRESS=thread, DESIGN §6)
+// ---- the progress thread (NBRMA_PROGRESS=thread, doc/design.md §6)
 enum class ProgressMode { inline_mode, thread_mode, interrupt_mode };
 
 // NBRMA_PROGRESS: "inline" (the default), "thread" or "interrupt". False for any other

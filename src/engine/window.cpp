@@ -139,7 +139,7 @@ std::uint64_t Window::control_word(std::size_t offset) const {
 }
 
 // One notice: +1 on a matching counter in `peer`'s control region, ordered after every
-// earlier operation toward `peer` (data before notice, DESIGN §4).
+// earlier operation toward `peer` (data before notice, doc/design.md §4).
 void Window::notify(int peer, std::size_t offset, Notices &notices) {
     Status status = transport_.fence(peer);
     if (!is_error(status))
@@ -937,7 +937,7 @@ void Window::start_target(Epoch &epoch, int rank, TargetState &state) {
 // CAS each sweep, up to polite_polls times, before it joins the target's FIFO queue.
 // A queued request is granted whenever its turn comes, also while its rank is
 // descheduled or busy elsewhere, and the lock then sits idle until the rank runs again
-// (four ranks on two cores: issue 15, goal 6); a polled lock is taken only by a rank
+// (four ranks on two cores); a polled lock is taken only by a rank
 // that is running its progress, and such epochs are usually closed already, so the lock
 // is held for one sweep. The bound keeps it from starving behind queued requests.
 bool Window::polite_locks() const {

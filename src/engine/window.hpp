@@ -299,7 +299,7 @@ class Window {
     // Completed epochs kept for reuse by open_epoch (a short lock epoch would otherwise
     // allocate an epoch and its target state every time); bounded.
     std::vector<std::unique_ptr<Epoch>> spare_epochs_;
-    // The local halves of the matching counters (DESIGN §4): accesses requested
+    // The local halves of the matching counters (doc/design.md §4): accesses requested
     // toward each peer (a), exposures opened toward each peer (e) (both sized at the
     // first PSCW epoch: windows without one pay nothing a peer), fences entered.
     std::vector<std::uint64_t> accesses_;

@@ -1,4 +1,4 @@
-// The node's help table (NBRMA_PROGRESS=interrupt, DESIGN §6, seed 002): one shared
+// The node's help table (NBRMA_PROGRESS=interrupt, doc/design.md §6): one shared
 // segment per node, mapped by every rank of the node and by its helper processes.
 // Layout and the futex calls are shared by the library (engine/interrupt.cpp) and the
 // helper program (helper/main.cpp), which links nothing else of nbrma.

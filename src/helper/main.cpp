@@ -1,5 +1,5 @@
 // nbrma-helper: the node's SmartInterrupts helper process (NBRMA_PROGRESS=interrupt,
-// DESIGN §6, seed 002). Started with posix_spawn by the node's first rank at MPI_Init:
+// doc/design.md §6). Started with posix_spawn by the node's first rank at MPI_Init:
 //
 //   nbrma-helper <table> <bytes> <h> <k>
 //

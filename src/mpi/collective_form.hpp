@@ -1,5 +1,5 @@
 // The form nbrma gives the blocking collectives it interposes on one communicator
-// (issue 15, goal 5; mpi/progress_interpose.cpp).
+// (mpi/progress_interpose.cpp).
 //
 // MPI does not match a blocking collective with a nonblocking one (and MPICH really
 // does not), so every member of a communicator must run a given collective in the same

@@ -313,7 +313,7 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
 }
 
 
-// ---- Notified RMA (seed 004): MPI_Put/MPI_Get/MPI_Accumulate plus the target's
+// ---- Notified RMA (the notified-RMA paper): MPI_Put/MPI_Get/MPI_Accumulate plus the target's
 // notification counter, which grows by one once the data is there (put, accumulate) or
 // was read (get).
 int MPIX_Put_notify(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,

@@ -1,5 +1,5 @@
 // The src/mpi boundary: internal Status → MPI error class, raised through the
-// window's error handler with a message naming the call and the cause (DESIGN §7).
+// window's error handler with a message naming the call and the cause (doc/design.md §7).
 #ifndef NBRMA_MPI_ERRORS_HPP
 #define NBRMA_MPI_ERRORS_HPP
 

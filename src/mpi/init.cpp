@@ -1,5 +1,5 @@
 // MPI initialization and finalization as nbrma sees them: the thread level the
-// application asked for switches the progress lock on (DESIGN §6); with
+// application asked for switches the progress lock on (doc/design.md §6); with
 // NBRMA_PROGRESS=interrupt the node's help table is made and its helpers started;
 // MPI_Finalize stops the progress thread before MPICH goes away, leaves the help table
 // and prints the NBRMA_VERBOSE report.

@@ -1,4 +1,4 @@
-// Notified RMA, target side (seed 004, DESIGN §8): the window's notification
+// Notified RMA, target side (doc/design.md §8): the window's notification
 // counters and threshold requests. The origin calls (MPIX_Put_notify ...) are in
 // communication.cpp.
 #include <cstdio>

@@ -55,7 +55,7 @@ struct WindowState {
     // MPI_Win_free is then the barrier at free), or over MPI_COMM_SELF (window_create.cpp).
     bool mpich_on_comm = false;
     engine::Flavor flavor = engine::Flavor::allocate;
-    // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, DESIGN §1).
+    // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, doc/design.md §1).
     void *base = nullptr;
     MPI_Aint size = 0;
     int disp_unit = 1;

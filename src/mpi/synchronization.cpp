@@ -1,5 +1,5 @@
 // Synchronization calls. Every one is nonblocking inside the engine; the blocking
-// MPI calls are the MPIX_ nonblocking ones plus a wait (DESIGN §3).
+// MPI calls are the MPIX_ nonblocking ones plus a wait (doc/design.md §3).
 #include <sched.h>
 
 #include <vector>

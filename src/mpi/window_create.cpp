@@ -223,7 +223,7 @@ void barrier_serving(MPI_Comm comm, transport::Transport &transport) {
     }
 }
 
-// The UCX side of a window (DESIGN §2): register our control region and memory,
+// The UCX side of a window (doc/design.md §9): register our control region and memory,
 // allgather the exposure records, connect to every rank, and wait for the wireup on
 // every rank at once (each rank keeps progressing its worker inside a nonblocking
 // barrier). On failure `why` says what failed; the result is the same on every rank.
@@ -361,7 +361,7 @@ int creation_failed(const char *call, WindowState &state, Status status, const c
 // regions (and, for the allocate flavors, its window memory), build the transports
 // and the engine window, create the MPICH window underneath.
 //
-// Peer selection (DESIGN §2): node-local peers over shm, remote peers over UCX (the
+// Peer selection (doc/design.md §9): node-local peers over shm, remote peers over UCX (the
 // mixed transport, which also sends every atomic through UCX: CPU and NIC atomics are
 // not atomic with respect to each other). nbrma_transport=ucx (info key, or the
 // NBRMA_TRANSPORT environment variable) sends every peer through UCX; the window
@@ -401,7 +401,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
     if (const char *why = progress_mismatch())
         return creation_failed(call, *state, Status::err_info, why);
 
-    // The transport choice, NBRMA_PROGRESS (DESIGN §6) and NBRMA_VIRTUAL_NODES, checked at
+    // The transport choice, NBRMA_PROGRESS (doc/design.md §6) and NBRMA_VIRTUAL_NODES, checked at
     // every creation: a bad value anywhere fails everywhere.
     std::string choice = state->info.transport;
     if (choice.empty()) {

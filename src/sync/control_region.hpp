@@ -34,7 +34,7 @@ namespace nbrma::sync {
 //       below p), into the slot of (i, j). With p <= direct_fence_ranks, k = p: one
 //       round, a notice to every peer (the quickest on few ranks); beyond, k = 2:
 //       ceil(log2 p) rounds of one notice (fence_radix, fence_rounds, fence_slot_of)
-//   ..  per-peer matching counters (DESIGN §4), 16 bytes each, all monotone and
+//   ..  per-peer matching counters (doc/design.md §4), 16 bytes each, all monotone and
 //       only ever fetch-added by that peer (so delivery order does not matter):
 //         +0  grant — exposures the peer opened toward this rank (the SC14 g)
 //         +8  done  — access epochs of the peer toward this rank that are done (d)
@@ -55,7 +55,7 @@ namespace nbrma::sync {
 //                      (the exclusive reads it to walk the stack)
 //         +40 door_next — written by the operation queued behind this rank's in the
 //                      target's doorway: its rank + 1
-//   ..  notification counters (DESIGN §8), notify_capacity of them, 8 bytes each, only
+//   ..  notification counters (doc/design.md §8), notify_capacity of them, 8 bytes each, only
 //       ever fetch-added by origins (MPIX_Put_notify ...) and read or set by this rank.
 //       Pages nobody touched cost nothing (shm and ucx map them lazily).
 class ControlLayout {

@@ -1,5 +1,5 @@
 // The 64-bit lock word each rank holds per window (Li et al., "Truly Passive MPI-3
-// RMA Synchronization Using InfiniBand Atomics"; DESIGN §5). Every lock operation
+// RMA Synchronization Using InfiniBand Atomics"; doc/design.md §5). Every lock operation
 // is a compare-and-swap on this word, done with CPU atomics by local peers and
 // network atomics by remote ones: the target's CPU is never involved.
 //

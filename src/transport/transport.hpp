@@ -1,4 +1,4 @@
-// The one transport interface (DESIGN §2). The engine and the sync layer speak
+// The one transport interface (doc/design.md §2). The engine and the sync layer speak
 // only this; shm, sim and ucx implement every operation.
 //
 // Completion model (UCX style): an operation returns Status::ok when it completed

@@ -1110,7 +1110,7 @@ static int run_passive_series(const char *series, enum sync_style style,
 
 /* Collective: the osu_<op>_lock/flush_<flavor> rows on a window of memory the user owns:
  * MPI_Win_create over a page-aligned buffer (MPICH 4.0.2's UCX netmod rounds the base
- * down to a page, DESIGN §1, which would misdirect its own RMA on an unaligned one), or
+ * down to a page, doc/design.md §1, which would misdirect its own RMA on an unaligned one), or
  * MPI_Win_create_dynamic with that buffer attached (displacement: its address). */
 static int run_flavor_series(const char *series, enum win_flavor flavor, int rank,
                              const struct bench_options *options) {

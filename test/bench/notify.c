@@ -1,9 +1,9 @@
 /*
- * notify.c — notified RMA (seed 004, DESIGN §8), group "notify" of nbrma-bench (see
+ * notify.c — notified RMA (doc/design.md §8), group "notify" of nbrma-bench (see
  * bench.h). Needs 3 ranks; the 2-rank rows run on ranks 0 and 1 while rank 2 sleeps.
  *
  * Benchmarks (parameter: bytes per halo or per message):
- *   halo1d_2ranks, halo1d_3ranks  seed 004's 1-D halo exchange on a line of 2 or 3 ranks
+ *   halo1d_2ranks, halo1d_3ranks  the notified-RMA paper's 1-D halo exchange on a line of 2 or 3 ranks
  *                (not periodic, as in the seed): every iteration each rank sends its two
  *                boundaries to its neighbours and waits for theirs. usec per iteration,
  *                the slowest rank's, best of 3 runs. Ghosts are double-buffered by the

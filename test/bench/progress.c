@@ -3,7 +3,7 @@
  * the process that owns it computes without calling MPI? Needs 3 ranks; more (NBRMA_BENCH_PROGRESS_RANKS) idle
  * in the overlap rows and take part in the fan-out latency rows.
  *
- * Overlap is measured as in SmartInterrupts (seed 002, §5.3.2): the epoch time of the
+ * Overlap is measured as in SmartInterrupts (§5.3.2): the epoch time of the
  * critical rank against synthetic work W of several sizes, W = 0, 500, 1000, 2000 us ×
  * --scale. The work is bench_spin: the busy loop of bench_compute, without any MPI call,
  * run until W microseconds of wall time have passed (a known duration on a machine whose
@@ -15,7 +15,7 @@
  * (late post, lock held). Rows (usec, the median of the iterations; the mean, minimum and
  * maximum are on a "#" line):
  *
- *   late_post W  (SC14 Fig 2, its subsequent activity being computation; seed 002
+ *   late_post W  (SC14 Fig 2, its subsequent activity being computation; SmartInterrupts paper
  *       Fig 10, GATS) the origin (rank 0) tells the target (rank 2) it starts (zero-byte
  *       message), opens the access epoch, puts, closes it and computes W; the target
  *       posts D after that message. Value = the origin's time from the message until the
@@ -26,12 +26,12 @@
  *       first = O0's time from its lock call to its epoch complete and the work done;
  *       second = O1's epoch (lock call to unlock's return): ideally it does not grow
  *       with W.
- *   lock_overlap W  (seed 002 Fig 13, "origin 1 holds the lock grant but computes") O0
+ *   lock_overlap W  (SmartInterrupts paper Fig 13, "origin 1 holds the lock grant but computes") O0
  *       (rank 0) locks T exclusively (and flushes an 8-byte put, so a lazy lock is
  *       taken), tells O1, holds the lock D, unlocks; O1 (rank 1) then asks for the lock,
  *       puts, unlocks and computes W: the grant arrives while O1 computes. Value = O1's
  *       time from its lock call to the epoch complete and the work done.
- *   late_fence W  (seed 002 Fig 12, fence) the origin (rank 0) tells the others it
+ *   late_fence W  (SmartInterrupts paper Fig 12, fence) the origin (rank 0) tells the others it
  *       starts (zero-byte messages), opens a fence epoch, puts into rank 2, closes it
  *       (MPI_MODE_NOSUCCEED) and computes W; rank 2 enters its fences D after that
  *       message, rank 1 at once (blocking fences). Value = the origin's time from the
@@ -59,7 +59,7 @@
  * pending and waits afterwards: "nbrma-inline", or "nbrma-thread" when the job runs with
  * NBRMA_PROGRESS=thread (the progress thread is what can complete the epoch during the
  * work). bench_mpich uses the blocking calls with W inside the epoch (before the closing
- * call, where seed 002 puts it): "mpich", or "mpich-async" when the job runs with
+ * call, where SmartInterrupts paper puts it): "mpich", or "mpich-async" when the job runs with
  * MPICH_ASYNC_PROGRESS=1 and was started with --thread-multiple (MPICH's own
  * asynchronous progress thread needs MPI_THREAD_MULTIPLE). Ranks other than the critical
  * one use the blocking calls in every series.
@@ -358,7 +358,7 @@ static void late_unlock(struct run *r, int w) {
     report(r, "late_unlock", rows, 2, w, &l, 1);
 }
 
-/* ---- lock_overlap (seed 002 Fig 13): O0 = rank 0 holds the lock, O1 = rank 1 computes -- */
+/* ---- lock_overlap (SmartInterrupts paper Fig 13): O0 = rank 0 holds the lock, O1 = rank 1 computes -- */
 
 static void lock_overlap(struct run *r, int w) {
     enum { O0 = 0, O1 = 1, T = 2 };
@@ -408,7 +408,7 @@ static void lock_overlap(struct run *r, int w) {
 
 /* ---- work_alone: rank 0 computes W, the others idle --------------------------------- */
 
-/* ---- latency: the cost of a progress mode when nobody computes (seed 002 Fig 10/11) --- */
+/* ---- latency: the cost of a progress mode when nobody computes (SmartInterrupts paper Fig 10/11) --- */
 
 static const int latency_bytes[] = {16 * 1024, 64 * 1024, 256 * 1024, MIB};
 #define NUM_LATENCY ((int)(sizeof latency_bytes / sizeof latency_bytes[0]))

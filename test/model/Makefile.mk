@@ -2,9 +2,9 @@
 # costs, for job sizes this machine cannot run. Not measurements. Included by the top
 # Makefile.am; built by plain `make`, not installed.
 #
-# transactions_model: the transactions workload (SC14 Fig 12, issue 15 goal 6) on 64-512
+# transactions_model: the transactions workload (SC14 Fig 12) on 64-512
 # simulated ranks.
-# scale_model: synchronization traffic a rank generates as jobs grow (issue 16), p up
+# scale_model: synchronization traffic a rank generates as jobs grow, p up
 # to 1024 simulated ranks (nbrma-bench's scale group; --check asserts the bounds).
 noinst_PROGRAMS = test/model/transactions_model test/model/scale_model
 test_model_transactions_model_SOURCES = test/model/transactions_model.cpp

@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_scale_model.sh (make check): the scale model (test/model/scale_model) runs p = 2 ..
 # 1024 simulated ranks, every put it makes arrives, and the traffic a rank generates per
-# synchronization keeps the bounds of issue 16 (fence ceil(log2 p) messages beyond 8 ranks, lock_all and
+# synchronization keeps its bounds (fence ceil(log2 p) messages beyond 8 ranks, lock_all and
 # PSCW 3, a burst of exclusive requests to one rank 12 each, of shared ones 11, the control region 64 bytes
 # a peer). Deterministic: no real timing.
 set -u

@@ -1,4 +1,4 @@
-// scale_model — a MODEL, not a measurement (issue 16): how much synchronization traffic
+// scale_model — a MODEL, not a measurement: how much synchronization traffic
 // a rank generates as a job grows, counted on nbrma's real engine (engine::Window, the
 // lock protocol, the fence barrier, PSCW matching) over the sim transport with p
 // simulated ranks in one process. No network and no clock: every rank issues its
@@ -11,7 +11,7 @@
 //   lock_all    lock_all, an 8-byte put to the right neighbour, unlock_all
 //   exclusive   every rank locks rank 0 exclusively at once, puts 8 bytes, unlocks
 //   exclusive_nodoor  the same with the lock protocol's doorway off (lock_protocol.hpp):
-//               every failed CAS of the lock word retried alone, as before issue 16's
+//               every failed CAS of the lock word retried alone, as without the
 //               doorway; for comparison
 //   shared      every rank locks rank 0 shared at once, puts 8 bytes, unlocks
 //   pscw        a ring: post to the left neighbour, start toward the right one, put, complete, wait
@@ -20,7 +20,7 @@
 // Output: the rows and results in nbrma-bench's format (series "model-max" and
 // "model-mean": the busiest rank and the average; benchmarks scale_<scenario>, parameter
 // p; "scale_control_bytes" is the control region a rank holds a window), and with --check
-// the bounds issue 16 asks for, as "CHECK" lines:
+// the bounds below, as "CHECK" lines:
 //   fence: exactly ceil(log2 p) messages a rank (p - 1 up to 8 ranks, where one round
 //   to every peer is quicker); lock_all and pscw: a constant (3);
 //   exclusive: a constant a rank in such a burst (12: two failed CASes, the doorway's

@@ -1,5 +1,5 @@
 // transactions_model — a MODEL, not a measurement: the SC14 Fig 12 transactions
-// workload (issue 15, goal 6) on 64-512 simulated ranks in one process, to show the
+// workload on 64-512 simulated ranks in one process, to show the
 // trend this 2-core machine cannot run. nbrma's real engine (engine::Window, the lock
 // protocol, deferred epochs, the reorder keys) runs over the sim transport
 // (src/transport/sim), driven by a discrete-event clock of modelled costs:

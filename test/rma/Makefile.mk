@@ -194,21 +194,21 @@ test_rma_compat_SOURCES = test/rma/compat.c
 test_rma_compat_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_compat_LDADD = $(RMATEST_LDADD)
 
-# issue 17 item 8: a rank killed during window creation leaves nothing in /dev/shm
+# a rank killed during window creation leaves nothing in /dev/shm
 test_rma_die_at_SOURCES = test/rma/die_at.c
 test_rma_die_at_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_die_at_LDADD = $(RMATEST_LDADD)
 TESTS += test/rma/die_cleanup
 EXTRA_DIST += test/rma/die_cleanup.in
 
-# issue 11: the SmartInterrupts helper's life and its bad input
+# the SmartInterrupts helper's life and its bad input
 test_rma_helper_life_SOURCES = test/rma/helper_life.c
 test_rma_helper_life_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_helper_life_LDADD = $(RMATEST_LDADD)
 TESTS += test/rma/helper_lifecycle
 EXTRA_DIST += test/rma/helper_lifecycle.in
 
-# issue 17 item 9: cross-memory attach permission
+# cross-memory attach permission
 test_rma_cma_forbid_SOURCES = test/rma/cma_forbid.c
 test_rma_cma_forbid_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_cma_forbid_LDADD = $(RMATEST_LDADD)
@@ -229,7 +229,7 @@ test_rma_remote_completion_SOURCES = test/rma/remote_completion.c
 test_rma_remote_completion_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_remote_completion_LDADD = $(RMATEST_LDADD)
 
-# issue 14: threads (pthreads; MPI_THREAD_MULTIPLE, NBRMA_PROGRESS=thread)
+# threads (pthreads; MPI_THREAD_MULTIPLE, NBRMA_PROGRESS=thread)
 RMATEST_PTHREAD = -pthread
 
 test_rma_threads_rma_SOURCES = test/rma/threads_rma.c test/rma/rmathreads.h

@@ -1,6 +1,5 @@
 /*
- * bad_input: hostile target ranges never touch memory outside a window (issue 17,
- * items 1, 2, 11). Every case is refused at the call with the right error class
+ * bad_input: hostile target ranges never touch memory outside a window. Every case is refused at the call with the right error class
  * through the window's MPI_ERRORS_RETURN handler:
  *   target type with a negative extent running below the window start
  *     (resized(MPI_INT, 0, -8), struct {0, +32} resized to -64)  put, get, accumulate

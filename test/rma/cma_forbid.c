@@ -1,5 +1,5 @@
 /*
- * cma_forbid: NBRMA_CMA=0 forbids cross-memory attach (issue 17 item 9). Windows whose
+ * cma_forbid: NBRMA_CMA=0 forbids cross-memory attach. Windows whose
  * memory the user owns (MPI_Win_create, MPI_Win_create_dynamic) need it between ranks
  * of a node, so their creation fails on every rank with MPI_ERR_UNSUPPORTED_OPERATION
  * and a message naming the call and NBRMA_CMA; MPI_Win_allocate windows, and

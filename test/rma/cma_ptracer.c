@@ -1,7 +1,7 @@
 /*
  * cma_ptracer: nbrma consents to being traced (PR_SET_PTRACER) only where Yama asks
  * for it, only while a window needs it, and never takes back what someone else gave
- * (issue 17 item 9). Rank 1 reads a word of rank 0 with process_vm_readv, the access
+ *. Rank 1 reads a word of rank 0 with process_vm_readv, the access
  * a window's cross-memory attach makes, at each step:
  *
  *   Yama ptrace_scope 1: not readable before any window (else someone else, e.g. UCX,

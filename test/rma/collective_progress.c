@@ -1,6 +1,6 @@
 /*
  * collective_progress: a rank that enters a blocking collective with nbrma work pending
- * does not hold a peer that needs that work before it can join (issue 15, goal 5).
+ * does not hold a peer that needs that work before it can join.
  *
  * nbrma runs every interposed blocking collective as MPICH's own blocking collective;
  * while the rank has nbrma work pending, something must progress it meanwhile (in

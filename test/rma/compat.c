@@ -1,6 +1,6 @@
 /*
  * compat: MPICH-compatible edge cases users rely on, and invalid calls refused
- * (issue 17 items 5-7), on the window flavor given as argument (default: all four).
+ *, on the window flavor given as argument (default: all four).
  *   MPI_CHAR with arithmetic ops in accumulate, get_accumulate, fetch_and_op: a
  *     signed 8-bit integer (MPI_SIGNED_CHAR / MPI_UNSIGNED_CHAR alike)
  *   lock / unlock / flush / flush_local toward MPI_PROC_NULL, blocking and MPIX_

@@ -1,5 +1,5 @@
 /*
- * die_at: the MPI program behind test/rma/die_cleanup (issue 17 item 8). Every rank
+ * die_at: the MPI program behind test/rma/die_cleanup. Every rank
  * prints its pid, then creates a window of the flavor named on the command line
  * (create or allocate), puts its rank into its right neighbour's memory, checks what
  * arrived, and frees the window.

@@ -1,6 +1,6 @@
 /*
  * dynamic_many.c — dynamic windows with many attached regions, and accesses that span
- * regions attached back to back (issue 17, item 5).
+ * regions attached back to back.
  *
  * (a) The textbook distributed linked list (MPICH's test/mpi/rma/linked_list.c, "Using
  *     Advanced MPI"): every rank appends NAPPEND (default 1000, argv[1]) elements, each

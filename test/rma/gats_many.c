@@ -181,8 +181,8 @@ int main(int argc, char **argv)
     long growth = rss[NBATCH - 1] - rss[0];
     long heap_growth = heap[NBATCH - 1] - heap[0];
     /* a leak grows the heap in every batch; what the allocators keep of a new pending
-     * high-water mark appears once (thread mode: ~280 KiB in about 1 run of 12, before
-     * and after issue 15's collectives change): the smaller growth of the last two
+     * high-water mark appears once (thread mode: ~280 KiB in about 1 run of 12, whether
+     * blocking collectives are MPICH's or nonblocking twins): the smaller growth of the last two
      * batches is the check */
     const long last = heap[NBATCH - 1] - heap[NBATCH - 2], before = heap[NBATCH - 2] - heap[NBATCH - 3];
     const long per_batch = last < before ? last : before;

@@ -1,5 +1,5 @@
 /*
- * helper_life: the MPI program behind test/rma/helper_lifecycle (issue 11): the node's
+ * helper_life: the MPI program behind test/rma/helper_lifecycle: the node's
  * SmartInterrupts helper under NBRMA_PROGRESS=interrupt (the program sets it before
  * MPI_Init), from start to end. First argument, the scenario:
  *

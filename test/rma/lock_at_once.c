@@ -1,6 +1,6 @@
 /*
  * lock_at_once: lock epochs taken at once (one compare-and-swap, run inline outside the
- * epoch queue, issue 15) keep every guarantee of an ordinary lock epoch. For each flavor
+ * epoch queue) keep every guarantee of an ordinary lock epoch. For each flavor
  * (all four, or those named on the command line):
  *
  *   mutual exclusion  every rank, many times, takes an exclusive lock on rank 0 and

@@ -1,5 +1,5 @@
 /*
- * notify: notified RMA (seed 004, DESIGN §8): MPIX_Put_notify / Get_notify /
+ * notify: notified RMA (doc/design.md §8): MPIX_Put_notify / Get_notify /
  * Accumulate_notify and their request forms, the target's notification counters and
  * MPIX_Win_notify_ithreshold requests.
  *

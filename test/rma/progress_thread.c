@@ -1,6 +1,6 @@
 /*
  * progress_thread: NBRMA_PROGRESS=thread advances epochs while the application computes
- * without calling MPI (issue 14). The first argument picks the mode; the program sets
+ * without calling MPI. The first argument picks the mode; the program sets
  * NBRMA_PROGRESS itself before MPI_Init:
  *
  *   thread           NBRMA_PROGRESS=thread, MPI_Init (the thread needs no
@@ -10,7 +10,7 @@
  *                    checked, overlap is only reported (inline progress cannot give it),
  *                    and "progress_thread_sweeps" must stay 0.
  *   bogus            NBRMA_PROGRESS=bogus: every window creation fails with MPI_ERR_INFO
- *                    or MPI_ERR_OTHER (what issue 14 allows) and a message naming
+ *                    or MPI_ERR_OTHER (either is allowed) and a message naming
  *                    NBRMA_PROGRESS and "bogus" (MPI_ERRORS_RETURN).
  *
  * Scenarios (rank 0 = origin O, rank 1 = target T; the computing rank never calls MPI
@@ -398,7 +398,7 @@ static void bogus(void)
             continue;
         }
         MPI_CHK(MPI_Error_class(rc, &cls));
-        /* issue 14 allows MPI_ERR_OTHER or MPI_ERR_INFO (nbrma: MPI_ERR_INFO, as for a bad
+        /* MPI_ERR_OTHER or MPI_ERR_INFO (nbrma: MPI_ERR_INFO, as for a bad
          * NBRMA_TRANSPORT); not MPI_ERR_INTERN: the user's setting is wrong, not nbrma */
         CHECK(cls == MPI_ERR_INFO || cls == MPI_ERR_OTHER, "NBRMA_PROGRESS=bogus: %s window "
               "creation failed with class %d, expected MPI_ERR_INFO (%d) or MPI_ERR_OTHER (%d)",
@@ -424,7 +424,7 @@ static void bogus(void)
 /* Rank 0 has no epoch pending and computes 300 ms; meanwhile rank 1 posts an exposure
  * to it, which rings rank 0's bell (the grant counter is a watched word). Nothing of
  * rank 0 waits for it, so in interrupt mode the helper must not wake rank 0's thread
- * (issue 11: a run where nothing waits shows zero wake-ups). Then rank 0 starts,
+ * (a run where nothing waits shows zero wake-ups). Then rank 0 starts,
  * puts and completes; rank 1's MPI_Win_wait returns with the data. */
 static void nothing_waits(MPI_Group g1, MPI_Group g0)
 {

@@ -1,5 +1,5 @@
 /*
- * rmathreads.h — helpers for the threaded nbrma RMA tests (issue 14): include after
+ * rmathreads.h — helpers for the threaded nbrma RMA tests: include after
  * rmatest.h.
  *
  *   TCHECK(cond, ...)   CHECK that may be used from several threads at once (the error

@@ -1,6 +1,6 @@
 /*
  * threads_requests: nbrma requests and blocking calls shared between threads under
- * MPI_THREAD_MULTIPLE (issue 14).
+ * MPI_THREAD_MULTIPLE.
  *
  *   handover   threads 0 and 1 each open lock epochs back to back on their own window
  *              toward every rank (MPIX_Win_ilock, put, MPIX_Win_iflush, get of the slot

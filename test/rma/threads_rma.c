@@ -1,5 +1,5 @@
 /*
- * threads_rma: under MPI_THREAD_MULTIPLE, 4 threads per process issue RMA at once (issue 14).
+ * threads_rma: under MPI_THREAD_MULTIPLE, 4 threads per process issue RMA at once.
  *
  * Three phases, every result checked:
  *

@@ -1,6 +1,6 @@
 // Permission for cross-memory attach (process_vm_readv/writev) between the ranks of a
-// node, which MPI_Win_create and MPI_Win_attach memory needs (README "How window
-// memory is reached"). The kernel allows it to a process that may ptrace the target;
+// node, which MPI_Win_create and MPI_Win_attach memory needs (doc/design.md
+// §9). The kernel allows it to a process that may ptrace the target;
 // with Yama's ptrace_scope 1 that takes the target's consent (PR_SET_PTRACER), with 2
 // or 3 only privilege helps. Like UCX and Open MPI, nbrma consents only where Yama asks
 // for it, but also only while a window needs it: the consent is reference-counted and

@@ -1,5 +1,5 @@
 // The node segments of freed MPI_Win_create / MPI_Win_create_dynamic windows, kept mapped
-// for the next window of the same shape (issue 15, goal 4: window creation near MPICH's
+// for the next window of the same shape (window creation near MPICH's
 // cost). A fresh segment costs memfd_create, fchmod, ftruncate, the peers' open of
 // /proc/<pid>/fd/<n>, an mmap on every local rank, page faults on first touch, and the
 // munmap and inode teardown at free: about half of what nbrma added to a 2-rank

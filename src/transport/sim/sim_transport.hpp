@@ -1,4 +1,4 @@
-// The sim transport (DESIGN §2): many ranks inside one test process, with a
+// The sim transport (doc/design.md §2): many ranks inside one test process, with a
 // deterministic scheduler the test drives. Nothing happens by itself: every put, get
 // and atomic is queued as an in-flight operation and is performed at the target only
 // when the test calls deliver(); its completion then becomes pollable by the origin,

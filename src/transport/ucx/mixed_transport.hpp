@@ -1,5 +1,5 @@
 // The transport of a window whose peers are partly node-local, partly remote
-// (DESIGN §2: local peers over shm, remote peers over ucx).
+// (doc/design.md §2: local peers over shm, remote peers over ucx).
 //
 // CPU atomics and NIC atomics are not atomic with respect to each other, so every
 // atomic — on control regions (lock words, counters, accumulate lock) and on window

@@ -1,4 +1,4 @@
-// The UCX transport (DESIGN §2): remote peers through UCP, with nbrma's own worker.
+// The UCX transport (doc/design.md §2): remote peers through UCP, with nbrma's own worker.
 // put/get are ucp_put_nbx/ucp_get_nbx, atomics are 64-bit ucp_atomic_op_nbx (network
 // atomics on an HCA that has them, UCX's software emulation otherwise — the target's
 // worker must then be progressed, hence needs_target_progress()), fence is

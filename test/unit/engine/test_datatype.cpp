@@ -298,7 +298,7 @@ TEST(DatatypeLayout, ResizedChangesExtentOnly) {
     EXPECT_EQ(walk(*l, 3), (Segs{{0, 4}, {16, 4}, {32, 4}}));
 }
 
-// Negative extents (issue 17 item 1): the true bounds are those of one element's data,
+// Negative extents: the true bounds are those of one element's data,
 // as MPI_Type_get_true_extent reports them, and elements walk downward.
 TEST(DatatypeLayout, NegativeExtentsKeepTheTrueBoundsOfTheData) {
     MPI_Datatype r;
@@ -329,8 +329,7 @@ TEST(DatatypeLayout, NegativeExtentsKeepTheTrueBoundsOfTheData) {
     EXPECT_EQ(walk(*l, 2), (Segs{{8, 4}, {-16, 4}, {-32, 4}, {-56, 4}}));
 }
 
-// Displacements and extents whose offsets overflow 64 bits give no layout (issue 17
-// item 2), instead of wrapped segments.
+// Displacements and extents whose offsets overflow 64 bits give no layout, instead of wrapped segments.
 TEST(DatatypeLayout, OffsetsBeyondSixtyFourBitsAreRefused) {
     MPI_Datatype h;
     MPI_Type_create_hvector(3, 1, MPI_Aint{1} << 62, MPI_INT, &h);
@@ -389,7 +388,7 @@ TEST(DatatypeLayout, Subarray) {
     EXPECT_EQ(lf->extent, 80);
 }
 
-// Flattening costs O(contiguous blocks), never O(bytes) (issue 15: ARMCI-MPI builds fresh
+// Flattening costs O(contiguous blocks), never O(bytes) (ARMCI-MPI builds fresh
 // MPI_BYTE subarray types for every strided put). A 2 GiB contiguous run of MPI_BYTE,
 // and 1000 of them spread out, are one segment each: walked byte by byte they took
 // seconds to minutes.

@@ -1,4 +1,4 @@
-// Notified RMA in the engine (DESIGN §8, seed 004): the target's NotifyCounters on their
+// Notified RMA in the engine (doc/design.md §8): the target's NotifyCounters on their
 // own (bounds, resizing, threshold requests), the ordering promise over the sim
 // transport under random delays and reorderings (a counter never runs ahead of what it
 // counts: a put's or an accumulate's data is in the target's window, a get has read it),

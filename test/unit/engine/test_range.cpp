@@ -1,4 +1,4 @@
-// Target ranges of RMA calls (issue 17 items 1, 2): target_span over negative extents,
+// Target ranges of RMA calls (2): target_span over negative extents,
 // negative true lower bounds and overflowing displacements, extents and counts; the
 // window's check refusing them; data sizes beyond 64 bits; and a transfer that stops
 // at the first segment the transport refuses.
@@ -74,7 +74,7 @@ TEST(TargetSpan, PositiveExtents) {
     expect_span(span(MPI_INT, 0, 1000), 0, 0, 0);  // no data: empty
 }
 
-// The lowest byte is in the last element, the highest in the first (issue 17 item 1).
+// The lowest byte is in the last element, the highest in the first.
 TEST(TargetSpan, NegativeExtents) {
     Type down(resized(MPI_INT, 0, -8));
     expect_span(span(down.t, 3, 16), 16, 0, 20);

@@ -386,7 +386,7 @@ TEST(ReduceAtomic, Mapping) {
     EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_DATATYPE_NULL, &a, &zero));
 }
 
-// ---------------------------------------------------------------- issue 17 follow-up
+// ---------------------------------------------------------------- MPICH-compatible types
 
 // Fortran's MPI_CHARACTER with arithmetic ops: a signed 8-bit integer, as MPICH accepts.
 TEST(ReduceCheck, CharacterIsASignedEightBitInteger) {

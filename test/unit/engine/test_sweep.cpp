@@ -1,4 +1,4 @@
-// The progress engine's sweep list (issue 15): a sweep and "anything pending?" look only
+// The progress engine's sweep list: a sweep and "anything pending?" look only
 // at the registered windows that have work (and at those whose transport serves peers),
 // so idle windows cost an interposed MPI call nothing; a window with queued work is
 // still swept to completion. Window::progress() polls its transport once per call, so a

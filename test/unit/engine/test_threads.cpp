@@ -1,4 +1,4 @@
-// The engine driven from several threads (DESIGN §6, issue 14), over the sim transport:
+// The engine driven from several threads (doc/design.md §6), over the sim transport:
 // application threads issuing epochs and RMA on their own windows and on one shared
 // window, always under threads::Guard as nbrma's MPI entry points do, while other
 // threads sweep (engine::progress_sweep only try_locks); requests waited on another

@@ -1,4 +1,4 @@
-// Memory per rank per window as jobs grow (issue 16): the control region (its layout,
+// Memory per rank per window as jobs grow: the control region (its layout,
 // sync/control_region.hpp) plus what the engine allocates on the heap for the window
 // object and for an epoch of each kind, measured with mallinfo2 for p = 2^10 ... 2^20
 // over a transport that only says how many ranks there are (nothing is sent: the

@@ -1,4 +1,4 @@
-// The control region's size as jobs grow (issue 16): computed from the real layout
+// The control region's size as jobs grow: computed from the real layout
 // (sync/control_region.hpp) for p = 2 ... 2^20 ranks, against the bound of 64 bytes a
 // peer plus a constant (64 now), and the fields of every peer disjoint and 8-byte aligned.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The shared-memory segment behind every window (DESIGN §2): an anonymous memfd,
+// The shared-memory segment behind every window (doc/design.md §2): an anonymous memfd,
 // 0600, zero-filled, shared by every mapping, opened by other processes through the
 // name its creator publishes (/proc/<pid>/fd/<n>) until the creator withdraws it, and
 // never listed in /dev/shm, so nothing is left there whoever dies when.

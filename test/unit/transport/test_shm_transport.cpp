@@ -1,4 +1,4 @@
-// The shm transport's own bounds checks (issue 17 item 3): whatever offset and length
+// The shm transport's own bounds checks: whatever offset and length
 // the engine hands it, an access outside the region the transport was given is
 // refused with err_range and touches nothing — mapped regions (control, allocated
 // window memory), cross-memory attach to a peer's MPI_Win_create memory and to

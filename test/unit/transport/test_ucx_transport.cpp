@@ -1,4 +1,4 @@
-// The UCX transport in isolation (DESIGN §2): two workers in one process, each a
+// The UCX transport in isolation (doc/design.md §2): two workers in one process, each a
 // UcxTransport of a 2-rank "window", talking over TCP loopback (UCX_TLS forced to
 // tcp,self through the context configuration). Covers put/get, every 64-bit atomic
 // fetching and not, self access through UCX's self transport, fence ordering of data
@@ -222,7 +222,7 @@ TEST_F(UcxTransportTest, ConcurrentFetchAddsFromBothRanksAreAtomic) {
 }
 
 // Data, fence, then a counter: whenever the target sees the counter move, the data
-// before it is complete (DESIGN §4: data before the done counter).
+// before it is complete (doc/design.md §4: data before the done counter).
 TEST_F(UcxTransportTest, FenceOrdersDataBeforeTheCounter) {
     std::vector<std::uint64_t> data(512);
     std::uint64_t *counter_word = control_word(1, 512);
