@@ -133,6 +133,12 @@ const char *env(Id id) {
     return value && *value ? value : nullptr;
 }
 
+int launcher_local_ranks() {
+    const char *value = std::getenv("MPI_LOCALNRANKS");
+    const int ranks = value ? std::atoi(value) : 0;
+    return ranks > 0 ? ranks : 0;
+}
+
 bool valid(const Setting &setting, const char *value) {
     const std::string allowed = setting.allowed;
     long long low = 0, high = 0;

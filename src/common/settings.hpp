@@ -79,6 +79,10 @@ const char *env(Id id);
 // settings whose values are described in prose (a path, a list) are checked where read.
 bool valid(const Setting &setting, const char *value);
 
+// The number of ranks on this node that the launcher reports (MPI_LOCALNRANKS, which
+// MPICH's mpiexec exports to each process), or 0 when it reports none. Not a setting of
+// nbrma's: the one other variable nbrma reads.
+int launcher_local_ranks();
 // The environment variables set to values they do not allow, one line each:
 // NBRMA_CMA="x" is not valid (allowed: 0, 1). Empty when all are valid.
 std::string invalid_environment();

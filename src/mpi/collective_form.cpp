@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "common/yield.hpp"
+
 namespace nbrma::mpi {
 
 namespace {
@@ -65,7 +67,7 @@ CollectiveForm detail::collective_form_slow(MPI_Comm comm) {
 int agree_collective_form(MPI_Comm comm, CollectiveForm *form, int (*wait)(MPI_Request *)) {
     int level = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&level);
-    int wish = level == MPI_THREAD_MULTIPLE, agreed = 0, inter = 0;
+    int wish = level == MPI_THREAD_MULTIPLE || nbrma::oversubscribed(), agreed = 0, inter = 0;
     int error = PMPI_Comm_test_inter(comm, &inter);
     MPI_Request request;
     if (error == MPI_SUCCESS)

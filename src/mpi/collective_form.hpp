@@ -12,10 +12,12 @@
 //   thread spinning in MPICH's blocking call holds MPICH's global lock against the
 //   process's other threads, whose RMA waits need it (MPICH completes nbrma's
 //   generalized requests), and on an oversubscribed node that cost the test
-//   threads_rma 3-10x its time.
+//   threads_rma 3-10x its time. Taken too where some member's node has more ranks
+//   than cores (common/yield.hpp): MPICH's blocking collectives spin without yielding,
+//   and there each step waits for the scheduler to run the rank spun against.
 //
 // The members agree at the first interposed collective on the communicator, which MPI
-// makes the same call on every member: an allreduce of "MPI_THREAD_MULTIPLE here?"
+// makes the same call on every member: an allreduce of "MPI_THREAD_MULTIPLE or oversubscribed here?"
 // (twice on an intercommunicator, whose allreduce returns the other group's value), run
 // as a twin itself. The result is kept as an attribute of the communicator (inherited
 // by MPI_Comm_dup, which has the same members) and cached by handle in a small table

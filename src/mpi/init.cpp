@@ -10,6 +10,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "common/threads.hpp"
+#include "common/yield.hpp"
 #include "engine/assist.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/progress.hpp"
@@ -141,6 +142,9 @@ int after_init(int error, int provided) {
     const std::string invalid = settings::invalid_environment();
     for (std::size_t at = 0, end; (end = invalid.find('\n', at)) != std::string::npos; at = end + 1)
         log(0, "%s", invalid.substr(at, end - at).c_str());
+    // Waits must yield the CPU where the node's ranks outnumber its cores; known here
+    // from the launcher, else from the first window's node-local ranks.
+    set_local_ranks(settings::launcher_local_ranks());
     setup_interrupt();
     return error;
 }

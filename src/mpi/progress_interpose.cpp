@@ -9,6 +9,11 @@
 // wait to MPICH's own blocking call. With nothing pending the calls go straight to
 // MPICH: the only cost is progress_wanted(), a counter and a look at the windows that
 // have work (engine/progress.cpp keeps them on a list: idle windows cost nothing).
+// Except on a node whose ranks outnumber its cores: MPICH's blocking calls spin without
+// yielding, so a rank waiting there holds the core the rank it waits for needs, and
+// every step waits for the scheduler's tick (4 ms); there every wait stays the test
+// loop that yields, and the members of a communicator agree on the nonblocking twin
+// for its collectives.
 //
 // The other direction (MPICH progresses while nbrma blocks) is the poke in
 // engine::wait_request and the generalized requests' poll_fn (state.cpp).
@@ -40,13 +45,16 @@ namespace mpich = nbrma::mpich;
 
 namespace {
 
-// Calls test(&done) and sweeps nbrma until done or an error; once nbrma wants no
-// progress, finishes with block() (MPICH's blocking call) instead.
+// Whether a wait may be left to MPICH's own blocking call (see above).
+bool mpich_may_block() { return !progress_wanted() && !nbrma::oversubscribed(); }
+
+// Calls test(&done) and sweeps nbrma until done or an error; once MPICH may block,
+// finishes with block() (MPICH's blocking call) instead.
 template <class Test, class Block>
 int progress_until(Test test, Block block) {
     Backoff backoff;
     for (;;) {
-        if (!progress_wanted()) return block();
+        if (mpich_may_block()) return block();
         int done = 0;
         const int error = test(&done);
         if (error != MPI_SUCCESS || done) return error;
@@ -184,19 +192,19 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
 
 int MPI_Recv(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
-    if (!progress_wanted()) return mpich::Recv(buffer, count, type, source, tag, comm, status);
+    if (mpich_may_block()) return mpich::Recv(buffer, count, type, source, tag, comm, status);
     MPI_Request request;
     return finish(PMPI_Irecv(buffer, count, type, source, tag, comm, &request), &request, status);
 }
 
 int MPI_Send(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-    if (!progress_wanted()) return mpich::Send(buffer, count, type, dest, tag, comm);
+    if (mpich_may_block()) return mpich::Send(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Isend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
 int MPI_Ssend(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-    if (!progress_wanted()) return mpich::Ssend(buffer, count, type, dest, tag, comm);
+    if (mpich_may_block()) return mpich::Ssend(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Issend(buffer, count, type, dest, tag, comm, &request), &request);
 }
@@ -204,7 +212,7 @@ int MPI_Ssend(const void *buffer, int count, MPI_Datatype type, int dest, int ta
 int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
                  int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
                  int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
-    if (!progress_wanted())
+    if (mpich_may_block())
         return mpich::Sendrecv(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
                                recv_count, recv_type, source, recv_tag, comm, status);
     MPI_Request requests[2];

@@ -21,6 +21,7 @@ check_PROGRAMS += \
 	test/rma/fd_limit \
 	test/rma/settings_check \
 	test/rma/error_messages \
+	test/rma/oversubscribed_loop \
 	test/rma/complete_requests \
 	test/rma/unaligned_atomics \
 	test/rma/many_pending \
@@ -119,6 +120,9 @@ test_rma_user_memory_LDADD = $(RMATEST_LDADD)
 test_rma_error_messages_SOURCES = test/rma/error_messages.c
 test_rma_error_messages_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_error_messages_LDADD = $(RMATEST_LDADD)
+test_rma_oversubscribed_loop_SOURCES = test/rma/oversubscribed_loop.c
+test_rma_oversubscribed_loop_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_oversubscribed_loop_LDADD = $(RMATEST_LDADD)
 test_rma_settings_check_SOURCES = test/rma/settings_check.c
 test_rma_settings_check_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_settings_check_LDADD = $(RMATEST_LDADD)

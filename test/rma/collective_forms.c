@@ -4,13 +4,17 @@
  *
  * MPI does not match a blocking collective with a nonblocking one. nbrma runs its
  * interposed collectives as MPICH's blocking ones, except on communicators where some
- * member runs at MPI_THREAD_MULTIPLE: there, on every member, as the nonblocking twin
- * plus a sweeping wait. The members agree at their first collective on a communicator.
+ * member runs at MPI_THREAD_MULTIPLE or on a node with more ranks than cores: there, on
+ * every member, as the nonblocking twin plus a sweeping wait. The members agree at their first collective on a communicator.
  * If any rank chose its form alone, the collectives below would hang (mismatched
  * forms) in the mixed runs.
  *
  * Argument "single": every rank calls MPI_Init. "multiple=R": rank R calls
- * MPI_Init_thread(MPI_THREAD_MULTIPLE), the others MPI_Init. Then, each with every
+ * MPI_Init_thread(MPI_THREAD_MULTIPLE), the others MPI_Init. Unless "oversubscribed" is
+ * given too, each rank sets MPI_LOCALNRANKS (the launcher's count of the node's ranks)
+ * to 1 before MPI_Init, so that nbrma chooses by thread levels alone, as on a node with
+ * a core per rank (no window tells it otherwise); with it, every form is the twin where
+ * the node's ranks outnumber its cores. Then, each with every
  * result checked and the counter "twin_collectives" checked to grow on a communicator
  * exactly when a member of it is the MPI_THREAD_MULTIPLE rank:
  *   world      all 8 interposed collectives on MPI_COMM_WORLD;
@@ -28,12 +32,13 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rmatest.h"
 
 #define NCOLL 8
 
-static int me, np, multiple_rank = -1;
+static int me, np, multiple_rank = -1, over = 0;
 
 #define counter rt_counter
 
@@ -101,15 +106,25 @@ static void all_collectives(MPI_Comm comm, int twin, const char *where)
     for (int c = 0; c < NCOLL; c++)
         collective(c, comm, where);
     const unsigned long long grew = counter("twin_collectives") - before;
+    twin |= over;
     CHECK(grew == (twin ? NCOLL : 0), "%s: %llu of %d collectives ran as the nonblocking twin, "
           "expected %d", where, grew, NCOLL, twin ? NCOLL : 0);
 }
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
+    int keep_launcher = 0;
+    for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "multiple=", 9) == 0)
             multiple_rank = atoi(argv[i] + 9);
+        keep_launcher |= strcmp(argv[i], "oversubscribed") == 0;
+    }
+    if (keep_launcher) {
+        const char *local = getenv("MPI_LOCALNRANKS");
+        over = local && atoi(local) > sysconf(_SC_NPROCESSORS_ONLN);
+    } else {
+        setenv("MPI_LOCALNRANKS", "1", 1);
+    }
     /* which rank am I before MPI_Init? the process manager tells (hydra: PMI_RANK) */
     const char *pmi_rank = getenv("PMI_RANK");
     const int my_rank = pmi_rank ? atoi(pmi_rank) : -2;
@@ -170,8 +185,9 @@ int main(int argc, char **argv)
         const int expected = me == lone ? total - lone_part : lone_part;
         CHECK(sum == expected, "inter: allreduce gave %d, expected %d", sum, expected);
         const unsigned long long grew = counter("twin_collectives") - before;
-        CHECK(grew == (mixed ? 3u : 0u), "inter: %llu of 3 collectives ran as the twin, "
-              "expected %d", grew, mixed ? 3 : 0);
+        const int twin = mixed || over;
+        CHECK(grew == (twin ? 3u : 0u), "inter: %llu of 3 collectives ran as the twin, "
+              "expected %d", grew, twin ? 3 : 0);
         (void) remote_size, (void) rank;
     }
     MPI_CHK(MPI_Comm_free(&inter));
@@ -187,7 +203,7 @@ int main(int argc, char **argv)
         MPI_CHK(MPI_Comm_split(MPI_COMM_WORLD, color, me, &c));
         char where[32];
         snprintf(where, sizeof where, "reuse %d", i);
-        const int has_multiple = mixed && (with_lone || me == lone);
+        const int has_multiple = (mixed && (with_lone || me == lone)) || over;
         const unsigned long long before = counter("twin_collectives");
         collective(3, c, where);
         collective(0, c, where);
@@ -209,6 +225,7 @@ int main(int argc, char **argv)
 
     if (me == 0)
         printf("collective_forms (%s): %llu collectives ran as the nonblocking twin on rank 0\n",
-               mixed ? "mixed thread levels" : "single", counter("twin_collectives"));
+               mixed ? "mixed thread levels" : over ? "oversubscribed" : "single",
+               counter("twin_collectives"));
     return rt_finalize();
 }

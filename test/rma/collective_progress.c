@@ -23,7 +23,9 @@
  * Other ranks just join the collectives. Then, on shared memory in inline mode, a
  * collective with nothing pending is not assisted (nbrma_get_counter("assisted_calls")
  * stays), and the rounds were (it grew on rank 0); in thread mode nothing is assisted
- * (the progress thread serves). Argument "interrupt": NBRMA_PROGRESS=interrupt (the
+ * (the progress thread serves). Where the node's ranks outnumber its cores every
+ * collective runs as the nonblocking twin with a sweeping wait instead
+ * ("twin_collectives" grows by each one), and nothing is assisted. Argument "interrupt": NBRMA_PROGRESS=interrupt (the
  * progress thread, woken by the node's helper, serves). 2 or more processes.
  */
 #include <unistd.h>
@@ -169,10 +171,12 @@ int main(int argc, char **argv)
 
     /* nothing pending: MPICH's collective alone */
     const char *transport = getenv("NBRMA_TRANSPORT"), *progress = getenv("NBRMA_PROGRESS");
-    const int shm_inline = !(transport && strcmp(transport, "ucx") == 0) &&
+    int shm_inline = !(transport && strcmp(transport, "ucx") == 0) &&
                            !getenv("NBRMA_VIRTUAL_NODES") &&
                            !(progress && strcmp(progress, "inline") != 0);
     const int thread_mode = progress && strcmp(progress, "thread") == 0;
+    const int over = np > sysconf(_SC_NPROCESSORS_ONLN);  /* one node */
+    const unsigned long long twins0 = counter("twin_collectives");
     const unsigned long long idle0 = counter("assisted_calls");
     for (int c = 0; c < NCOLL; c++)
         collective(c, 0);
@@ -184,7 +188,14 @@ int main(int argc, char **argv)
             hand_over(win, base, c, round);
         }
     const unsigned long long busy = counter("assisted_calls");
+    const unsigned long long twins = counter("twin_collectives") - twins0;
 #ifndef NO_NBRMA
+    if (over) {
+        CHECK(twins >= NCOLL + 2 * 2 * NCOLL, "oversubscribed: %llu collectives of at least %d ran as "
+              "the nonblocking twin", twins, NCOLL + 2 * 2 * NCOLL);
+        CHECK(busy == idle0, "oversubscribed: %llu twin collectives assisted", busy - idle0);
+        shm_inline = 0;
+    }
     if (shm_inline)
         CHECK(idle1 == idle0, "%llu collectives with nothing pending were assisted",
               idle1 - idle0);
@@ -193,7 +204,8 @@ int main(int argc, char **argv)
     if (thread_mode)
         CHECK(busy == 0, "%llu collectives assisted beside the progress thread", busy);
 #else
-    (void) idle0, (void) idle1, (void) busy, (void) shm_inline, (void) thread_mode;
+    (void) idle0, (void) idle1, (void) busy, (void) shm_inline, (void) thread_mode, (void) twins;
+    (void) over;
 #endif
     if (me == 0)
         printf("assisted_calls on rank 0: %llu of %d collectives with work pending\n",
