@@ -93,6 +93,16 @@ if [ "$entries" -gt 0 ] && [ "$entries" = "$rows" ]; then ok; else
     fail "nbrma-info --man: $entries entries for $rows settings"
 fi
 
+# 3b. --version: one line naming nbrma's version (configure's) and MPICH's.
+version=$(sed -n 's/^PACKAGE_VERSION=.\(.*\).$/\1/p' "$top_builddir/config.log" 2>/dev/null | head -1)
+line=$("$info" --version 2>&1)
+if [ "$(printf '%s\n' "$line" | wc -l)" = 1 ] &&
+    printf '%s\n' "$line" | grep -q "^nbrma-info (nbrma) ${version:-[0-9][0-9.]*}, for MPICH [0-9]"; then
+    ok
+else
+    fail "nbrma-info --version: $line"
+fi
+
 # 4. A bad option is refused with status 2 and the usage.
 "$info" --bogus >/dev/null 2>"$tmp/err"
 if [ $? -eq 2 ] && grep -q "usage: nbrma-info" "$tmp/err"; then ok; else

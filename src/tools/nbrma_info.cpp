@@ -6,7 +6,7 @@
 // its value in this environment, its allowed values and its meaning.
 //
 // Runs without mpiexec (MPI_Get_library_version needs no MPI_Init). Output: text
-// (default), --json, or --man (the ENVIRONMENT and WINDOW INFO KEYS sections of nbrma(7)).
+// (default), --json, --version, or --man (the ENVIRONMENT and WINDOW INFO KEYS sections of nbrma(7)).
 #include <infiniband/verbs.h>
 #include <mpi.h>
 #include <sys/statvfs.h>
@@ -396,12 +396,13 @@ void print_man() {
 
 void usage(FILE *to) {
     std::fprintf(to,
-                 "usage: nbrma-info [--json | --man | --help]\n"
+                 "usage: nbrma-info [--json | --man | --version | --help]\n"
                  "  (none)  version, build, run-time MPICH and UCX, this node's transports,\n"
                  "          and every NBRMA_* environment variable and window info key\n"
                  "          nbrma reads, with its default, current value and meaning\n"
                  "  --json  the same as one JSON object\n"
                  "  --man   the ENVIRONMENT and WINDOW INFO KEYS sections of nbrma(7), in roff\n"
+                 "  --version  one line: nbrma's version and the MPICH it was built for\n"
                  "  --help  this text\n"
                  "Runs without mpiexec.\n");
 }
@@ -416,6 +417,10 @@ int main(int argc, char **argv) {
     const std::string option = argc == 2 ? argv[1] : "";
     if (option == "--help" || option == "-h") {
         usage(stdout);
+        return 0;
+    }
+    if (option == "--version" || option == "-V") {
+        std::printf("nbrma-info (nbrma) %s, for MPICH %s\n", PACKAGE_VERSION, MPICH_VERSION);
         return 0;
     }
     if (option == "--man") {
