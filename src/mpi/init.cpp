@@ -3,11 +3,13 @@
 // NBRMA_PROGRESS=interrupt the node's help table is made and its helpers started;
 // MPI_Finalize stops the progress thread before MPICH goes away, leaves the help table
 // and prints the NBRMA_VERBOSE report.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "common/log.hpp"
+#include "common/mpich_version.hpp"
 #include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
@@ -131,8 +133,23 @@ void setup_interrupt() {
     }
 }
 
+// Another MPICH series than the one nbrma was built for (common/mpich_version.hpp) is
+// refused before nbrma does anything: one line on stderr naming both versions, and the
+// job aborted (every rank finds it).
+void refuse_other_mpich() {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int length = 0;
+    PMPI_Get_library_version(text, &length);
+    const std::string why = mpich_mismatch(MPICH_VERSION, text);
+    if (why.empty()) return;
+    std::fprintf(stderr, "nbrma: MPI_Init: %s\n", why.c_str());
+    std::fflush(stderr);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 int after_init(int error, int provided) {
     if (error != MPI_SUCCESS) return error;
+    refuse_other_mpich();
     if (provided == MPI_THREAD_MULTIPLE) threads::enable();
     mpi::register_error_classes();
     int rank = 0;
