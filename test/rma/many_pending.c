@@ -2,16 +2,20 @@
  * many_pending: ITER back-to-back nonblocking exclusive epochs
  * (MPIX_Win_ilock(EXCLUSIVE, random target) / MPI_Put of a distinct value into
  * slot[me] / MPIX_Win_iunlock) toward random targets, all left pending, then a single
- * MPI_Waitall over every request. Epochs of one origin are activated in order, so the
- * value in target t's slot[origin] must be the last one that origin wrote to t.
+ * MPI_Waitall over every request (with "testall": a loop of MPI_Testall, which must say
+ * false until every request is complete, then set all to MPI_REQUEST_NULL). Epochs of
+ * one origin are activated in order, so the value in target t's slot[origin] must be the
+ * last one that origin wrote to t. The requests mix complete ones (epochs ended inside
+ * their call) and generalized ones, far more than one of MPICH's request batches (64).
  *
- * Usage: many_pending [ITER] [create|allocate|shared|dynamic]   (default 1000 allocate)
+ * Usage: many_pending [ITER] [create|allocate|shared|dynamic] [testall]
+ *        (default 1000 allocate)
  */
 #include "rmatest.h"
 
 int main(int argc, char **argv)
 {
-    int me, np, flavor = RT_ALLOCATE;
+    int me, np, flavor = RT_ALLOCATE, testall = 0;
     long iter = 1000;
     rt_win_t w;
 
@@ -19,7 +23,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     for (int i = 1; i < argc; i++) {
-        if (rt_flavor_from_name(argv[i]) >= 0)
+        if (strcmp(argv[i], "testall") == 0)
+            testall = 1;
+        else if (rt_flavor_from_name(argv[i]) >= 0)
             flavor = rt_flavor_from_name(argv[i]);
         else if (atol(argv[i]) > 0)
             iter = atol(argv[i]);
@@ -52,7 +58,16 @@ int main(int argc, char **argv)
         MPI_CHK(MPIX_Win_iunlock(t, w.win, &reqs[2 * i + 1]));
         last[t] = vals[i];
     }
-    MPI_CHK(MPI_Waitall((int) (2 * iter), reqs, MPI_STATUSES_IGNORE));
+    if (testall) {
+        int flag = 0;
+        while (!flag)
+            MPI_CHK(MPI_Testall((int) (2 * iter), reqs, &flag, MPI_STATUSES_IGNORE));
+    } else {
+        MPI_CHK(MPI_Waitall((int) (2 * iter), reqs, MPI_STATUSES_IGNORE));
+    }
+    for (long i = 0; i < 2 * iter; i++)
+        CHECK(reqs[i] == MPI_REQUEST_NULL, "request %ld not MPI_REQUEST_NULL after %s", i,
+              testall ? "MPI_Testall" : "MPI_Waitall");
 
     MPI_CHK(MPI_Alltoall(last, 1, MPI_INT, expect, 1, MPI_INT, MPI_COMM_WORLD));
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
