@@ -84,6 +84,7 @@ int finish(int error, MPI_Request *request, MPI_Status *status = MPI_STATUS_IGNO
 // them and fill the statuses.
 int testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
     if (count <= 8) return mpich::Testall(count, requests, flag, statuses);
+    nbrma::threads::drain();  // completions the progress thread left to us (poll_fn's job)
     for (int i = 0; i < count; ++i) {
         if (requests[i] == MPI_REQUEST_NULL) continue;
         int done = 0;
