@@ -32,7 +32,8 @@ std::string mpich_mismatch(const char *built, const char *running) {
                                std::to_string(built_minor) + ".x";
     if (version.empty())
         return "this process's MPI is not MPICH (MPI_Get_library_version names no MPICH "
-               "version), but " + wanted;
+               "version), but " +
+               wanted;
     if (!series(version, &major, &minor) || major != built_major || minor != built_minor)
         return "this process runs MPICH " + version + ", but " + wanted +
                ": rebuild nbrma against this MPICH";

@@ -17,12 +17,13 @@
 //   and there each step waits for the scheduler to run the rank spun against.
 //
 // The members agree at the first interposed collective on the communicator, which MPI
-// makes the same call on every member: an allreduce of "MPI_THREAD_MULTIPLE or oversubscribed here?"
-// (twice on an intercommunicator, whose allreduce returns the other group's value), run
-// as a twin itself. The result is kept as an attribute of the communicator (inherited
-// by MPI_Comm_dup, which has the same members) and cached by handle in a small table
-// (a lookup is a load and a compare); the attribute's delete callback clears the
-// cache entry when the communicator is freed, before MPICH can reuse its handle.
+// makes the same call on every member: an allreduce of "MPI_THREAD_MULTIPLE or
+// oversubscribed here?" (twice on an intercommunicator, whose allreduce returns the
+// other group's value), run as a twin itself. The result is kept as an attribute of the
+// communicator (inherited by MPI_Comm_dup, which has the same members) and cached by
+// handle in a small table (a lookup is a load and a compare); the attribute's delete
+// callback clears the cache entry when the communicator is freed, before MPICH can
+// reuse its handle.
 #ifndef NBRMA_MPI_COLLECTIVE_FORM_HPP
 #define NBRMA_MPI_COLLECTIVE_FORM_HPP
 

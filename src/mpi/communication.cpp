@@ -312,7 +312,6 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
     return issue("MPI_Compare_and_swap", win, call, nullptr, false);
 }
 
-
 // ---- Notified RMA (the notified-RMA paper): MPI_Put/MPI_Get/MPI_Accumulate plus the target's
 // notification counter, which grows by one once the data is there (put, accumulate) or
 // was read (get).

@@ -924,10 +924,10 @@ int MPI_Win_free(MPI_Win *win) {
         barrier_serving(state->comm, *state->transport);
     } else if (!state->mpich_on_comm) {
         engine::Request *barrier = nullptr;
-        Status status =
-            locked([&] { return state->engine->fence(MPI_MODE_NOSUCCEED, &barrier); });
+        Status status = locked([&] { return state->engine->fence(MPI_MODE_NOSUCCEED, &barrier); });
         if (!is_error(status)) status = request_wait(barrier);
-        if (is_error(status)) return raise("MPI_Win_free", *win, status, "the closing barrier failed");
+        if (is_error(status))
+            return raise("MPI_Win_free", *win, status, "the closing barrier failed");
         wait_idle(*state);
     }
     engine::progress_unregister(state->engine.get());

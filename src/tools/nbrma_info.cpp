@@ -6,7 +6,8 @@
 // its value in this environment, its allowed values and its meaning.
 //
 // Runs without mpiexec (MPI_Get_library_version needs no MPI_Init). Output: text
-// (default), --json, --version, or --man (the ENVIRONMENT and WINDOW INFO KEYS sections of nbrma(7)).
+// (default), --json, --version, or --man (the ENVIRONMENT and WINDOW INFO KEYS sections of
+// nbrma(7)).
 #include <infiniband/verbs.h>
 #include <mpi.h>
 #include <sys/statvfs.h>

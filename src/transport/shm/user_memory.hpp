@@ -18,10 +18,11 @@
 // Stores other threads make while the pages move must not be lost: the pages are
 // read-only from the copy until the memfd is in place, and a store that faults there
 // waits in nbrma's SIGSEGV handler (chained to whatever handler was installed before)
-// and is retried on the moved page. What this cannot cover (doc/design.md §9): a system call writing into those pages in that window of a few microseconds
-// fails with EFAULT; a page pinned for a device or the kernel (RDMA registration, io_uring
-// fixed buffer, cudaHostRegister) keeps its old frame, so that registration goes stale;
-// the mremap bypasses other libraries' memory hooks (UCX's registration cache).
+// and is retried on the moved page. What this cannot cover (doc/design.md §9): a system call
+// writing into those pages in that window of a few microseconds fails with EFAULT; a page pinned
+// for a device or the kernel (RDMA registration, io_uring fixed buffer, cudaHostRegister) keeps its
+// old frame, so that registration goes stale; the mremap bypasses other libraries' memory hooks
+// (UCX's registration cache).
 //
 // Every window over user memory registers its pages here, moved or not (reached by
 // cross-memory attach or registered with UCX), and dynamic windows their attached

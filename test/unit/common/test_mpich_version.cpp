@@ -26,8 +26,8 @@ TEST(MpichVersion, TheSameSeriesIsAccepted) {
 }
 
 TEST(MpichVersion, AnotherSeriesIsRefusedNamingBothVersions) {
-    for (const char *running : {"MPICH Version:\t4.1.2\n", "MPICH Version:\t3.4.3\n",
-                                "MPICH Version:\t5.0.0\n"}) {
+    for (const char *running :
+         {"MPICH Version:\t4.1.2\n", "MPICH Version:\t3.4.3\n", "MPICH Version:\t5.0.0\n"}) {
         const std::string why = mpich_mismatch("4.0.2", running);
         EXPECT_NE(why.find("runs MPICH " + mpich_version_of(running)), std::string::npos) << why;
         EXPECT_NE(why.find("built for MPICH 4.0.2"), std::string::npos) << why;

@@ -329,7 +329,8 @@ TEST(DatatypeLayout, NegativeExtentsKeepTheTrueBoundsOfTheData) {
     EXPECT_EQ(walk(*l, 2), (Segs{{8, 4}, {-16, 4}, {-32, 4}, {-56, 4}}));
 }
 
-// Displacements and extents whose offsets overflow 64 bits give no layout, instead of wrapped segments.
+// Displacements and extents whose offsets overflow 64 bits give no layout, instead of wrapped
+// segments.
 TEST(DatatypeLayout, OffsetsBeyondSixtyFourBitsAreRefused) {
     MPI_Datatype h;
     MPI_Type_create_hvector(3, 1, MPI_Aint{1} << 62, MPI_INT, &h);
