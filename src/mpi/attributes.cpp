@@ -1,5 +1,6 @@
 // MPI_Win_get_attr for the predefined attributes, which MPICH's memory-less window
-// underneath would answer wrongly (user keyvals go to MPICH's window), and
+// underneath would answer wrongly (user keyvals go to MPICH's window), the same for
+// MPICH's Fortran bindings (MPII_Win_get_attr), and
 // MPI_Win_get_group, the group of the window's communicator (MPICH's window is this
 // process's alone). Also the nbrma_ introspection calls.
 #include "common/log.hpp"
@@ -35,6 +36,45 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
     }
     *flag = 1;
     return MPI_SUCCESS;
+}
+
+// MPICH's Fortran bindings (mpif.h, use mpi, use mpi_f08) ask MPICH's internal
+// MPII_Win_get_attr, not MPI_Win_get_attr, and would get the values of the memory-less
+// window underneath (size 0, disp_unit 1). libmpichfort binds to libnbrma's definition
+// (loaded first): the predefined attributes of nbrma's windows are answered here, as
+// the Fortran keyvals (mpif.h: the C ones + 1) want them, an MPI_Aint value; the rest
+// goes to MPICH's.
+int MPII_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag, int type) {
+    WindowState *state = window_find(win);
+    if (state && keyval >= MPI_WIN_BASE && keyval <= MPI_WIN_MODEL + 1) {
+        if ((keyval - MPI_WIN_BASE) % 2 == 0)  // a C keyval
+            return MPI_Win_get_attr(win, keyval, attribute_val, flag);
+        MPI_Aint value = 0;
+        switch (keyval - 1) {
+            case MPI_WIN_BASE:
+                value = reinterpret_cast<MPI_Aint>(state->base);
+                break;
+            case MPI_WIN_SIZE:
+                value = state->size;
+                break;
+            case MPI_WIN_DISP_UNIT:
+                value = state->disp_unit;
+                break;
+            case MPI_WIN_CREATE_FLAVOR:
+                value = state->create_flavor;
+                break;
+            default:  // MPI_WIN_MODEL
+                value = state->model;
+                break;
+        }
+        *static_cast<MPI_Aint *>(attribute_val) = value;
+        *flag = 1;
+        return MPI_SUCCESS;
+    }
+    if (!mpich::Win_get_attr_internal)
+        return raise("MPI_Win_get_attr", win, Status::err_unsupported,
+                     "this MPICH has no MPII_Win_get_attr");
+    return mpich::Win_get_attr_internal(win, keyval, attribute_val, flag, type);
 }
 
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group) {

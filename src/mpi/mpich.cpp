@@ -21,6 +21,7 @@ namespace nbrma::mpich {
 #define NBRMA_MPICH_DEFINE(name) decltype(&::PMPI_##name) name = nullptr;
 NBRMA_MPICH_FUNCTIONS(NBRMA_MPICH_DEFINE)
 #undef NBRMA_MPICH_DEFINE
+WinGetAttrInternal Win_get_attr_internal = nullptr;
 
 namespace {
 
@@ -52,6 +53,8 @@ __attribute__((constructor(101))) void resolve() {
     }
     NBRMA_MPICH_FUNCTIONS(NBRMA_MPICH_RESOLVE)
 #undef NBRMA_MPICH_RESOLVE
+    if (void *symbol = dlsym(library, "MPII_Win_get_attr"); symbol && object_base(symbol) != own)
+        Win_get_attr_internal = reinterpret_cast<WinGetAttrInternal>(symbol);
     // The handle is kept: MPICH stays loaded as long as libnbrma, which depends on it.
 }
 

@@ -47,6 +47,12 @@ namespace nbrma::mpich {
 NBRMA_MPICH_FUNCTIONS(NBRMA_MPICH_DECLARE)
 #undef NBRMA_MPICH_DECLARE
 
+// MPICH's internal MPII_Win_get_attr(win, keyval, value, flag, value type), which its
+// Fortran bindings call for MPI_WIN_GET_ATTR instead of PMPI_Win_get_attr: nbrma
+// defines one over it (attributes.cpp). Null where MPICH has none.
+using WinGetAttrInternal = int (*)(MPI_Win, int, void *, int *, int);
+extern __attribute__((visibility("hidden"))) WinGetAttrInternal Win_get_attr_internal;
+
 // True iff the process resolves MPI_Put to libnbrma's (not MPICH's, as where libmpich
 // comes before libnbrma on the link line): nbrma_is_active(), and the cause an MPIX_ call
 // gives for a window nbrma did not create.

@@ -10,6 +10,9 @@
 !   - MPI_Fetch_and_op(MPI_SUM) of 1 and MPI_Compare_and_swap(-1 -> rank) on rank 0;
 !   - MPI_Win_free of both (the handles become MPI_WIN_NULL);
 !   - MPI_Win_get_group of two more MPI_Win_create windows (the group of np ranks);
+!   - MPI_Win_get_attr of the MPI_Win_create window's size, disp_unit, base, flavor and
+!     model (MPICH's bindings ask MPII_Win_get_attr, which nbrma answers), and a user
+!     attribute set and read back;
 ! checks the data that arrived, and that nbrma did the work: nbrma_is_active(),
 ! "windows_created" grew by exactly 2 and "rma_ops" and "epochs_opened" grew by at least
 ! the calls made (MPICH's own RMA moves none of nbrma's counters). With the argument
@@ -57,7 +60,9 @@ program fortran_rma
    integer, target, asynchronous :: cbuf(n)
    integer, asynchronous :: vals(n), got(n)
    integer :: me, np, right, left, i, t, ierr, errors, total, one, old, result, winners, gsize
-   integer(kind=MPI_ADDRESS_KIND) :: bytes
+   integer(kind=MPI_ADDRESS_KIND) :: bytes, value, address
+   integer :: keyval
+   logical :: found
    integer(c_long_long) :: windows0, ops0, epochs0, windows1, ops1, epochs1, table_bytes
    character(len=32) :: arg
    logical :: interrupt
@@ -135,6 +140,26 @@ program fortran_rma
    bytes = n * 4
    call MPI_Win_create(cbuf, bytes, 4, MPI_INFO_NULL, MPI_COMM_WORLD, cwin, ierr)
    call expect_success(ierr, "MPI_Win_create")
+
+   ! ---- the window's attributes, as a Fortran program gets them
+   call MPI_Win_get_attr(cwin, MPI_WIN_SIZE, value, found, ierr)
+   call expect(found .and. value == bytes, "MPI_WIN_SIZE is not the window's size")
+   call MPI_Win_get_attr(cwin, MPI_WIN_DISP_UNIT, value, found, ierr)
+   call expect(found .and. value == 4, "MPI_WIN_DISP_UNIT is not the window's")
+   call MPI_Win_get_attr(cwin, MPI_WIN_BASE, value, found, ierr)
+   call MPI_Get_address(cbuf, address, ierr)
+   call expect(found .and. value == address, "MPI_WIN_BASE is not the window's base")
+   call MPI_Win_get_attr(cwin, MPI_WIN_CREATE_FLAVOR, value, found, ierr)
+   call expect(found .and. value == MPI_WIN_FLAVOR_CREATE, "MPI_WIN_CREATE_FLAVOR")
+   call MPI_Win_get_attr(cwin, MPI_WIN_MODEL, value, found, ierr)
+   call expect(found .and. value == MPI_WIN_UNIFIED, "MPI_WIN_MODEL is not unified")
+   call MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, keyval, &
+                              0_MPI_ADDRESS_KIND, ierr)
+   call MPI_Win_set_attr(cwin, keyval, 4242_MPI_ADDRESS_KIND, ierr)
+   call MPI_Win_get_attr(cwin, keyval, value, found, ierr)
+   call expect(found .and. value == 4242, "a user attribute did not come back")
+   call MPI_Win_delete_attr(cwin, keyval, ierr)
+   call MPI_Win_free_keyval(keyval, ierr)
    call MPI_Win_fence(0, cwin, ierr)
    call expect_success(ierr, "MPI_Win_fence")
    vals = [(me * 1000 + i, i = 1, n)]
