@@ -116,6 +116,22 @@ for binding in F08 MPI MPIF; do
     fi
 done
 
+# 5b. Static: libnbrma.a linked into stock.c, with what `pkg-config --static --libs nbrma`
+#     adds for it (Libs.private: UCX, the C++ runtime, ...); the program needs no
+#     libnbrma.so and runs its RMA on nbrma.
+static_libs=$(PKG_CONFIG_PATH="$tree/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root" \
+    pkg-config --static --libs nbrma | sed 's/ -lnbrma / /')
+if [ ! -f "$tree/lib/libnbrma.a" ]; then
+    ok  # configured --disable-static: nothing to link
+elif (cd "$scratch" && $MPICC "$top_srcdir/test/install/stock.c" "$tree/lib/libnbrma.a" \
+    $static_libs -o stock_static) >"$scratch/build-static.log" 2>&1 &&
+    ! readelf -d "$scratch/stock_static" | grep -q 'NEEDED.*libnbrma'; then
+    run_on_nbrma stock_static
+else
+    fail "linking libnbrma.a with pkg-config --static: $(grep -c 'undefined reference' \
+        "$scratch/build-static.log") undefined references; $(head -3 "$scratch/build-static.log")"
+fi
+
 # 6. MPICH before libnbrma on the link line: nbrma_is_active() says 0, and an MPIX_ call
 #    says how to link.
 if (cd "$scratch" && $MPICC "$top_srcdir/test/install/wrong_order.c" -lmpich $flags \
@@ -131,8 +147,14 @@ fi
 #     offending value.
 if (cd "$scratch" && $MPICC "$top_srcdir/test/install/fatal.c" $libs -o fatal) \
     >"$scratch/build-fatal.log" 2>&1; then
-    LD_LIBRARY_PATH="$tree/lib" timeout 60 $MPIEXEC -n 2 "$scratch/fatal" >"$scratch/fatal.log" 2>&1
-    rc=$?
+    # (Run again once if nothing came out: on a loaded machine hydra may tear the job down
+    # before it forwarded the output of the ranks that called MPI_Abort.)
+    for attempt in 1 2; do
+        LD_LIBRARY_PATH="$tree/lib" timeout 60 $MPIEXEC -n 2 "$scratch/fatal" \
+            >"$scratch/fatal.log" 2>&1
+        rc=$?
+        [ -s "$scratch/fatal.log" ] && break
+    done
     if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
         grep -q "Fatal error in MPI_Put: " "$scratch/fatal.log" &&
         grep -q "target rank 5 of a window of 2 ranks" "$scratch/fatal.log" &&
