@@ -49,24 +49,12 @@ int MPII_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag, i
     if (state && keyval >= MPI_WIN_BASE && keyval <= MPI_WIN_MODEL + 1) {
         if ((keyval - MPI_WIN_BASE) % 2 == 0)  // a C keyval
             return MPI_Win_get_attr(win, keyval, attribute_val, flag);
-        MPI_Aint value = 0;
-        switch (keyval - 1) {
-            case MPI_WIN_BASE:
-                value = reinterpret_cast<MPI_Aint>(state->base);
-                break;
-            case MPI_WIN_SIZE:
-                value = state->size;
-                break;
-            case MPI_WIN_DISP_UNIT:
-                value = state->disp_unit;
-                break;
-            case MPI_WIN_CREATE_FLAVOR:
-                value = state->create_flavor;
-                break;
-            default:  // MPI_WIN_MODEL
-                value = state->model;
-                break;
-        }
+        // MPI_Win_get_attr's answer: the base itself, or a pointer to the value.
+        void *c_value = nullptr;
+        MPI_Win_get_attr(win, keyval - 1, &c_value, flag);
+        const MPI_Aint value = keyval - 1 == MPI_WIN_BASE ? reinterpret_cast<MPI_Aint>(c_value)
+                               : keyval - 1 == MPI_WIN_SIZE ? *static_cast<MPI_Aint *>(c_value)
+                                                            : *static_cast<int *>(c_value);
         *static_cast<MPI_Aint *>(attribute_val) = value;
         *flag = 1;
         return MPI_SUCCESS;
