@@ -3,11 +3,15 @@
 //
 // Performance variables: MPICH's are indices 0..N-1 (N = MPICH's own count,
 // nbrma::mpich::T_pvar_get_num), nbrma's are N.. in the order of the counter table
-// (counter_table.cpp), named "nbrma_" + the counter's name. Control variables: MPICH's are 0..M-1, nbrma's M.. in the order of the
-// settings table (common/settings.cpp), one per environment variable, named as the
-// variable ("NBRMA_PROGRESS", as MPICH names its MPIR_CVAR_* ones). N and M are read from
-// MPICH on every call, so nbrma's indices follow should MPICH's counts grow; tools find
-// variables by name (MPI_T_*_get_index), as the standard advises.
+// (counter_table.cpp), named "nbrma_" + the counter's name. Control variables: MPICH's are 0..M-1,
+// nbrma's M.. in the order of the settings table (common/settings.cpp), one per environment
+// variable, named as the variable ("NBRMA_PROGRESS", as MPICH names its MPIR_CVAR_* ones). N and M
+// are read from MPICH on every call, so nbrma's indices follow should MPICH's counts grow; tools
+// find variables by name (MPI_T_*_get_index), as the standard advises.
+//
+// MPICH's control variables that tune its own RMA or its asynchronous progress thread keep
+// their names, indices and values, but their descriptions begin with a note saying that
+// they have no effect on RMA under nbrma (mpich_cvar_note).
 //
 // Categories: MPICH's are 0..K-1, nbrma adds one, "nbrma" at index K, holding all of its
 // performance and control variables (and no events or subcategories).
@@ -24,6 +28,7 @@
 // MPICH's MPI_T_init_thread and MPI_T_finalize (which keeps them in step with nbrma's count).
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -173,6 +178,45 @@ void copy_string(char *out, int *length, const std::string &text) {
 template <typename T>
 void set(T *out, T value) {
     if (out) *out = value;
+}
+
+// The note that begins the description of an MPICH control variable nbrma makes
+// meaningless, or null: the tuning of MPICH's own RMA (every MPIR_CVAR_*_RMA_* and *_RMA),
+// which no window reaches under nbrma, and MPICH's asynchronous progress thread, which
+// does not advance nbrma's epochs. Names, indices and values stay MPICH's, so a tool that
+// sets one still can; `mpivars` and other tools show the note with the description.
+const char *mpich_cvar_note(const char *name) {
+    if (std::strcmp(name, "MPIR_CVAR_ASYNC_PROGRESS") == 0 ||
+        std::strcmp(name, "MPIR_CVAR_PROGRESS_THREAD_AFFINITY") == 0)
+        return "[nbrma: MPICH's progress thread does not advance RMA, which runs on nbrma's "
+               "engine; NBRMA_PROGRESS=thread or interrupt does] ";
+    const std::size_t length = std::strlen(name);
+    const bool ends_rma = length >= 4 && std::strcmp(name + length - 4, "_RMA") == 0;
+    if (std::strstr(name, "_RMA_") || ends_rma)
+        return "[nbrma: no effect, MPI RMA runs on nbrma's engine; see the NBRMA_* variables] ";
+    return nullptr;
+}
+
+// MPI_T_cvar_get_info of MPICH's variable `index`: MPICH's answer, with the description of
+// the variables mpich_cvar_note names prefixed by that note.
+int mpich_cvar_get_info(int index, char *name, int *name_len, int *verbosity,
+                        MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len,
+                        int *bind, int *scope) {
+    char own_name[256];
+    int own_name_len = sizeof own_name, full_len = 0;
+    int error = nbrma::mpich::T_cvar_get_info(index, own_name, &own_name_len, nullptr, nullptr,
+                                              nullptr, nullptr, &full_len, nullptr, nullptr);
+    const char *note = error == MPI_SUCCESS ? mpich_cvar_note(own_name) : nullptr;
+    if (!note)
+        return nbrma::mpich::T_cvar_get_info(index, name, name_len, verbosity, datatype, enumtype,
+                                             desc, desc_len, bind, scope);
+    std::string text(static_cast<std::size_t>(std::max(full_len, 1)), '\0');
+    error = nbrma::mpich::T_cvar_get_info(index, name, name_len, verbosity, datatype, enumtype,
+                                          text.data(), &full_len, bind, scope);
+    if (error != MPI_SUCCESS) return error;
+    text.resize(std::strlen(text.c_str()));
+    copy_string(desc, desc_len, note + text);
+    return MPI_SUCCESS;
 }
 
 // nbrma's handle object behind `handle`, or null (MPICH's, or garbage for MPICH to judge).
@@ -491,8 +535,8 @@ int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosit
     if (int error = mpich_cvar_count(&mpich)) return error;
     if (cvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
     if (cvar_index < mpich)
-        return nbrma::mpich::T_cvar_get_info(cvar_index, name, name_len, verbosity, datatype, enumtype,
-                                    desc, desc_len, bind, scope);
+        return mpich_cvar_get_info(cvar_index, name, name_len, verbosity, datatype, enumtype, desc,
+                                   desc_len, bind, scope);
     const std::size_t index = static_cast<std::size_t>(cvar_index - mpich);
     if (index >= cvar_settings().size()) return MPI_T_ERR_INVALID_INDEX;
     const settings::Setting &row = *cvar_settings()[index];

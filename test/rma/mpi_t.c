@@ -20,6 +20,9 @@
  * - One category "nbrma" after MPICH's lists exactly those variables.
  * - Every error class: INVALID_INDEX, INVALID_NAME, INVALID_SESSION, INVALID_HANDLE (null,
  *   other session), PVAR_NO_STARTSTOP / PVAR_NO_WRITE on a continuous read-only variable.
+ * - MPICH's control variables of its own RMA and its progress thread carry a note that
+ *   they have no effect on RMA under nbrma before MPICH's description; the others are
+ *   described as MPICH describes them.
  * - MPICH's side through the same calls: an MPICH cvar (MPIR_CVAR_ASYNC_PROGRESS) is found,
  *   described and read; MPI_T_PVAR_ALL_HANDLES start/stop reach MPICH's session; MPICH's
  *   first pvar is read in nbrma's session when MPICH has any (Debian's 4.0.2 has none).
@@ -39,6 +42,8 @@
 static int (*mpich_T_category_get_num)(int *);
 static int (*mpich_T_cvar_get_num)(int *);
 static int (*mpich_T_pvar_get_num)(int *);
+static int (*mpich_T_cvar_get_info)(int, char *, int *, int *, MPI_Datatype *, MPI_T_enum *,
+                                    char *, int *, int *, int *);
 
 static void resolve_mpich(void)
 {
@@ -50,7 +55,9 @@ static void resolve_mpich(void)
     *(void **)&mpich_T_category_get_num = dlsym(mpich, "PMPI_T_category_get_num");
     *(void **)&mpich_T_cvar_get_num = dlsym(mpich, "PMPI_T_cvar_get_num");
     *(void **)&mpich_T_pvar_get_num = dlsym(mpich, "PMPI_T_pvar_get_num");
-    if (!mpich_T_category_get_num || !mpich_T_cvar_get_num || !mpich_T_pvar_get_num) {
+    *(void **)&mpich_T_cvar_get_info = dlsym(mpich, "PMPI_T_cvar_get_info");
+    if (!mpich_T_category_get_num || !mpich_T_cvar_get_num || !mpich_T_pvar_get_num ||
+        !mpich_T_cvar_get_info) {
         fprintf(stderr, "mpi_t: MPICH's MPI_T counts not found in libmpich.so.12\n");
         exit(1);
     }
@@ -260,6 +267,59 @@ static void check_order(void)
         CHECK(strchr(name, '*') == NULL, "cvar %d is the family %s", i, name);
     }
     CHECK(first == mpich, "first NBRMA_ cvar at %d, MPICH has %d", first, mpich);
+}
+
+/* MPICH's control variables of its own RMA (every name with "_RMA_" or ending in "_RMA")
+ * and of its progress thread (MPIR_CVAR_ASYNC_PROGRESS, MPIR_CVAR_PROGRESS_THREAD_AFFINITY)
+ * are described as MPICH describes them after a note "[nbrma: ...] "; every other one
+ * exactly as MPICH does. The length query (desc NULL) counts the note; a short buffer gets
+ * the note's beginning, truncated and terminated. */
+static void check_mpich_cvar_notes(void)
+{
+    static const char note_start[] = "[nbrma: ";
+    int mpich = -1, marked = 0;
+    MPI_CHK(mpich_T_cvar_get_num(&mpich));
+    for (int i = 0; i < mpich; i++) {
+        char name[256], ours[4096], theirs[4096];
+        int ours_len = sizeof ours, theirs_len = sizeof theirs, query_len = 0;
+        cvar_name(i, name, sizeof name);
+        MPI_CHK(MPI_T_cvar_get_info(i, NULL, NULL, NULL, NULL, NULL, ours, &ours_len, NULL,
+                                    NULL));
+        MPI_CHK(mpich_T_cvar_get_info(i, NULL, NULL, NULL, NULL, NULL, theirs, &theirs_len,
+                                      NULL, NULL));
+        MPI_CHK(MPI_T_cvar_get_info(i, NULL, NULL, NULL, NULL, NULL, NULL, &query_len, NULL,
+                                    NULL));
+        const size_t length = strlen(name);
+        const int rma = strstr(name, "_RMA_") != NULL ||
+                        (length >= 4 && strcmp(name + length - 4, "_RMA") == 0);
+        const int expect_note = rma || strcmp(name, "MPIR_CVAR_ASYNC_PROGRESS") == 0 ||
+                                strcmp(name, "MPIR_CVAR_PROGRESS_THREAD_AFFINITY") == 0;
+        if (!expect_note) {
+            CHECK(strcmp(ours, theirs) == 0, "%s described \"%.60s\", MPICH: \"%.60s\"", name,
+                  ours, theirs);
+            continue;
+        }
+        marked++;
+        const char *end = strchr(ours, ']');
+        CHECK(name_has_prefix(ours, note_start) && end && end[1] == ' ' &&
+                  strcmp(end + 2, theirs) == 0,
+              "%s described \"%.100s\", expected a note before MPICH's \"%.60s\"", name, ours,
+              theirs);
+        CHECK(query_len == (int)strlen(ours) + 1, "%s: length query %d, description %zu + 1",
+              name, query_len, strlen(ours));
+        char shortened[10];
+        int shortened_len = sizeof shortened;
+        MPI_CHK(MPI_T_cvar_get_info(i, NULL, NULL, NULL, NULL, NULL, shortened,
+                                    &shortened_len, NULL, NULL));
+        CHECK(shortened_len == (int)sizeof shortened &&
+                  strncmp(shortened, ours, sizeof shortened - 1) == 0 &&
+                  shortened[sizeof shortened - 1] == '\0',
+              "%s in %zu bytes: \"%s\", length %d", name, sizeof shortened, shortened,
+              shortened_len);
+    }
+    /* Debian's MPICH 4.0.2 has 22 (20 of RMA, 2 of its progress thread) */
+    CHECK(marked >= 10, "only %d of MPICH's %d control variables carry nbrma's note", marked,
+          mpich);
 }
 
 /* One category "nbrma" after MPICH's, holding exactly nbrma's variables. */
@@ -633,6 +693,7 @@ int main(int argc, char **argv)
         list_variables();
     check_pvar_info();
     check_cvars();
+    check_mpich_cvar_notes();
     check_categories();
 
     MPI_Win win;
