@@ -1,10 +1,12 @@
 #!/bin/sh
 # test_totals.sh — add up what `make check` runs, from the logs it left (runs nothing).
 #
-# Usage: test_totals.sh LABEL=DIR[:STATUS] ...
+# Usage: test_totals.sh LABEL=DIR[:STATUS] ... LABEL=FILE[:STATUS] ...
 #   DIR     a build directory where `make check` ran (or `make check-asan`'s build-asan,
 #           `make check-tsan`'s build-tsan, which runs the unit tests only)
-#   STATUS  the exit status of that make; nonzero with no failure in the logs (say the
+#   FILE    the log of a step that prints its own "N passed, N failed" line last
+#           (maint/check_deb.sh): counted from that line
+#   STATUS  the exit status of that make (or step); nonzero with no failure in the logs (say the
 #           build broke before any test ran) counts as one failure
 #
 # Per test of the automake harness (each DIR/**/*.trs), the count comes from its log:
@@ -28,6 +30,21 @@ for arg in "$@"; do
     status=0
     case $rest in *:*) status=${rest##*:} ;; esac
     found_failure=0
+    if [ -f "$dir" ]; then # a step's log: its last "N passed, N failed" line, or one failure
+        line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$dir" | tail -n 1)
+        passed=$(printf '%s\n' "$line" | sed -n 's/.*\b\([0-9][0-9]*\) passed, .*/\1/p')
+        failed=$(printf '%s\n' "$line" | sed -n 's/.* passed, \([0-9][0-9]*\) failed.*/\1/p')
+        passed=${passed:-0} failed=${failed:-0}
+        if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+            failed=1
+            echo "$label: exited with status $status before its checks (see $dir)"
+        fi
+        echo "$label: $passed passed, $failed failed"
+        grep '^FAIL ' "$dir" | head -n 20 | sed -e "s|^|    $label: |"
+        total_passed=$((total_passed + passed))
+        total_failed=$((total_failed + failed))
+        continue
+    fi
     trs_files=$(find "$dir" -name '*.trs' -not -path "$dir/build-asan/*" -not -path "$dir/build-tsan/*" \
         2>/dev/null | sort)
     if [ -z "$trs_files" ] || [ ! -f "$dir/test-suite.log" ]; then
