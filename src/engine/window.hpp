@@ -245,9 +245,28 @@ class Window {
     void close_epoch(Epoch &epoch, Request *request);
     void retire(std::unique_ptr<Epoch> epoch);
     Status close_open(Epoch *epoch, Request **request);
-    Epoch *open_of(EpochKind kind) const;
-    Epoch *open_lock(int target) const;
-    Status end_unused_fence();
+    // The open epochs' queries, here so that lock() and the other opening calls inline
+    // them.
+    Epoch *open_of(EpochKind kind) const {
+        for (Epoch *epoch : open_)
+            if (epoch->kind() == kind) return epoch;
+        return nullptr;
+    }
+    Epoch *open_lock(int target) const {
+        for (Epoch *epoch : open_)
+            if (epoch->kind() == EpochKind::lock && epoch->target() == target) return epoch;
+        return nullptr;
+    }
+    // A fence opens an epoch that only the next fence closes. Programs commonly switch to
+    // locks or PSCW after a fence without MPI_MODE_NOSUCCEED; that is fine as long as the
+    // fence epoch issued no calls (it then ends here), and an RMA_SYNC error otherwise.
+    Status end_unused_fence() {
+        Epoch *fence = open_of(EpochKind::fence);
+        if (!fence) return Status::ok;
+        if (fence->calls() > 0) return Status::err_sync;
+        close_epoch(*fence, nullptr);
+        return Status::ok;
+    }
     Status check_group(const std::vector<int> &group) const;
     Epoch *covering_epoch(int target) const;
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);

@@ -1,0 +1,244 @@
+// Active-target synchronization of a window: MPI_Win_fence (the dissemination barrier
+// through the control regions' fence counters), MPI_Win_start/complete (access epochs)
+// and MPI_Win_post/wait/test (exposure epochs, matched with the grant and done counters),
+// and their progress.
+#include "engine/window.hpp"
+
+#include <mpi.h>
+
+namespace nbrma::engine {
+
+using sync::LockMode;
+
+void Window::close_fence() {
+    if (Epoch *fence = open_of(EpochKind::fence)) close_epoch(*fence, nullptr);
+}
+
+Status Window::check_group(const std::vector<int> &group) const {
+    for (int rank : group)
+        if (rank < 0 || rank >= size()) return Status::err_rank;
+    return Status::ok;
+}
+
+bool Window::direct_fence() {
+    if (is_error(transport_.flush(direct_.all ? rank_ : direct_.target, nullptr))) return false;
+    fenced_runs_ = runs_;
+    return true;
+}
+
+Status Window::fence(int assertions, Request **request) {
+    materialize();
+    constexpr int allowed =
+        MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
+    if (assertions & ~allowed) return Status::err_assert;
+    if (has_open_epoch()) return Status::err_sync;  // inside a lock or PSCW epoch
+    // Local stores become visible to peers' loads of a shared window (skipped when the
+    // application asserts there were none).
+    if (!(assertions & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    *request = Request::create();
+    Epoch *previous = open_of(EpochKind::fence);
+    // No epoch before and none after (every rank must assertions both): no barrier at all.
+    const bool barrier = !((assertions & MPI_MODE_NOPRECEDE) && (assertions & MPI_MODE_NOSUCCEED));
+    if (previous) close_epoch(*previous, barrier ? nullptr : *request);
+    std::uint64_t opened = 0;  // epoch ids start at 1
+    if (barrier) {
+        Epoch &epoch = open_epoch(EpochKind::fence, -1, LockMode::shared, assertions);
+        opened = epoch.id();
+        epoch.set_sequence(++fences_);
+        epoch.on_active(*request);  // the fence returns once its barrier has passed
+        if (assertions & MPI_MODE_NOSUCCEED) close_epoch(epoch, nullptr);
+    } else if (!previous) {
+        (*request)->finish(Status::ok);
+    }
+    progress_opened(opened);
+    return Status::ok;
+}
+
+Status Window::start(const std::vector<int> &group, int assertions) {
+    materialize();
+    if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
+    if (Status status = check_group(group); is_error(status)) return status;
+    if (open_of(EpochKind::access) || open_of(EpochKind::lock) || open_of(EpochKind::lock_all))
+        return Status::err_sync;
+    if (Status status = end_unused_fence(); is_error(status)) return status;
+    Epoch &epoch = open_epoch(EpochKind::access, -1, LockMode::shared, assertions);
+    epoch.set_group(group);
+    progress_opened(epoch.id());
+    return Status::ok;
+}
+
+Status Window::complete(Request **request) {
+    materialize();
+    return close_open(open_of(EpochKind::access), request);
+}
+
+Status Window::post(const std::vector<int> &group, int assertions) {
+    materialize();
+    if (assertions & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
+        return Status::err_assert;
+    if (Status status = check_group(group); is_error(status)) return status;
+    if (open_of(EpochKind::exposure)) return Status::err_sync;
+    if (open_of(EpochKind::lock_all) || open_lock(rank()))
+        return Status::err_conflict;  // a window is never locked and exposed at once
+    if (Status status = end_unused_fence(); is_error(status)) return status;
+    if (!(assertions & MPI_MODE_NOSTORE)) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    Epoch &epoch = open_epoch(EpochKind::exposure, -1, LockMode::shared, assertions);
+    epoch.set_group(group);
+    progress_opened(epoch.id());
+    return Status::ok;
+}
+
+Status Window::wait(Request **request) {
+    materialize();
+    return close_open(open_of(EpochKind::exposure), request);
+}
+
+Status Window::test(bool *flag) {
+    materialize();
+    Epoch *epoch = open_of(EpochKind::exposure);
+    if (!epoch) return Status::err_sync;
+    progress();
+    *flag = exposure_finished(*epoch);
+    if (!*flag) return Status::ok;
+    const Status failure = epoch->failure();
+    close_epoch(*epoch, nullptr);
+    progress();  // completes it
+    return failure;
+}
+
+// Round i of the fence barrier: a notice to rank + j k^i for j = 1 .. k-1 (below p), each
+// into the slot the receiver keeps for us (control_region.hpp).
+void Window::send_fence_round(Epoch &epoch) {
+    const int round = epoch.barrier_round(), radix = layout_.fence_radix();
+    const std::int64_t distance = layout_.fence_distance(round);
+    for (int j = 1; j < radix && j * distance < size(); ++j)
+        notify(static_cast<int>((rank() + j * distance) % size()),
+               sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)),
+               epoch.barrier_notices());
+}
+
+// Whether round `round` of the fence barrier numbered `sequence` has heard from every
+// rank - j k^round.
+bool Window::fence_round_heard(int round, std::uint64_t sequence) const {
+    const int radix = layout_.fence_radix();
+    const std::int64_t distance = layout_.fence_distance(round);
+    for (int j = 1; j < radix && j * distance < size(); ++j)
+        if (control_word(sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j))) <
+            sequence)
+            return false;
+    return true;
+}
+
+bool Window::advance_fence(Epoch &epoch) {
+    bool moved = false;
+    if (!epoch.barrier_passed()) {
+        // Round i passes when the notices of this fence from rank - j k^i arrived, which
+        // they sent only after their own rounds before i passed: after the last round
+        // every rank has entered the fence (each slot counts one notice a barrier fence).
+        const int rounds = layout_.fence_rounds();
+        while (epoch.barrier_round() < rounds) {
+            if (!fence_round_heard(epoch.barrier_round(), epoch.sequence())) return moved;
+            epoch.next_barrier_round();
+            moved = true;
+            if (epoch.barrier_round() < rounds) send_fence_round(epoch);
+        }
+        Notices &notices = epoch.barrier_notices();
+        if (!notices.done()) return moved;
+        if (is_error(notices.failure)) epoch.fail(notices.failure);
+        epoch.pass_barrier();
+        for (int peer : epoch.touched()) epoch.find(peer)->phase = TargetPhase::held;
+        moved = true;
+    }
+    for (std::size_t i = 0; i < epoch.touched().size(); ++i) {
+        const int peer = epoch.touched()[i];
+        moved |= run_pending(epoch, *epoch.find(peer));
+    }
+    if (epoch.open()) return moved;
+    // The calls complete at their targets before the epoch does (and so before the
+    // next fence tells the peers).
+    bool flushed = true;
+    for (int peer : epoch.touched()) {
+        TargetState *state = epoch.find(peer);
+        if (state->phase == TargetPhase::released) continue;
+        if (flushed_to(epoch, peer, *state)) {
+            state->phase = TargetPhase::released;
+            moved = true;
+        } else {
+            flushed = false;
+        }
+    }
+    if (flushed) {
+        epoch.complete();
+        moved = true;
+    }
+    return moved;
+}
+
+// Each target completes on its own: its done notice leaves as soon as the epoch is
+// closed and the last call toward it is done (SC14 §VII-D).
+bool Window::advance_access(Epoch &epoch) {
+    bool moved = false;
+    bool busy = false;
+    for (int peer : epoch.group()) {
+        TargetState &state = epoch.at(peer);
+        if (state.phase == TargetPhase::acquiring &&
+            control_word(layout_.grant_count(peer)) >= state.match_id) {
+            state.phase = TargetPhase::held;
+            moved = true;
+        }
+        if (state.phase == TargetPhase::held) moved |= run_pending(epoch, state);
+        // The done notice leaves once the calls completed at the target (MPI_Win_wait
+        // there relies on it).
+        if ((state.phase == TargetPhase::held || state.phase == TargetPhase::flushing) &&
+            !epoch.open() && flushed_to(epoch, peer, state)) {
+            notify(peer, layout_.done_count(rank()), state.notices);
+            state.phase = TargetPhase::releasing;
+            moved = true;
+        }
+        if (state.phase == TargetPhase::releasing && state.notices.done()) {
+            if (is_error(state.notices.failure)) epoch.fail(state.notices.failure);
+            state.phase = TargetPhase::released;
+            moved = true;
+        }
+        if (state.phase != TargetPhase::released) busy = true;
+    }
+    if (!busy && !epoch.open()) {
+        epoch.complete();
+        moved = true;
+    }
+    return moved;
+}
+
+bool Window::advance_exposure(Epoch &epoch) {
+    bool moved = false;
+    for (int peer : epoch.group()) {
+        TargetState &state = epoch.at(peer);
+        if (state.phase == TargetPhase::acquiring && state.notices.done()) {
+            if (is_error(state.notices.failure)) epoch.fail(state.notices.failure);
+            state.phase = TargetPhase::held;
+            moved = true;
+        }
+        if (state.phase == TargetPhase::held &&
+            control_word(layout_.done_count(peer)) >= state.match_id) {
+            state.phase = TargetPhase::released;
+            moved = true;
+        }
+    }
+    if (!epoch.open() && exposure_finished(epoch)) {
+        epoch.complete();
+        moved = true;
+    }
+    return moved;
+}
+
+// Every origin of the group reported done (MPI_Win_test's condition).
+bool Window::exposure_finished(const Epoch &epoch) const {
+    if (epoch.state() != EngineState::active) return false;
+    for (int peer : epoch.group()) {
+        const TargetState *state = epoch.find(peer);
+        if (!state || state->phase != TargetPhase::released) return false;
+    }
+    return true;
+}
+
+}  // namespace nbrma::engine

@@ -1,0 +1,123 @@
+// Flushes of a window (MPI_Win_flush, flush_local, flush_all and their MPIX_ nonblocking
+// forms): a flush request completes once every operation issued to its targets before it
+// completed remotely (or locally); the transport's flush is asked per peer, once.
+#include "engine/window.hpp"
+
+#include <algorithm>
+
+namespace nbrma::engine {
+
+Status Window::flush_general(int target, Request **request, bool local) {
+    if (direct_.active() && direct_flush_covers(target) && direct_flush(target)) {
+        *request = nullptr;  // complete
+        return Status::ok;
+    }
+    materialize();
+    if (target != -1) {
+        if (target < 0 || target >= size()) return Status::err_rank;
+        Epoch *epoch = covering_epoch(target);
+        if (!epoch || !epoch->passive()) return Status::err_sync;
+    } else {
+        bool passive = false;
+        for (Epoch *epoch : open_) passive |= epoch->passive();
+        if (!passive) return Status::err_sync;
+    }
+    *request = Request::create();
+    // Nothing issued before it is still pending, and the transport has it at the target
+    // already (shared memory: inline): done, without queueing it for a sweep.
+    Flush flush{target, next_age_ - 1, *request, local};
+    if (flush_done(flush)) {
+        (*request)->finish(flush.failure);
+        return Status::ok;
+    }
+    flushes_.push_back(flush);
+    queued();
+    progress();
+    return Status::ok;
+}
+
+// Completes the DirectLock's calls at `target` (-1: at every target) inline; false if
+// that failed or a call of the epoch failed (the ordinary path then reports it).
+bool Window::direct_flush(int target) {
+    if (is_error(direct_.failure)) return false;
+    // A transport that completes every call inside it (shared memory) has the calls at
+    // their targets already: what is left of a flush is its fence, for any target, and
+    // only where something was written since the last one (gets and atomics need none).
+    if (completes_inline_) return runs_ == fenced_runs_ || direct_fence();
+    Status failure = Status::ok;
+    auto flushed = [&](int rank) {
+        return remote_complete(rank, runs_, &failure) && !is_error(failure);
+    };
+    if (!direct_.all) return flushed(direct_.target);
+    if (target >= 0) return !direct_.held[target] || flushed(target);
+    for (int rank : direct_.held_ranks)
+        if (!flushed(rank)) return false;
+    return true;
+}
+
+// Whether every operation toward `peer` numbered up to `upto` is complete at the peer.
+// Never waits: posts a transport flush when none is in flight (over shared memory it
+// completes inline) and lets the next sweep ask again. A failed flush is reported in
+// *failure (and counts as done: the operations will not arrive).
+bool Window::remote_complete(int peer, std::uint64_t upto, Status *failure) {
+    PeerFlush &flush = peer_flushes_[peer];
+    upto = std::min(upto, flush.last_run);
+    if (flush.flushed < upto && !flush.in_flight) {
+        flush.covers = runs_;
+        flush.in_flight = true;
+        ++transport_flushes_;
+        Status status = transport_.flush(peer, &flush);
+        if (status != Status::in_progress) flush.on_complete(status);
+    }
+    if (flush.flushed < upto) return false;
+    if (upto > 0 && is_error(flush.failure)) *failure = flush.failure;
+    return true;
+}
+
+// A closed epoch's calls toward `peer` ran; whether they completed there (flushing
+// phase, entered here from held).
+bool Window::flushed_to(Epoch &epoch, int peer, TargetState &state) {
+    if (state.phase == TargetPhase::held) {
+        state.flush_upto = runs_;
+        state.phase = TargetPhase::flushing;
+    }
+    Status failure = Status::ok;
+    if (!remote_complete(peer, state.flush_upto, &failure)) return false;
+    if (is_error(failure)) epoch.fail(failure);
+    return true;
+}
+
+// First the calls issued before the flush must have run (complete at the origin: all
+// flush_local asks), then a transport flush completes them at their targets.
+bool Window::flush_done(Flush &flush) {
+    if (!flush.ran) {
+        for (const auto &epoch : epochs_) {
+            if (epoch->state() == EngineState::completed) continue;
+            for (int rank : epoch->touched()) {
+                if (flush.target != -1 && rank != flush.target) continue;
+                const TargetState *state = epoch->find(rank);
+                if (!state->pending.empty() && state->pending.front()->age() <= flush.age)
+                    return false;
+            }
+        }
+        if (flush.local) return true;
+        flush.ran = true;
+        flush.upto = runs_;
+    }
+    if (flush.target != -1) return remote_complete(flush.target, flush.upto, &flush.failure);
+    // Only the peers something ran toward since they were last found complete.
+    bool done = true;
+    std::size_t kept = 0;
+    for (int rank : unflushed_) {
+        done &= remote_complete(rank, flush.upto, &flush.failure);
+        PeerFlush &peer = peer_flushes_[rank];
+        if (peer.flushed < peer.last_run)
+            unflushed_[kept++] = rank;
+        else
+            peer.listed = false;
+    }
+    unflushed_.resize(kept);
+    return done;
+}
+
+}  // namespace nbrma::engine

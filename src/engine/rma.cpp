@@ -1,0 +1,289 @@
+// RMA calls on a window (put, get, accumulates, atomics, notified RMA): the target range
+// checks against the window and the datatype's true bounds, the direct paths (a
+// contiguous copy or one 64-bit atomic under a direct lock), and the general path that
+// issues an operation to the transport, or records it in its epoch until the epoch is
+// active and the target's lock held, then replays it (run_pending).
+#include "engine/window.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "common/log.hpp"
+#include "engine/reduce.hpp"
+
+namespace nbrma::engine {
+
+using transport::Region;
+using transport::RemoteAddress;
+
+Status target_span(const RmaCall &call, const TypeLayout &type, std::int64_t disp_unit,
+                   std::uint64_t *start, std::uint64_t *low, std::uint64_t *high) {
+    *start = *low = *high = 0;
+    if (call.target_count <= 0 || type.size == 0) return Status::ok;
+    std::int64_t first, lowest, highest;
+    if (__builtin_mul_overflow(static_cast<std::int64_t>(call.displacement), disp_unit, &first) ||
+        !type_span(type, call.target_count, &lowest, &highest) ||
+        __builtin_add_overflow(first, lowest, &lowest) ||
+        __builtin_add_overflow(first, highest, &highest) || lowest < 0)
+        return Status::err_range;
+    *start = static_cast<std::uint64_t>(first);
+    *low = static_cast<std::uint64_t>(lowest);
+    *high = static_cast<std::uint64_t>(highest);
+    return Status::ok;
+}
+
+Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
+    const TypeLayout *target;
+    if (is_error(type_layout_get(call.target_type, &target))) return Status::err_type;
+    const bool dynamic = config_.flavor == Flavor::dynamic;
+    if (call.displacement < 0 && !dynamic) return Status::err_range;
+    std::uint64_t low, high;
+    Status status = target_span(call, *target, dynamic ? 1 : config_.disp_units[call.target],
+                                byte_offset, &low, &high);
+    if (is_error(status) || low == high) return status;
+    if (!dynamic) return high <= config_.sizes[call.target] ? Status::ok : Status::err_range;
+    // [low, high) must lie in regions the target attached back to back (the transport
+    // keeps an origin-side copy of the target's directory, re-read when the target's
+    // generation word changed).
+    return transport_.check_attached(call.target, low, high);
+}
+
+// A put or get of contiguous data (predefined types, or derived ones that are one block
+// at offset 0) in a DirectLock, whose transport completes every call inline: the checks
+// of Operation::check and check_range, then one transport call, with no Operation.
+// false, with nothing done, for any other call and for every call those checks would
+// refuse: the general path then refuses it, naming the cause.
+bool Window::rma_contiguous(const RmaCall &call, Status *status) {
+    const bool put = call.kind == RmaKind::put;
+    if ((!put && call.kind != RmaKind::get) || call.notify) return false;
+    const MPI_Datatype local_type = put ? call.origin_type : call.result_type;
+    const MPI_Aint local_count = put ? call.origin_count : call.result_count;
+    const void *buffer = put ? call.origin : call.result;
+    const TypeLayout *target, *local;
+    std::size_t bytes = 0, local_bytes = 0;
+    std::uintptr_t buffer_end = 0;
+    if (is_error(type_layout_get(call.target_type, &target)) || !target->contiguous ||
+        is_error(type_layout_get(local_type, &local)) || !local->contiguous ||
+        !type_data_bytes(*target, call.target_count, &bytes) ||
+        !type_data_bytes(*local, local_count, &local_bytes) || bytes != local_bytes ||
+        bytes == 0 ||
+        __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), bytes, &buffer_end))
+        return false;
+    std::uint64_t offset = 0;
+    if (!direct_range(call, bytes, &offset)) return false;
+    ++next_age_;
+    ++counters().rma_ops;
+    if (verbose_level() >= 3)
+        log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
+            static_cast<unsigned long long>(offset));
+    const RemoteAddress address{Region::window, offset};
+    std::uint8_t *mapped = transport_.direct_window(call.target, offset, bytes);
+    if (put) {
+        if (mapped) {
+            std::memcpy(mapped, call.origin, bytes);
+            *status = Status::ok;
+        } else {
+            *status = transport_.put(call.target, call.origin, bytes, address, nullptr);
+        }
+        ran_toward(call.target);
+    } else if (mapped) {
+        std::memcpy(call.result, mapped, bytes);
+        *status = Status::ok;
+    } else {
+        *status = transport_.get(call.target, call.result, bytes, address, nullptr);
+    }
+    return true;
+}
+
+// fetch_and_op, compare_and_swap, or an accumulate of up to 16 elements, as 64-bit
+// atomics (one an element) in a DirectLock: a shape Operation::check accepted before
+// (atomic_shape_), 8-byte data the transport does atomically in the window (what the
+// general path's accumulates do element by element; MPI promises accumulates atomicity
+// per element only). false, with nothing done, for anything else (the general path
+// checks and runs it).
+bool Window::rma_atomic(const RmaCall &call, Status *status) {
+    constexpr int most_elements = 16;
+    const bool swap = call.kind == RmaKind::compare_and_swap;
+    const bool accumulate = call.kind == RmaKind::accumulate;  // nothing fetched
+    const int elements = accumulate ? call.origin_count : 1;
+    if ((!swap && !accumulate && call.kind != RmaKind::fetch_and_op) || call.notify ||
+        !config_.hardware_atomics || elements < 1 || elements > most_elements ||
+        call.origin_count != elements || call.target_count != elements ||
+        call.origin_type != call.target_type ||
+        (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)) ||
+        !transport_.supports_atomics(call.target, Region::window))
+        return false;
+    AtomicShape &shape = atomic_shape_;
+    if (shape.kind != call.kind || shape.type != call.target_type ||
+        (!swap && shape.op != call.op)) {
+        shape = AtomicShape{call.kind, call.op, call.target_type, false,
+                            transport::AtomicOp::compare_swap, false};
+        bool empty = false;
+        const TypeLayout *layout;
+        shape.usable = !is_error(Operation::check(call, &empty, nullptr)) && !empty &&
+                       !is_error(type_layout_get(call.target_type, &layout)) &&
+                       layout->size == 8 && layout->basic == call.target_type &&
+                       layout->basic_size == 8 &&
+                       (swap || reduce_as_atomic(call.op, layout->basic, &shape.atomic,
+                                                 &shape.operand_zero));
+    }
+    if (!shape.usable) return false;
+    const std::size_t bytes = 8 * static_cast<std::size_t>(elements);
+    std::uintptr_t end = 0;
+    if ((!shape.operand_zero &&
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.origin), bytes, &end)) ||
+        (!accumulate &&
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), 8, &end)) ||
+        (swap && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), 8, &end)))
+        return false;
+    std::uint64_t offset = 0;  // every element in range before the first is touched
+    if (!direct_range(call, bytes, &offset) ||
+        !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}))
+        return false;
+    std::uint64_t compare = 0, previous = 0;
+    if (swap) std::memcpy(&compare, call.compare, 8);
+    ++next_age_;
+    ++counters().rma_ops;
+    const auto *origin = static_cast<const unsigned char *>(call.origin);
+    for (int i = 0; i < elements; ++i) {
+        std::uint64_t operand = 0;
+        if (!shape.operand_zero) std::memcpy(&operand, origin + 8 * i, 8);
+        *status = transport_.atomic(call.target, shape.atomic,
+                                    RemoteAddress{Region::window, offset + 8 * i}, operand,
+                                    compare, &previous, nullptr);
+        if (is_error(*status)) return true;
+    }
+    if (!accumulate) std::memcpy(call.result, &previous, 8);
+    return true;
+}
+
+// The byte offset of `bytes` bytes at the call's displacement, if they lie in the
+// target's window (check_range, for data that is one block at offset 0).
+bool Window::direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t *offset) {
+    if (config_.flavor == Flavor::dynamic) return !is_error(check_range(call, offset));
+    std::int64_t first = 0, end = 0;
+    if (call.displacement < 0 ||
+        __builtin_mul_overflow(static_cast<std::int64_t>(call.displacement),
+                               config_.disp_units[call.target], &first) ||
+        __builtin_add_overflow(first, static_cast<std::int64_t>(bytes), &end) ||
+        static_cast<std::uint64_t>(end) > config_.sizes[call.target])
+        return false;
+    *offset = static_cast<std::uint64_t>(first);
+    return true;
+}
+
+Status Window::rma_general(const RmaCall &call, Request **request, const char **cause,
+                           bool direct_tried) {
+    if (cause) *cause = nullptr;
+    if (call.target < 0 || call.target >= size()) return Status::err_rank;
+    const bool direct =  // runs now, in it
+        direct_tried || (direct_.active() && direct_covers(call.target));
+    if (direct && !direct_tried) {
+        Status status;
+        if (run_direct(call, &status)) {
+            if (request) (*request = Request::create())->finish(status);
+            return Status::ok;
+        }
+    } else if (!direct) {
+        materialize();
+    }
+    Epoch *epoch = direct ? nullptr : covering_epoch(call.target);
+    if (!direct && !epoch)  // an access epoch whose group lacks the target, or no epoch at all
+        return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
+    if (request && epoch && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
+    bool empty = false;
+    Status status = Operation::check(call, &empty, cause);
+    if (is_error(status)) return status;
+    if (call.notify) {
+        status = check_notify(call);
+        if (is_error(status)) return status;
+    }
+    if (empty && !call.notify) {  // moves no data: a valid no-op
+        if (request) (*request = Request::create())->finish(Status::ok);
+        return Status::ok;
+    }
+    std::uint64_t byte_offset;
+    status = check_range(call, &byte_offset);
+    if (is_error(status)) return status;
+    if (request) *request = Request::create();
+    Request *handle = request ? *request : nullptr;
+    const std::uint64_t age = next_age_++;
+    if (epoch) {
+        epoch->count_call();
+        TargetState &state = epoch->at(call.target);
+        if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
+            start_target(*epoch, call.target, state);
+        if (epoch->state() != EngineState::active || state.phase != TargetPhase::held ||
+            !state.pending.empty()) {
+            auto operation = std::make_unique<Operation>(call, age, handle);
+            operation->retain_types();  // recorded: replayed when the target is ready
+            state.pending.push_back(std::move(operation));
+            return Status::ok;
+        }
+    }
+    Operation operation(call, age, handle);  // runs now: no need to keep it
+    status = run(operation, byte_offset);
+    if (is_error(status)) {
+        if (epoch)
+            epoch->fail(status);
+        else if (!is_error(direct_.failure))
+            direct_.failure = status;
+    }
+    if (handle) handle->finish(status);
+    return Status::ok;
+}
+
+// The index of a notifying call against the target's counters: within the capacity
+// every rank's control region has (what keeps the add inside it), and below the count
+// the target published — read now where the transport maps the target's control region,
+// else (UCX: a get) only when the index is not below the count read last time.
+Status Window::check_notify(const RmaCall &call) {
+    if (call.notify_index < 0 ||
+        static_cast<std::uint32_t>(call.notify_index) >= layout_.notify_capacity())
+        return Status::err_notification;
+    const auto index = static_cast<std::uint32_t>(call.notify_index);
+    if (notify_known_.empty()) notify_known_.assign(static_cast<std::size_t>(size()), 0);
+    std::uint32_t &known = notify_known_[call.target];
+    std::uint64_t count = 0;
+    if (!transport_.peek_control(call.target, sync::ControlLayout::notify_num, &count)) {
+        if (index < known) return Status::ok;
+        Status status = read_word(transport_, call.target,
+                                  RemoteAddress{Region::control, sync::ControlLayout::notify_num},
+                                  &count);
+        if (is_error(status)) return status;
+    }
+    known = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, layout_.notify_capacity()));
+    return index < known ? Status::ok : Status::err_notification;
+}
+
+// Runs one operation (complete at the origin when it returns) and, if it may not have
+// reached its target yet, numbers it for the target's remote completion.
+Status Window::run(Operation &operation, std::uint64_t byte_offset) {
+    TargetView view{&transport_, byte_offset, config_.hardware_atomics};
+    if (operation.call().notify)  // the index was checked against the capacity at the call
+        view.notify_offset = layout_.notification(static_cast<std::uint32_t>(operation.call().notify_index));
+    Status status = operation.execute(view);
+    if (operation.needs_flush()) ran_toward(operation.call().target);
+    return status;
+}
+
+bool Window::run_pending(Epoch &epoch, TargetState &state) {
+    bool moved = false;
+    while (!state.pending.empty()) {
+        std::unique_ptr<Operation> operation = std::move(state.pending.front());
+        state.pending.pop_front();
+        ++counters().rma_ops_replayed;
+        std::uint64_t byte_offset = 0;
+        Status status = check_range(operation->call(), &byte_offset);
+        if (!is_error(status)) status = run(*operation, byte_offset);
+        if (is_error(status)) epoch.fail(status);
+        if (operation->request()) operation->request()->finish(status);
+        moved = true;
+    }
+    return moved;
+}
+
+}  // namespace nbrma::engine
