@@ -4,7 +4,9 @@
 // Completion model (UCX style): an operation returns Status::ok when it completed
 // inline (results already written, the Completion is NOT called), Status::in_progress
 // when it was posted (the Completion is called exactly once from a later poll()),
-// or an error (nothing was posted).
+// or an error (nothing was posted). Every call refuses a peer outside [0, size())
+// (err_rank; the direct_* calls: null) and an access outside the region it was given
+// (err_range), whatever its caller checked.
 #ifndef NBRMA_TRANSPORT_TRANSPORT_HPP
 #define NBRMA_TRANSPORT_TRANSPORT_HPP
 

@@ -54,6 +54,10 @@ void store_words(std::uint8_t *destination, const std::uint8_t *source, std::siz
 
 std::uint8_t *ShmTransport::mapped(int peer, RemoteAddress address, std::size_t length,
                                    Status *status) {
+    if (!valid_peer(peer)) {
+        *status = Status::err_rank;
+        return nullptr;
+    }
     const ShmPeer &p = peers_[peer];
     *status = Status::ok;
     if (address.region == Region::control) {
@@ -143,7 +147,7 @@ Status ShmTransport::get(int peer, void *destination, std::size_t length, Remote
 }
 
 bool ShmTransport::peek_control(int peer, std::uint64_t offset, std::uint64_t *value) {
-    if (peer < 0 || peer >= static_cast<int>(peers_.size()) || offset % 8 != 0) return false;
+    if (!valid_peer(peer) || offset % 8 != 0) return false;
     Status status;
     auto *word = reinterpret_cast<std::uint64_t *>(
         mapped(peer, RemoteAddress{Region::control, offset}, 8, &status));
@@ -194,10 +198,12 @@ Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::ui
 }
 
 bool ShmTransport::supports_atomics(int peer, Region region) const {
+    if (!valid_peer(peer)) return false;
     return region == Region::control || peers_[peer].window != nullptr || moved_regions_;
 }
 
 bool ShmTransport::atomic_aligned(int peer, RemoteAddress address) {
+    if (!valid_peer(peer)) return false;
     if (dynamic_ && address.region == Region::window) {
         std::uint8_t *word = nullptr;
         return moved_regions_ && address.offset % 8 == 0 &&
@@ -208,12 +214,14 @@ bool ShmTransport::atomic_aligned(int peer, RemoteAddress address) {
     return !is_error(status) && word && reinterpret_cast<std::uintptr_t>(word) % 8 == 0;
 }
 
-Status ShmTransport::fence(int) {
+Status ShmTransport::fence(int peer) {
+    if (!valid_peer(peer)) return Status::err_rank;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return Status::ok;
 }
 
-Status ShmTransport::flush(int, Completion *) {
+Status ShmTransport::flush(int peer, Completion *) {
+    if (!valid_peer(peer)) return Status::err_rank;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return Status::ok;
 }

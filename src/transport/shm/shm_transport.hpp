@@ -51,12 +51,13 @@ class ShmTransport final : public Transport {
     bool atomic_aligned(int peer, RemoteAddress address) override;
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override;
     std::uint64_t *direct_control_word(int peer, std::uint64_t offset) override {
-        if (offset % 8 != 0 || offset >= control_size_ || control_size_ - offset < 8 ||
-            (offset >= watched_offset_ && peers_[peer].bell))
+        if (!valid_peer(peer) || offset % 8 != 0 || offset >= control_size_ ||
+            control_size_ - offset < 8 || (offset >= watched_offset_ && peers_[peer].bell))
             return nullptr;
         return reinterpret_cast<std::uint64_t *>(peers_[peer].control + offset);
     }
     std::uint8_t *direct_window(int peer, std::uint64_t offset, std::size_t length) override {
+        if (!valid_peer(peer)) return nullptr;
         const ShmPeer &p = peers_[peer];
         if (!p.window || offset > p.window_size || length > p.window_size - offset)
             return nullptr;
@@ -80,6 +81,11 @@ class ShmTransport final : public Transport {
 
   private:
     class DirectorySource;
+    // Every call refuses a peer outside the window's ranks (err_rank, or no direct
+    // pointer), whatever its caller checked.
+    bool valid_peer(int peer) const {
+        return static_cast<unsigned>(peer) < static_cast<unsigned>(peers_.size());
+    }
     // Local address of (peer, region, offset) when directly mapped, else null.
     std::uint8_t *mapped(int peer, RemoteAddress address, std::size_t length, Status *status);
     // After a write to (peer, address): rings the peer's bell if a wait may depend on it.

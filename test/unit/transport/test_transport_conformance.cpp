@@ -311,8 +311,6 @@ struct Kind {
     bool window_atomics;  // supports_atomics(peer, Region::window)
     bool needs_target_progress;
     bool completes_inline;
-    // Why peers out of range are not checked (null: they are refused with err_rank).
-    const char *unchecked_peers;
     // Why atomics on the window are missing (when window_atomics is false).
     const char *no_window_atomics;
 };
@@ -329,24 +327,16 @@ std::unique_ptr<Ranks> make_shm_cma(bool dynamic, std::string *) {
                                               : ShmRanks::Window::cross_memory);
 }
 
-// shm leaves checking the peer to its callers (the engine checks ranks before any
-// transport call): put, get and atomic index its peer table unchecked, and fence and
-// flush ignore the peer and return ok. The interface does not say who checks.
-constexpr const char *shm_unchecked_peers =
-    "shm does not check the peer (put/get/atomic index its peer table unchecked, fence and "
-    "flush return ok); sim and ucx refuse it with err_rank";
-
-const Kind sim_kind{"sim", make_sim, true, false, false, nullptr, nullptr};
-const Kind shm_kind{"shm", make_shm, true, false, true, shm_unchecked_peers, nullptr};
+const Kind sim_kind{"sim", make_sim, true, false, false, nullptr};
+const Kind shm_kind{"shm", make_shm, true, false, true, nullptr};
 const Kind shm_cma_kind{"shm_cma",
                         make_shm_cma,
                         false,
                         false,
                         true,
-                        shm_unchecked_peers,
                         "shm reaches MPI_Win_create memory by cross-memory attach, which has no "
                         "atomics (the engine uses the accumulate lock there)"};
-const Kind ucx_kind{"ucx", UcxRanks::make, true, true, false, nullptr, nullptr};
+const Kind ucx_kind{"ucx", UcxRanks::make, true, true, false, nullptr};
 
 // ---------------------------------------------------------------- the fixture
 
@@ -804,7 +794,6 @@ TEST_P(Conformance, FenceOrdersOperationsPostedAfterIt) {
 }
 
 TEST_P(Conformance, PeersOutOfRangeAreRefused) {
-    if (GetParam().unchecked_peers) GTEST_SKIP() << GetParam().unchecked_peers;
     std::uint64_t buffer = 0x5a5a;
     for (int origin = 0; origin < size(); ++origin)
         for (int peer : {-1, size(), size() + 3}) {
@@ -1212,7 +1201,6 @@ const Kind shm_dynamic_kind{
     false,
     false,
     true,
-    shm_unchecked_peers,
     "atomics on attached memory need regions moved into shared pages (ShmTransportMovedRegions)"};
 
 INSTANTIATE_TEST_SUITE_P(Transports, DynamicConformance,
