@@ -113,7 +113,7 @@ void Window::send_fence_round(Epoch &epoch) {
     const std::int64_t distance = layout_.fence_distance(round);
     for (int j = 1; j < radix && j * distance < size(); ++j)
         notify(static_cast<int>((rank() + j * distance) % size()),
-               sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)),
+               layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)),
                epoch.barrier_notices());
 }
 
@@ -123,7 +123,7 @@ bool Window::fence_round_heard(int round, std::uint64_t sequence) const {
     const int radix = layout_.fence_radix();
     const std::int64_t distance = layout_.fence_distance(round);
     for (int j = 1; j < radix && j * distance < size(); ++j)
-        if (control_word(sync::ControlLayout::fence_slot(layout_.fence_slot_of(round, j))) <
+        if (control_word(layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j))) <
             sequence)
             return false;
     return true;

@@ -8,7 +8,7 @@
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/reduce.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 
 namespace nbrma::engine {
 
@@ -404,7 +404,7 @@ Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout
                                         std::uint8_t *fetched) {
     transport::Transport &transport = *view.transport;
     const std::uint64_t me = static_cast<std::uint64_t>(transport.rank()) + 1;
-    const RemoteAddress lock{Region::control, sync::ControlLayout::accumulate_lock};
+    const RemoteAddress lock{Region::control, layout::ControlLayout::accumulate_lock};
     Backoff backoff;
     for (;;) {
         Pending pending;

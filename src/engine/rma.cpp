@@ -248,11 +248,11 @@ Status Window::check_notify(const RmaCall &call) {
     if (notify_known_.empty()) notify_known_.assign(static_cast<std::size_t>(size()), 0);
     std::uint32_t &known = notify_known_[call.target];
     std::uint64_t count = 0;
-    if (!transport_.peek_control(call.target, sync::ControlLayout::notify_num, &count)) {
+    if (!transport_.peek_control(call.target, layout::ControlLayout::notify_num, &count)) {
         if (index < known) return Status::ok;
-        Status status = read_word(transport_, call.target,
-                                  RemoteAddress{Region::control, sync::ControlLayout::notify_num},
-                                  &count);
+        Status status =
+            read_word(transport_, call.target,
+                      RemoteAddress{Region::control, layout::ControlLayout::notify_num}, &count);
         if (is_error(status)) return status;
     }
     known = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, layout_.notify_capacity()));

@@ -21,7 +21,7 @@ using sync::LockMode;
 using transport::Region;
 using transport::RemoteAddress;
 
-Window::Window(transport::Transport &transport, const sync::ControlLayout &layout,
+Window::Window(transport::Transport &transport, const layout::ControlLayout &layout,
                WindowConfig config)
     : transport_(transport),
       layout_(layout),
@@ -30,11 +30,12 @@ Window::Window(transport::Transport &transport, const sync::ControlLayout &layou
       completes_inline_(transport.completes_inline()),
       config_(std::move(config)),
       peer_flushes_(transport.size()),
-      notify_(reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(
-                  transport.local_control()) + layout.notifications()),
-              layout.notify_capacity(),
-              reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(
-                  transport.local_control()) + sync::ControlLayout::notify_num)) {
+      notify_(
+          reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(transport.local_control()) +
+                                            layout.notifications()),
+          layout.notify_capacity(),
+          reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(transport.local_control()) +
+                                            layout::ControlLayout::notify_num)) {
     for (PeerFlush &peer : peer_flushes_) peer.in_flight_count = &transport_flushes_;
     notify_.on_wait([](void *window) { static_cast<Window *>(window)->queued(); }, this);
 }

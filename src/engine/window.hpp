@@ -15,7 +15,7 @@
 #include "engine/notify.hpp"
 #include "engine/operation.hpp"
 #include "engine/request.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "transport/transport.hpp"
 
 namespace nbrma::engine {
@@ -57,7 +57,8 @@ class Window {
     // One-CAS attempts of a polite lock (polite_locks) before it joins the target's queue.
     static constexpr std::uint16_t polite_polls = 64;
 
-    Window(transport::Transport &transport, const sync::ControlLayout &layout, WindowConfig config);
+    Window(transport::Transport &transport, const layout::ControlLayout &layout,
+           WindowConfig config);
     ~Window();
     Window(const Window &) = delete;
     Window &operator=(const Window &) = delete;
@@ -306,7 +307,7 @@ class Window {
     Status check_notify(const RmaCall &call);
 
     transport::Transport &transport_;
-    const sync::ControlLayout &layout_;
+    const layout::ControlLayout &layout_;
     // The transport's, asked once: the sweep consults them at every step.
     const int rank_;
     const int size_;

@@ -37,13 +37,14 @@ void Window::dump(std::FILE *out) const {
                      static_cast<unsigned long long>(flush.last_run),
                      static_cast<unsigned long long>(flush.flushed), flush.in_flight ? 1 : 0);
     }
-    const sync::LockWord word = sync::LockWord::decode(control_word(sync::ControlLayout::lock_word));
+    const sync::LockWord word =
+        sync::LockWord::decode(control_word(layout::ControlLayout::lock_word));
     std::fprintf(out,
                  "    lock word: active %u waiting %u tail %u head %d, head rank word %#llx, "
                  "doorway tail %llu\n",
                  word.active, word.waiting, word.tail, word.head ? 1 : 0,
-                 static_cast<unsigned long long>(control_word(sync::ControlLayout::head_rank)),
-                 static_cast<unsigned long long>(control_word(sync::ControlLayout::door_tail)));
+                 static_cast<unsigned long long>(control_word(layout::ControlLayout::head_rank)),
+                 static_cast<unsigned long long>(control_word(layout::ControlLayout::door_tail)));
     for (int target = 0; target < size_; ++target) {
         const std::uint64_t grant = control_word(layout_.node_grant(target));
         const std::uint64_t next = control_word(layout_.node_next(target));

@@ -16,7 +16,7 @@
 #include "engine/progress.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "transport/shm/cross_memory.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/shm/user_memory.hpp"
@@ -62,7 +62,7 @@ struct WindowState {
     int create_flavor = MPI_WIN_FLAVOR_CREATE;
     int model = MPI_WIN_UNIFIED;
     WindowInfo info;
-    std::unique_ptr<sync::ControlLayout> layout;
+    std::unique_ptr<layout::ControlLayout> layout;
     std::unique_ptr<transport::shm::ShmSegment> segment;
     // Control-only segments (create, dynamic): its node-wide identity, kept for reuse at
     // free (transport/shm/segment_cache.hpp); 0: not kept. Where this rank's control

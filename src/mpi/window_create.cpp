@@ -571,7 +571,7 @@ int create_window(const char *call, Flavor flavor, MPI_Aint size, int disp_unit,
                 : std::string("nbrma_notify_max / NBRMA_NOTIFY_MAX differs between ranks");
         return creation_failed(call, *state, Status::err_info, why.c_str());
     }
-    state->layout = std::make_unique<sync::ControlLayout>(
+    state->layout = std::make_unique<layout::ControlLayout>(
         nranks, static_cast<std::uint32_t>(peers[0].notify_max));
     const std::int64_t control_bytes = static_cast<std::int64_t>(state->layout->size());
     std::int64_t total = control_bytes * local_count;

@@ -40,11 +40,13 @@
 #include <cstdint>
 
 #include "common/status.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "sync/lock_word.hpp"
 #include "transport/transport.hpp"
 
 namespace nbrma::sync {
+
+using layout::ControlLayout;
 
 enum class LockMode : std::uint8_t { shared, exclusive };
 

@@ -45,7 +45,7 @@
 
 #include "engine/request.hpp"
 #include "engine/window.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "sync/lock_protocol.hpp"
 #include "transport/sim/sim_transport.hpp"
 #include "../unit/engine/rma_calls.hpp"  // put_call
@@ -83,7 +83,7 @@ class Job {
 
     int size() const { return p_; }
     Window &w(int r) { return *windows_[r]; }
-    const sync::ControlLayout &layout() const { return layout_; }
+    const layout::ControlLayout &layout() const { return layout_; }
     void keep(Request *request) {
         if (request) requests_.push_back(request);
     }
@@ -126,7 +126,7 @@ class Job {
 
   private:
     int p_;
-    sync::ControlLayout layout_;
+    layout::ControlLayout layout_;
     SimWorld world_;
     std::vector<std::unique_ptr<Window>> windows_;
     std::vector<Request *> requests_;
@@ -218,7 +218,7 @@ bool run(int p, bool checking) {
     std::printf("RESULT model-max scale_control_bytes %d %.0f B\n", p, control);
     if (checking) {
         // A notice to every peer up to 8 ranks, a dissemination barrier beyond.
-        const double fence_bound = p <= sync::ControlLayout::direct_fence_ranks ? p - 1 : ceil_log2(p);
+        const double fence_bound = p <= layout::ControlLayout::direct_fence_ranks ? p - 1 : ceil_log2(p);
         check(result[0].max == fence_bound, "fence == p - 1 (p <= 8), ceil(log2 p)", p,
               result[0].max, fence_bound);
         check(result[1].max <= 3, "lock_all <= 3", p, result[1].max, 3);

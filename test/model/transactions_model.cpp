@@ -37,7 +37,7 @@
 
 #include "engine/request.hpp"
 #include "engine/window.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 using namespace nbrma;
@@ -85,7 +85,7 @@ struct Result {
 };
 
 Result run(int nranks, Series series, double latency_us, double call_us, long per_rank) {
-    const sync::ControlLayout layout(nranks);
+    const layout::ControlLayout layout(nranks);
     const std::size_t window_bytes = slots * elements * sizeof(std::int64_t);
     SimWorld world(nranks, layout.size(), window_bytes);
     // Puts and atomics without a result complete at the origin when posted, as an RDMA

@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 
 namespace nbrma::transport::shm {
 
-using sync::ControlLayout;
+using layout::ControlLayout;
 
 ShmTransport::ShmTransport(int rank, std::size_t control_size, std::vector<ShmPeer> peers)
     : rank_(rank),

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 
 namespace nbrma::transport::ucx {
 
@@ -128,8 +128,8 @@ Status UcxTransport::expose_dynamic() {
         return Status::ok;
     };
     directory_ = std::make_unique<DirectoryWriter>(
-        static_cast<std::uint8_t *>(control_) + sync::ControlLayout::directory,
-        sync::ControlLayout::directory_bytes, directory_rkey_bytes, publish);
+        static_cast<std::uint8_t *>(control_) + layout::ControlLayout::directory,
+        layout::ControlLayout::directory_bytes, directory_rkey_bytes, publish);
     return expose_window(nullptr, 0);
 }
 
@@ -242,13 +242,13 @@ class UcxTransport::DirectorySource final : public DirectoryCache::Source {
     DirectorySource(UcxTransport &owner, Peer &peer) : owner_(owner), peer_(peer) {}
     Status read_header(std::size_t offset, void *destination, std::size_t length) override {
         return owner_.fetch(peer_, destination, length,
-                            peer_.control.base + sync::ControlLayout::directory + offset,
+                            peer_.control.base + layout::ControlLayout::directory + offset,
                             peer_.control.rkey);
     }
     Status read_array(const DirectoryHeader &header, std::uint64_t address, void *destination,
                       std::size_t length) override {
         if (header.address != peer_.directory_array || !peer_.directory_rkey) {
-            std::uint8_t key[sync::ControlLayout::directory_bytes];
+            std::uint8_t key[layout::ControlLayout::directory_bytes];
             if (header.key_length == 0 || header.key_length > sizeof key - sizeof header)
                 return Status::err_transport;
             Status status = read_header(sizeof header, key, header.key_length);

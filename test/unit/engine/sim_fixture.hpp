@@ -6,19 +6,19 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
-#include <string>
-#include <utility>
 #include <functional>
 #include <memory>
 #include <ostream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/window.hpp"
+#include "layout/control_region.hpp"
 #include "rma_calls.hpp"
-#include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma {
@@ -208,8 +208,9 @@ struct SimRanks {
         for (int round = 0; round < layout.fence_rounds(); ++round, reach *= radix)
             for (int j = 1; j < radix; ++j)
                 if (j * reach == distance)
-                    return world.load64(rank, transport::Region::control,
-                                        sync::ControlLayout::fence_slot(layout.fence_slot_of(round, j)));
+                    return world.load64(
+                        rank, transport::Region::control,
+                        layout::ControlLayout::fence_slot(layout.fence_slot_of(round, j)));
         return 0;
     }
     // The int64 at `offset` of `rank`'s window memory.
@@ -218,7 +219,7 @@ struct SimRanks {
         std::memcpy(&value, world.memory(rank, transport::Region::window) + offset, sizeof value);
         return value;
     }
-    sync::ControlLayout layout;
+    layout::ControlLayout layout;
     transport::sim::SimWorld world;
     std::vector<std::unique_ptr<DataNow>> transports;
     std::vector<std::unique_ptr<Window>> windows;

@@ -26,11 +26,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "../state_hash.hpp"
 #include "engine/epoch.hpp"
 #include "engine/window.hpp"
-#include "../state_hash.hpp"
+#include "layout/control_region.hpp"
 #include "sim_fixture.hpp"
-#include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {

@@ -18,8 +18,8 @@
 
 #include "common/log.hpp"
 #include "engine/window.hpp"
+#include "layout/control_region.hpp"
 #include "sim_fixture.hpp"
-#include "sync/control_region.hpp"
 #include "sync/lock_word.hpp"
 #include "transport/shm/shm_transport.hpp"
 
@@ -57,7 +57,7 @@ class LockAtOnce : public ::testing::Test {
     sync::LockWord word(int target) const {
         return sync::LockWord::decode(__atomic_load_n(
             reinterpret_cast<const std::uint64_t *>(control_[target].data() +
-                                                    sync::ControlLayout::lock_word),
+                                                    layout::ControlLayout::lock_word),
             __ATOMIC_ACQUIRE));
     }
     std::int64_t cell(int rank, int index) const {
@@ -79,7 +79,7 @@ class LockAtOnce : public ::testing::Test {
         }
     }
 
-    sync::ControlLayout layout_{nranks};
+    layout::ControlLayout layout_{nranks};
     std::array<std::vector<std::uint8_t>, nranks> control_;
     alignas(8) std::array<std::array<std::uint8_t, window_bytes>, nranks> window_{};
     std::array<std::unique_ptr<transport::shm::ShmTransport>, nranks> transports_;
@@ -421,7 +421,7 @@ TEST_F(LockAtOnce, LockAllTakesEachTargetAtItsFirstCallAndHandsOverWhatIsQueued)
     ASSERT_EQ(writer.lock(MPI_LOCK_EXCLUSIVE, 1, 0), Status::ok);
     EXPECT_EQ(writer.epochs_pending(), 1u);
     EXPECT_TRUE(word(1).head);
-    EXPECT_EQ(control_word(1, sync::ControlLayout::head_rank), 2u);  // rank 1 + 1
+    EXPECT_EQ(control_word(1, layout::ControlLayout::head_rank), 2u);  // rank 1 + 1
     // unlock_all releases target 0 at once, hands target 1 over through an ordinary
     // lock_all epoch.
     Request *released = nullptr;

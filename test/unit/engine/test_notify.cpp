@@ -24,8 +24,8 @@
 #include "common/threads.hpp"
 #include "engine/notify.hpp"
 #include "engine/window.hpp"
+#include "layout/control_region.hpp"
 #include "sim_fixture.hpp"
-#include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {
@@ -752,7 +752,7 @@ class NotifyRun {
     };
 
     const int n_;
-    sync::ControlLayout layout_;
+    layout::ControlLayout layout_;
     SimWorld world_;
     Scheduler scheduler_;
     std::mt19937_64 rng_;

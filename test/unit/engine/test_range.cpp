@@ -11,7 +11,7 @@
 
 #include "engine/datatype.hpp"
 #include "engine/window.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "transport/transport.hpp"
 
 namespace nbrma::engine {
@@ -147,7 +147,7 @@ class Refusing final : public transport::Transport {
 // less memory): the operation fails at the first segment instead of trying them all,
 // and the window refuses what is outside its range before the transport sees it.
 TEST(WindowRange, TransferStopsAtTheFirstRefusedSegment) {
-    sync::ControlLayout layout(2);
+    layout::ControlLayout layout(2);
     Refusing transport(layout.size());
     WindowConfig config;
     config.sizes.assign(2, 1 << 20);

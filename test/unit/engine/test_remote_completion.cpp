@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "engine/window.hpp"
+#include "layout/control_region.hpp"
 #include "sim_fixture.hpp"
-#include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {
@@ -64,7 +64,7 @@ void deliver_put_to(SimRanks &ranks, int target) {
 }
 
 std::uint64_t lock_word(const SimRanks &ranks, int rank) {
-    return ranks.world.load64(rank, Region::control, sync::ControlLayout::lock_word);
+    return ranks.world.load64(rank, Region::control, layout::ControlLayout::lock_word);
 }
 
 TEST(RemoteCompletion, FlushWaitsForThePutToReachTheTargetFlushLocalDoesNot) {

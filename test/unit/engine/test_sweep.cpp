@@ -14,8 +14,8 @@
 #include "engine/progress.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
+#include "layout/control_region.hpp"
 #include "sim_fixture.hpp"
-#include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {
@@ -91,7 +91,7 @@ struct Registered {
         std::memcpy(&value, world.memory(rank, Region::window) + offset, sizeof value);
         return value;
     }
-    sync::ControlLayout layout;
+    layout::ControlLayout layout;
     SimWorld world;
     std::vector<std::unique_ptr<Counting>> transports;
     std::vector<std::unique_ptr<Window>> windows;

@@ -32,8 +32,8 @@
 #include "engine/progress.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
+#include "layout/control_region.hpp"
 #include "sim_fixture.hpp"
-#include "sync/control_region.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {
@@ -117,7 +117,7 @@ struct ThreadRanks {
     void set(int rank, std::size_t offset, std::int64_t value) {
         std::memcpy(world.memory(rank, Region::window) + offset, &value, sizeof value);
     }
-    sync::ControlLayout layout;
+    layout::ControlLayout layout;
     SimWorld world;
     std::vector<std::unique_ptr<Immediate>> transports;
     std::vector<std::unique_ptr<Window>> windows;

@@ -1,5 +1,5 @@
 // Memory per rank per window as jobs grow: the control region (its layout,
-// sync/control_region.hpp) plus what the engine allocates on the heap for the window
+// layout/control_region.hpp) plus what the engine allocates on the heap for the window
 // object and for an epoch of each kind, measured with mallinfo2 for p = 2^10 ... 2^20
 // over a transport that only says how many ranks there are (nothing is sent: the
 // window is constructed and epochs are made, which is where per-peer state lives).
@@ -14,7 +14,7 @@
 
 #include "engine/epoch.hpp"
 #include "engine/window.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 
 namespace nbrma::engine {
 namespace {
@@ -62,7 +62,7 @@ TEST(WindowMemory, BytesPerRankPerWindow) {
                 "lock epoch/p", "fence epoch/p", "total/p");
     for (int log = 10; log <= 20; log += 2) {
         const int p = 1 << log;
-        const sync::ControlLayout layout(p);
+        const layout::ControlLayout layout(p);
         CountOnly transport(p, layout.size());
         const std::size_t before = heap_in_use();
         WindowConfig config;  // every rank's size and disp_unit: the window keeps them

@@ -46,15 +46,15 @@
 #include <vector>
 
 #include "../state_hash.hpp"
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "sync/lock_protocol.hpp"
 #include "sync/lock_word.hpp"
 #include "transport/sim/sim_transport.hpp"
 
-using nbrma::Status;
 using nbrma::is_error;
+using nbrma::Status;
 using nbrma::status_string;
-using nbrma::sync::ControlLayout;
+using nbrma::layout::ControlLayout;
 using nbrma::sync::LockMode;
 using nbrma::sync::LockOperation;
 using nbrma::sync::LockWord;

@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/shm/user_memory.hpp"
 
@@ -117,7 +117,7 @@ namespace {
 // word, the accumulate lock, the directory header and window memory do not.
 TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
     constexpr std::size_t size = 2048;
-    static_assert(nbrma::sync::ControlLayout::watched + 64 <= size, "room for a watched word");
+    static_assert(nbrma::layout::ControlLayout::watched + 64 <= size, "room for a watched word");
     alignas(64) static std::uint8_t control[size];
     alignas(64) static std::uint8_t window[64];
     std::atomic<std::uint64_t> bell{0};
@@ -129,8 +129,8 @@ TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
     ShmTransport shm(0, size, peers);
     std::uint64_t value = 7, old = 0;
     const RemoteAddress lock_word{Region::control, 0};
-    const RemoteAddress counter{Region::control, nbrma::sync::ControlLayout::watched};
-    const RemoteAddress node{Region::control, nbrma::sync::ControlLayout::watched + 40};
+    const RemoteAddress counter{Region::control, nbrma::layout::ControlLayout::watched};
+    const RemoteAddress node{Region::control, nbrma::layout::ControlLayout::watched + 40};
     const RemoteAddress data{Region::window, 0};
     ASSERT_EQ(shm.atomic(0, AtomicOp::fetch_add, lock_word, 1, 0, &old, nullptr), Status::ok);
     ASSERT_EQ(shm.put(0, &value, 8, data, nullptr), Status::ok);
@@ -170,7 +170,7 @@ class ShmTransportMovedRegions : public ::testing::Test {
         }
         return result;
     }
-    const sync::ControlLayout layout{2};
+    const layout::ControlLayout layout{2};
     std::vector<std::uint64_t> control = std::vector<std::uint64_t>(2 * layout.size() / 8 + 2, 0);
     const std::vector<ShmPeer> peers = two_peers();
     ShmTransport origin{0, layout.size(), peers};

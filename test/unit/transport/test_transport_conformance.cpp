@@ -33,7 +33,7 @@ namespace nbrma::transport {
 namespace {
 
 constexpr int nranks = 3;
-// Room for the directory header of dynamic windows (sync::ControlLayout::directory and
+// Room for the directory header of dynamic windows (layout::ControlLayout::directory and
 // directory_bytes: bytes 64 to 1088).
 constexpr std::size_t control_bytes = 2048;
 constexpr std::size_t window_bytes = 4096;

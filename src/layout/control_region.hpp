@@ -2,13 +2,13 @@
 // one-sidedly (lock word, accumulate lock, matching counters, lock-queue nodes,
 // the directory header of dynamic windows, the notification counters). One layout for
 // every transport: shm maps it, sim allocates it, ucx registers it.
-#ifndef NBRMA_SYNC_CONTROL_REGION_HPP
-#define NBRMA_SYNC_CONTROL_REGION_HPP
+#ifndef NBRMA_LAYOUT_CONTROL_REGION_HPP
+#define NBRMA_LAYOUT_CONTROL_REGION_HPP
 
 #include <cstddef>
 #include <cstdint>
 
-namespace nbrma::sync {
+namespace nbrma::layout {
 
 // Offsets in bytes from the start of a rank's control region.
 //
@@ -27,7 +27,7 @@ namespace nbrma::sync {
 //       of p requests costs each a constant number of atomics, not O(p) CAS retries
 //       (lock_protocol.hpp)
 //   64  directory header of dynamic windows, directory_bytes long: where this
-//       rank's table of attached regions lives (transport/directory.hpp)
+//       rank's table of attached regions lives (layout/directory.hpp)
 //   ..  fence counters, max_fence_slots of them, each fetch-added once a barrier fence
 //       by one sender (so monotone like the counters below). The fence barrier is a
 //       k-ary dissemination barrier: round i sends to rank + j k^i, j = 1 .. k-1 (while
@@ -135,6 +135,6 @@ class ControlLayout {
     std::uint32_t notify_capacity_;
 };
 
-}  // namespace nbrma::sync
+}  // namespace nbrma::layout
 
 #endif

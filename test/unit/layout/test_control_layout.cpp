@@ -1,5 +1,5 @@
 // The control region's size as jobs grow: computed from the real layout
-// (sync/control_region.hpp) for p = 2 ... 2^20 ranks, against the bound of 64 bytes a
+// (layout/control_region.hpp) for p = 2 ... 2^20 ranks, against the bound of 64 bytes a
 // peer plus a constant (64 now), and the fields of every peer disjoint and 8-byte aligned.
 #include <gtest/gtest.h>
 
@@ -7,16 +7,17 @@
 #include <set>
 #include <utility>
 
-#include "sync/control_region.hpp"
+#include "layout/control_region.hpp"
 
-using nbrma::sync::ControlLayout;
+using nbrma::layout::ControlLayout;
 
 namespace {
 
 constexpr std::size_t per_peer_bound = 64;
 // Lock word, accumulate lock, notification count, head rank, doorway tail, the directory header of
 // dynamic windows, the fence slots, and the rounding of the end to a cache line.
-constexpr std::size_t constant_bound = ControlLayout::watched + 8 * ControlLayout::max_fence_slots + 64;
+constexpr std::size_t constant_bound =
+    ControlLayout::watched + 8 * ControlLayout::max_fence_slots + 64;
 
 }  // namespace
 
@@ -40,9 +41,17 @@ TEST(ControlLayout, BytesPerRankStayWithin64APeer) {
 
 TEST(ControlLayout, FenceRoundsAndSlots) {
     // Up to direct_fence_ranks ranks: one round, a slot a peer; beyond: ceil(log2 p).
-    const std::pair<int, int> expected[] = {{1, 0},    {2, 1},     {3, 1},          {8, 1},
-                                            {9, 4},    {16, 4},    {1024, 10},      {1025, 11},
-                                            {65536, 16}, {1 << 20, 20}, {(1 << 21) - 2, 21}};
+    const std::pair<int, int> expected[] = {{1, 0},
+                                            {2, 1},
+                                            {3, 1},
+                                            {8, 1},
+                                            {9, 4},
+                                            {16, 4},
+                                            {1024, 10},
+                                            {1025, 11},
+                                            {65536, 16},
+                                            {1 << 20, 20},
+                                            {(1 << 21) - 2, 21}};
     for (auto [p, rounds] : expected) EXPECT_EQ(ControlLayout(p).fence_rounds(), rounds) << p;
     for (int p : {2, 3, 8, 9, 1000, (1 << 21) - 2}) {
         const ControlLayout layout(p);
@@ -56,9 +65,10 @@ TEST(ControlLayout, FenceRoundsAndSlots) {
                 EXPECT_LT(slot, ControlLayout::max_fence_slots) << p;
                 EXPECT_TRUE(slots.insert(slot).second) << p;
             }
-        EXPECT_EQ(slots.size(), std::size_t(p <= ControlLayout::direct_fence_ranks
-                                                ? p - 1
-                                                : layout.fence_rounds())) << p;
+        EXPECT_EQ(
+            slots.size(),
+            std::size_t(p <= ControlLayout::direct_fence_ranks ? p - 1 : layout.fence_rounds()))
+            << p;
     }
 }
 
