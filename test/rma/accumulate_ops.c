@@ -210,9 +210,7 @@ DEF_LOC_TEST(int, 2int, MPI_2INT, (int) (2 * sizeof(int)))
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     t = (me + 1) % np;
 
     /* optional flavor argument; default: allocate */

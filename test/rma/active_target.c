@@ -390,14 +390,23 @@ static void run(rt_win_t *w, int f, int y, int g)
     MPI_CHK(MPI_Group_free(&wgroup));
 }
 
+/* Every synchronization and group on a window of one flavor. */
+static void run_all(rt_win_t *w, int f, void *arg)
+{
+    (void) arg;
+    for (int y = 0; y < NSYNC; y++) {
+#ifdef NO_NBRMA
+        if (y == Y_START_FIRST)
+            continue; /* MPI_Win_start may block until the matching post */
+#endif
+        for (int g = 0; g < NGROUPS; g++)
+            run(w, f, y, g);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    int sel[RT_NFLAVORS];
-
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    rt_select_flavors(argc, argv, sel);
+    rt_init_world(&argc, &argv, &me, &np);
 
     obuf = malloc(sizeof(int) * SLOTS * (size_t) np);
     rbuf = malloc(sizeof(int) * SLOTS * (size_t) np);
@@ -405,22 +414,7 @@ int main(int argc, char **argv)
     acc = malloc(sizeof(int) * (size_t) np);
     expo = malloc(sizeof(int) * (size_t) np);
 
-    for (int f = 0; f < RT_NFLAVORS; f++) {
-        rt_win_t w;
-        if (!sel[f])
-            continue;
-        rt_win_create(f, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), MPI_INFO_NULL,
-                      MPI_COMM_WORLD, &w);
-        for (int y = 0; y < NSYNC; y++) {
-#ifdef NO_NBRMA
-            if (y == Y_START_FIRST)
-                continue; /* MPI_Win_start may block until the matching post */
-#endif
-            for (int g = 0; g < NGROUPS; g++)
-                run(&w, f, y, g);
-        }
-        rt_win_free(&w);
-    }
+    rt_each_flavor(argc, argv, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), run_all, NULL);
 
     free(obuf);
     free(rbuf);

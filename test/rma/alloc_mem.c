@@ -238,9 +238,7 @@ static void untouched(void)
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     if (np > 256) MPI_Abort(MPI_COMM_WORLD, 1);
     right = (me + 1) % np;
     left = (me + np - 1) % np;

@@ -417,9 +417,7 @@ int main(int argc, char **argv)
 {
     int sel[RT_NFLAVORS];
 
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wme);
-    MPI_Comm_size(MPI_COMM_WORLD, &wnp);
+    rt_init_world(&argc, &argv, &wme, &wnp);
     rt_max_print = 100;
     if (wnp < 2) {
         fprintf(stderr, "at_errors needs 2 or 3 processes\n");

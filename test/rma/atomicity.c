@@ -28,9 +28,7 @@ int main(int argc, char **argv)
     long iter = 10000, cas_iter;
     rt_win_t w;
 
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     const char *transport = getenv("NBRMA_TRANSPORT");
     if ((transport && strcmp(transport, "ucx") == 0) || getenv("NBRMA_VIRTUAL_NODES"))
         iter = 2000;

@@ -342,9 +342,7 @@ static void make_types(void)
 int main(int argc, char **argv)
 {
     int sel[RT_NFLAVORS];
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     rt_max_print = 100;
     peer = (me + 1) % np;
     CHECK(rt_select_flavors(argc, argv, sel) > 0, "no flavor selected");

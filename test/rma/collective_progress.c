@@ -150,9 +150,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "interrupt") == 0)
         setenv("NBRMA_PROGRESS", "interrupt", 1);
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     if (np < 2) {
         fprintf(stderr, "collective_progress needs 2 or more processes\n");
         MPI_Abort(MPI_COMM_WORLD, 1);

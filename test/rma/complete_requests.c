@@ -34,9 +34,7 @@ static void check_null_status(const MPI_Status *status, const char *what)
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     MPI_Request first;
     MPI_CHK(MPI_Irecv(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 3, MPI_COMM_WORLD, &first));
     MPI_CHK(MPI_Wait(&first, &reference));

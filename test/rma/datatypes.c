@@ -161,9 +161,7 @@ int main(int argc, char **argv)
            D_MIXED, ND };
     dtype_t d[ND];
 
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     rt_select_flavors(argc, argv, sel);
 
     /* every type pair below has the signature of 6 MPI_INTs, except "mixed" */

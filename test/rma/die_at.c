@@ -16,9 +16,7 @@
 int main(int argc, char **argv)
 {
     int me, np, sel[RT_NFLAVORS];
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     printf("die_at pid %d\n", (int) getpid());
     fflush(stdout);
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD)); /* every pid line is out before anyone dies */

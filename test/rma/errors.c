@@ -155,9 +155,7 @@ static void run_flavor(int flavor)
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     rt_max_print = 100;
     peer = me ^ 1;
     if (peer >= np)

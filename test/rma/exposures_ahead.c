@@ -271,33 +271,25 @@ static void part_b(rt_win_t *w, int f, int notify)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+static void run_parts(rt_win_t *w, int f, void *arg)
+{
+    (void) arg;
+    MPI_CHK(MPI_Win_get_group(w->win, &wgroup));
+    part_a(w, f);
+    part_a2(w, f);
+    part_b(w, f, 1);
+    part_b(w, f, 0);
+    MPI_CHK(MPI_Group_free(&wgroup));
+}
+
 int main(int argc, char **argv)
 {
-    int sel[RT_NFLAVORS];
-
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     if (np != 3) {
         if (me == 0)
             fprintf(stderr, "exposures_ahead needs exactly 3 processes\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    rt_select_flavors(argc, argv, sel);
-
-    for (int f = 0; f < RT_NFLAVORS; f++) {
-        rt_win_t w;
-        if (!sel[f])
-            continue;
-        rt_win_create(f, sizeof(int) * WIN_INTS, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
-                      &w);
-        MPI_CHK(MPI_Win_get_group(w.win, &wgroup));
-        part_a(&w, f);
-        part_a2(&w, f);
-        part_b(&w, f, 1);
-        part_b(&w, f, 0);
-        MPI_CHK(MPI_Group_free(&wgroup));
-        rt_win_free(&w);
-    }
+    rt_each_flavor(argc, argv, sizeof(int) * WIN_INTS, sizeof(int), run_parts, NULL);
     return rt_finalize();
 }

@@ -149,9 +149,7 @@ int main(int argc, char **argv)
     long rss[NBATCH], heap[NBATCH], all[3 * 2];
     double secs[NBATCH];
 
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     if (argc > 1 && atoi(argv[1]) > 0)
         n = atoi(argv[1]);
     if (np < 2) {

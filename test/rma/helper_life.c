@@ -125,9 +125,7 @@ int main(int argc, char **argv)
         setenv("NBRMA_HELPER", argc > 2 ? argv[2] : "/nonexistent/nbrma-helper", 1);
     if (strcmp(scenario, "mismatch") == 0 && (!getenv("PMI_RANK") || atoi(getenv("PMI_RANK"))))
         unsetenv("NBRMA_PROGRESS"); /* interrupt on rank 0 only (mpiexec's PMI_RANK) */
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     note("rank pid %d\n", (int) getpid());
 
     if (strcmp(scenario, "bad_helpers") == 0) {

@@ -172,26 +172,18 @@ static void part2(rt_win_t *w, int f)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+static void run_parts(rt_win_t *w, int f, void *arg)
+{
+    (void) arg;
+    part1(w, f);
+    part2(w, f);
+}
+
 int main(int argc, char **argv)
 {
-    int sel[RT_NFLAVORS];
-
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     right = (me + 1) % np;
     left = (me + np - 1) % np;
-    rt_select_flavors(argc, argv, sel);
-
-    for (int f = 0; f < RT_NFLAVORS; f++) {
-        rt_win_t w;
-        if (!sel[f])
-            continue;
-        rt_win_create(f, sizeof(int) * WIN_INTS, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
-                      &w);
-        part1(&w, f);
-        part2(&w, f);
-        rt_win_free(&w);
-    }
+    rt_each_flavor(argc, argv, sizeof(int) * WIN_INTS, sizeof(int), run_parts, NULL);
     return rt_finalize();
 }

@@ -25,9 +25,7 @@ static double put_val(int t, int o, int k)
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
 
     const MPI_Aint size = (MPI_Aint) sizeof(double) * BLK * np;
     const MPI_Aint du = (MPI_Aint) sizeof(double);

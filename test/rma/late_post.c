@@ -142,9 +142,7 @@ int main(int argc, char **argv)
     rt_win_t w;
     MPI_Group wgroup, peer_g = MPI_GROUP_NULL;
 
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     if (np < 2) {
         fprintf(stderr, "late_post needs 2 processes\n");
         MPI_Abort(MPI_COMM_WORLD, 1);

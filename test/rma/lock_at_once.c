@@ -268,9 +268,7 @@ static void reordered(int flavor)
 int main(int argc, char **argv)
 {
     int sel[RT_NFLAVORS];
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     rt_select_flavors(argc, argv, sel);
     const int shm_mode = !getenv("NBRMA_TRANSPORT") && !getenv("NBRMA_VIRTUAL_NODES");
     unsigned long long at_once0 = rt_counter("locks_at_once");

@@ -19,9 +19,7 @@ int main(int argc, char **argv)
     long iter = 1000;
     rt_win_t w;
 
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "testall") == 0)
             testall = 1;

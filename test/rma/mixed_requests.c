@@ -157,9 +157,7 @@ static void run(int way)
 int main(int argc, char **argv)
 {
     int flavor = RT_ALLOCATE;
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     right = (me + 1) % np;
     left = (me + np - 1) % np;
     if (argc > 1 && rt_flavor_from_name(argv[1]) >= 0)

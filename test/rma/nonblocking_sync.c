@@ -308,14 +308,17 @@ static void run_mode(rt_win_t *w, int f, int m)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* Every mode on a window of one flavor. */
+static void run_modes(rt_win_t *w, int f, void *arg)
+{
+    (void) arg;
+    for (int m = 0; m < NMODES; m++)
+        run_mode(w, f, m);
+}
+
 int main(int argc, char **argv)
 {
-    int sel[RT_NFLAVORS];
-
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    rt_select_flavors(argc, argv, sel);
+    rt_init_world(&argc, &argv, &me, &np);
 
     obuf = malloc(sizeof(int) * SLOTS * (size_t) np);
     rbuf = malloc(sizeof(int) * SLOTS * (size_t) np);
@@ -323,16 +326,8 @@ int main(int argc, char **argv)
     lbuf = malloc(sizeof(int) * (size_t) np);
     reqs = malloc(sizeof(MPI_Request) * (8 * (size_t) np + 8));
 
-    for (int f = 0; f < RT_NFLAVORS; f++) {
-        rt_win_t w;
-        if (!sel[f])
-            continue;
-        rt_win_create(f, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), MPI_INFO_NULL,
-                      MPI_COMM_WORLD, &w);
-        for (int m = 0; m < NMODES; m++)
-            run_mode(&w, f, m);
-        rt_win_free(&w);
-    }
+    rt_each_flavor(argc, argv, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), run_modes,
+                   NULL);
 
     free(obuf);
     free(rbuf);

@@ -15,9 +15,7 @@
 int main(int argc, char **argv)
 {
     int me, np;
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     const int t = (me + 1) % np, from = (me + np - 1) % np;
 
 #ifndef NO_NBRMA

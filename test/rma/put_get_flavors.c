@@ -260,30 +260,25 @@ static void run_mode(rt_win_t *w, int f, int m)
     free(reqs);
 }
 
+/* Every mode on a window of one flavor. */
+static void run_modes(rt_win_t *w, int f, void *arg)
+{
+    (void) arg;
+    for (int m = 0; m < NMODES; m++)
+        run_mode(w, f, m);
+}
+
 int main(int argc, char **argv)
 {
-    int sel[RT_NFLAVORS];
-
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
-    rt_select_flavors(argc, argv, sel);
+    rt_init_world(&argc, &argv, &me, &np);
 
     obuf = malloc(sizeof(int) * SLOTS * (size_t) np);
     rbuf = malloc(sizeof(int) * SLOTS * (size_t) np);
     cbuf = malloc(sizeof(int) * 2 * (size_t) np);
     xbuf = malloc(sizeof(int) * (size_t) np);
 
-    for (int f = 0; f < RT_NFLAVORS; f++) {
-        rt_win_t w;
-        if (!sel[f])
-            continue;
-        rt_win_create(f, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), MPI_INFO_NULL,
-                      MPI_COMM_WORLD, &w);
-        for (int m = 0; m < NMODES; m++)
-            run_mode(&w, f, m);
-        rt_win_free(&w);
-    }
+    rt_each_flavor(argc, argv, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), run_modes,
+                   NULL);
 
     free(obuf);
     free(rbuf);

@@ -485,9 +485,7 @@ static int select_scenarios(int argc, char **argv, int sel[NSCEN])
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
 
 #ifdef NO_NBRMA
     /* The reorder keys are nbrma's; plain MPICH ignores them, and the blocking stand-ins

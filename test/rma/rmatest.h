@@ -127,6 +127,14 @@ static inline void rt_init(int *argc, char ***argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
+/* rt_init, then this rank and the size of MPI_COMM_WORLD. */
+static inline void rt_init_world(int *argc, char ***argv, int *rank, int *size)
+{
+    rt_init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
 /* Sum the errors over all ranks, report from rank 0, finalize. Use as
  * `return rt_finalize();` from main. */
 static inline int rt_finalize(void)
@@ -347,6 +355,25 @@ static inline void rt_win_free(rt_win_t *w)
     w->own = NULL;
     w->addrs = NULL;
     w->base = NULL;
+}
+
+/* Runs body(&w, flavor, arg) on a window over MPI_COMM_WORLD of each flavor the command
+ * line selects (rt_select_flavors: all four by default), of `size` bytes a rank with
+ * displacement unit `disp_unit`, and frees it after. */
+typedef void (*rt_flavor_body_t)(rt_win_t *w, int flavor, void *arg);
+static inline void rt_each_flavor(int argc, char **argv, MPI_Aint size, int disp_unit,
+                                  rt_flavor_body_t body, void *arg)
+{
+    int sel[RT_NFLAVORS];
+    rt_select_flavors(argc, argv, sel);
+    for (int f = 0; f < RT_NFLAVORS; f++) {
+        rt_win_t w;
+        if (!sel[f])
+            continue;
+        rt_win_create(f, size, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+        body(&w, f, arg);
+        rt_win_free(&w);
+    }
 }
 
 /* Open/close an exclusive epoch on this rank's own window memory, for initializing or

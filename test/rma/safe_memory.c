@@ -306,9 +306,7 @@ static void neighbouring_thread(void)
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     if (np > 256) MPI_Abort(MPI_COMM_WORLD, 1);
 
     for (int dynamic = 0; dynamic < 2; dynamic++) {

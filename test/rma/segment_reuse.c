@@ -101,9 +101,7 @@ static void one_round(int round, MPI_Comm comm)
 
 int main(int argc, char **argv)
 {
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     MPI_Comm half;
     MPI_CHK(MPI_Comm_split(MPI_COMM_WORLD, me < np / 2, me, &half));
     unsigned long long reused0 = rt_counter("segments_reused");

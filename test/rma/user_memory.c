@@ -200,9 +200,7 @@ static void opt_out(int dynamic)
 int main(int argc, char **argv)
 {
     setenv("NBRMA_SHARE_USER_MEMORY", "1", 1);
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     if (np > 64) {
         if (me == 0) printf("user_memory: at most 64 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -107,9 +107,7 @@ int main(int argc, char **argv)
     };
     int sel[RT_NFLAVORS];
 
-    rt_init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    rt_init_world(&argc, &argv, &me, &np);
     rt_select_flavors(argc, argv, sel);
 
     for (int f = 0; f < RT_NFLAVORS; f++) {
