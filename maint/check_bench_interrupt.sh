@@ -2,7 +2,8 @@
 # check_bench_interrupt.sh — part of `make check`: Ctrl-C stops nbrma-bench and everything
 # it started. Starts `nbrma-bench --groups latency --quick` as its own process group (a
 # job of a shell with job control, as a terminal's foreground job is), waits until the
-# first `# running` line and the job's first bench_mpich rank, then sends SIGINT to that
+# first `# running` line (which must say where the run is: "[job 1/N, group latency 1/1,
+# ..elapsed]") and the job's first bench_mpich rank, then sends SIGINT to that
 # process group, as a terminal's Ctrl-C does. Passes when, within 30 s, nbrma-bench has
 # exited with a non-zero status and no process it started is left: no bench_mpich,
 # bench_nbrma, timeout, mpiexec or hydra_pmi_proxy (found by a marker variable in their
@@ -80,6 +81,10 @@ kill -0 "$pid" 2> /dev/null || finish 77 "nbrma-bench ended before a job's ranks
 [ -n "$ranks" ] || finish 1 "no '# running' line and rank within 60 s"
 started=$(marked)
 echo "$name: running: $(describe $started)"
+# Where the run is: the first job of the latency group, of all the jobs the run has.
+line=$(grep -m 1 '^# running' "$tmp/err")
+echo "$line" | grep -Eq '^# running \[job 1/[1-9][0-9]*, group latency 1/1, [0-9]+m[0-9]{2}s elapsed\]: ' ||
+    finish 1 "the first '# running' line does not say where the run is: $line"
 
 kill -INT -- "-$pgid"
 echo "$name: SIGINT sent to process group $pgid"
