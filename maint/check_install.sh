@@ -7,9 +7,11 @@
 # runs it on 2 ranks (inline, and interrupt mode, whose helper the installed library must
 # find beside itself); builds programs that call nothing of nbrma's the same way (a C
 # one, a Fortran one per binding) and checks their RMA ran on nbrma; checks that with
-# MPICH linked first nbrma says so; and runs the installed nbrma-bench with its results in the current
-# directory (and, where configure built bench_ompi, checks it is installed and measured
-# the row under Open MPI's osc/sm and osc/rdma).
+# MPICH linked first nbrma says so; runs app.c linked with -Wl,-rpath without
+# LD_LIBRARY_PATH; and runs the installed nbrma-bench with its results in the current
+# directory, its summary's peers: line naming the peers that ran or why they were skipped
+# (where configure built bench_ompi, it measured the row under Open MPI's osc/sm,
+# osc/rdma and osc/ucx, and the summary has their ratios).
 #
 # Skipped (exit 77) in sanitizer builds (make check-asan): a program linked by plain
 # mpicc.mpich cannot load an ASan-built libnbrma. Ends with "N passed, N failed".
@@ -84,6 +86,17 @@ for progress in inline interrupt; do
         fail "app on the installed library, NBRMA_PROGRESS=$progress: $(head -5 "$scratch/run.log")"
     fi
 done
+
+# 4b. The same built with the installed library's directory as its run path, as the README
+#     shows (-Wl,-rpath), runs with no LD_LIBRARY_PATH at all.
+if (cd "$scratch" && $MPICC "$top_srcdir/test/install/app.c" $flags -Wl,-rpath,"$tree/lib" \
+    -o app_rpath) >"$scratch/build_rpath.log" 2>&1 &&
+    env -u LD_LIBRARY_PATH timeout 60 $MPIEXEC -n 2 "$scratch/app_rpath" \
+        >"$scratch/run_rpath.log" 2>&1 && grep -q "^No Errors" "$scratch/run_rpath.log"; then
+    ok
+else
+    fail "app linked with -Wl,-rpath, run without LD_LIBRARY_PATH: $(cat "$scratch/build_rpath.log")$(head -5 "$scratch/run_rpath.log" 2>/dev/null)"
+fi
 
 # 5. Programs that call nothing of nbrma's, built exactly as the README says with the
 #    toolchain's defaults (Debian's links with --as-needed): stock.c, and fortran_rma.F90
@@ -179,17 +192,24 @@ if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" "$tree/bin/nbrma-bench" \
 else
     fail "installed nbrma-bench: $(tail -5 "$scratch/bench.log")"
 fi
+# Its summary's peers: line says which peers ran, or why they were skipped, and with
+# bench_ompi the summary has the Open MPI ratios.
+peers=$(grep '^peers: ' "$scratch/bench.log")
 if [ -n "$MPIRUN_OPENMPI" ]; then
     if grep -q "^osu_put_lock,ompi-osc-sm," "$scratch/cwd/results.csv" &&
-        grep -q "^osu_put_lock,ompi-osc-rdma," "$scratch/cwd/results.csv"; then
+        grep -q "^osu_put_lock,ompi-osc-rdma," "$scratch/cwd/results.csv" &&
+        grep -q "^osu_put_lock,ompi-osc-ucx," "$scratch/cwd/results.csv" &&
+        grep -q "^osu_put_lock 8 ompi-osc-ucx/nbrma-blocking = " "$scratch/bench.log" &&
+        [ "$peers" = "peers: mpich ran; ompi-osc-sm ran (MPI_Win_allocate rows only); ompi-osc-rdma ran (without compare_and_swap rows); ompi-osc-ucx ran" ]; then
         ok
     else
-        fail "installed nbrma-bench: no ompi-osc-sm/ompi-osc-rdma results: $(tail -5 "$scratch/bench.log")"
+        fail "installed nbrma-bench: no ompi-osc-sm/-rdma/-ucx results, ratios or peers line ($peers): $(tail -5 "$scratch/bench.log")"
     fi
-elif grep -q "skipped: bench_ompi not built" "$scratch/bench.log"; then
+elif grep -q "skipped: bench_ompi not built" "$scratch/bench.log" &&
+    printf '%s\n' "$peers" | grep -q '^peers: mpich ran; ompi-osc-sm, ompi-osc-rdma, ompi-osc-ucx skipped: bench_ompi not built'; then
     ok
 else
-    fail "installed nbrma-bench without bench_ompi: no 'skipped' line: $(tail -5 "$scratch/bench.log")"
+    fail "installed nbrma-bench without bench_ompi: no 'skipped' or peers line ($peers): $(tail -5 "$scratch/bench.log")"
 fi
 
 echo "$passed passed, $failed failed"
