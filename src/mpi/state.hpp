@@ -52,7 +52,7 @@ struct WindowState {
     MPI_Comm parent = MPI_COMM_NULL;   // the user's: creation errors go to its handler
     MPI_Group group = MPI_GROUP_NULL;  // the window's group (PSCW groups are translated)
     // MPICH's memory-less window underneath: over the window's communicator (its
-    // MPI_Win_free is then the barrier at free), or over MPI_COMM_SELF (window_create.cpp).
+    // MPI_Win_free is then the barrier at free), or over MPI_COMM_SELF (window_setup.cpp).
     bool mpich_on_comm = false;
     engine::Flavor flavor = engine::Flavor::allocate;
     // Answers for the predefined attributes (MPICH's MPI_WIN_BASE is wrong, doc/design.md §1).
@@ -80,7 +80,7 @@ struct WindowState {
     std::map<const void *, std::unique_ptr<transport::shm::UserMemoryClaim>> attached_memory;
     bool attach_shares = false;  // dynamic, shm only: peers may map attached regions
     bool share_user_memory = false;  // nbrma_share_user_memory / NBRMA_SHARE_USER_MEMORY
-    // shm, ucx, or the mixed transport over both (owning them); see window_create.cpp.
+    // shm, ucx, or the mixed transport over both (owning them); see window_setup.cpp.
     std::unique_ptr<transport::Transport> transport;
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)
     // this window's share in the process's PR_SET_PTRACER consent (cross-memory attach)

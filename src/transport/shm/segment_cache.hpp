@@ -3,7 +3,7 @@
 // cost). A fresh segment costs memfd_create, fchmod, ftruncate, the peers' open of
 // /proc/<pid>/fd/<n>, an mmap on every local rank, page faults on first touch, and the
 // munmap and inode teardown at free: about half of what nbrma added to a 2-rank
-// MPI_Win_create. Window creation (src/mpi/window_create.cpp) decides on every rank
+// MPI_Win_create. Window creation (src/mpi/window_setup.cpp) decides on every rank
 // alike whether the node's ranks all offer the same cached segment; each rank cleans its
 // own control region at free, after MPICH's MPI_Win_free (a barrier), before its segment
 // enters the cache, so a reused segment reads as a fresh one.
@@ -27,7 +27,7 @@ struct CachedSegment {
     // all of them, so no rank outside the new window still holds it.
     int ranks = 0;
     // The window made on it agreed that its node-local ranks read each other with
-    // cross-memory attach, with no Yama consent involved (window_create.cpp).
+    // cross-memory attach, with no Yama consent involved (window_setup.cpp).
     bool cma_checked = false;
     explicit operator bool() const { return segment != nullptr; }
 };
