@@ -28,6 +28,7 @@
 #include "transport/transport.hpp"
 #include "transport/ucx/ucx_transport.hpp"
 #include "transport/ucx/ucx_worker.hpp"
+#include "ucx_worker_server.hpp"
 
 namespace nbrma::transport {
 namespace {
@@ -221,7 +222,7 @@ class UcxRanks final : public Ranks {
         server_.reset();
         served_ = -1;
         if (on) {
-            server_ = std::make_unique<Server>(*ranks_[rank]->worker);
+            server_ = std::make_unique<ucx::WorkerServer>(*ranks_[rank]->worker);
             served_ = rank;
         }
     }
@@ -234,21 +235,6 @@ class UcxRanks final : public Ranks {
         Guarded control{control_bytes};
         Guarded window{window_bytes};
         std::unique_ptr<ucx::UcxTransport> transport;
-    };
-    class Server {
-      public:
-        explicit Server(ucx::UcxWorker &worker)
-            : thread_([this, &worker] {
-                  while (!stop_.load()) worker.progress();
-              }) {}
-        ~Server() {
-            stop_ = true;
-            thread_.join();
-        }
-
-      private:
-        std::atomic<bool> stop_{false};
-        std::thread thread_;
     };
 
     bool build(bool dynamic, std::string *why_not) {
@@ -299,7 +285,7 @@ class UcxRanks final : public Ranks {
 
     bool dynamic_ = false;
     std::vector<std::unique_ptr<Rank>> ranks_;
-    std::unique_ptr<Server> server_;
+    std::unique_ptr<ucx::WorkerServer> server_;
 };
 
 // ---------------------------------------------------------------- the kinds

@@ -19,6 +19,7 @@
 
 #include "transport/ucx/mixed_transport.hpp"
 #include "transport/ucx/ucx_transport.hpp"
+#include "ucx_worker_server.hpp"
 
 namespace nbrma::transport::ucx {
 namespace {
@@ -91,7 +92,7 @@ class UcxTransportTest : public ::testing::Test {
     }
 
     // Polls both ranks (the target's worker runs emulated RMA over tcp) until done;
-    // only rank 0 while a Server progresses rank 1.
+    // only rank 0 while a WorkerServer progresses rank 1.
     void wait(Counter &counter) {
         for (long spin = 0; spin < 100000000 && counter.completed < counter.posted; ++spin) {
             if (ranks_[0]->transport) transport(0).poll();
@@ -112,32 +113,15 @@ class UcxTransportTest : public ::testing::Test {
         return previous;
     }
 
-    // Progresses rank 1's worker on a thread of its own, as the target process would,
-    // while rank 0 blocks inside a call (the dynamic-window rkey lookup).
-    class Server {
-      public:
-        explicit Server(UcxWorker &worker)
-            : thread_([this, &worker] {
-                  while (!stop_.load()) worker.progress();
-              }) {}
-        ~Server() {
-            stop_ = true;
-            thread_.join();
-        }
-
-      private:
-        std::atomic<bool> stop_{false};
-        std::thread thread_;
-    };
     void serve(bool on) {
         if (on)
-            server_ = std::make_unique<Server>(*ranks_[1]->worker);
+            server_ = std::make_unique<WorkerServer>(*ranks_[1]->worker);
         else
             server_.reset();
     }
 
     std::unique_ptr<Rank> ranks_[2];
-    std::unique_ptr<Server> server_;
+    std::unique_ptr<WorkerServer> server_;
     std::unique_ptr<MixedTransport> mixed_;  // rank 0's, when a test builds one
 };
 
