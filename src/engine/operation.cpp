@@ -335,28 +335,36 @@ Status Operation::execute_accumulate(const TargetView &view) {
     Status status;
     AtomicOp atomic_op;
     bool operand_zero = false;
-    const bool word_sized = target->basic_size == 8;
-    // Every word aligned, too: the transport's atomics need it, and MPI does not (a
-    // window may start anywhere, a displacement may be any byte). A word's alignment is
-    // the same for every origin, so accumulates to it never mix the two ways.
+    // 8-byte elements as 64-bit atomics, 4-byte ones as 32-bit atomics where the
+    // transport has them. Every word aligned, too: the transport's atomics need it, and
+    // MPI does not (a window may start anywhere, a displacement may be any byte). A
+    // word's alignment is the same for every origin, so accumulates to it never mix the
+    // two ways.
+    const std::size_t width = target->basic_size;
+    const bool word_sized =
+        width == 8   ? view.transport->supports_atomics(call_.target, Region::window)
+        : width == 4 ? view.transport->supports_atomics32(call_.target, Region::window)
+                     : false;
     bool use_atomics =
         view.hardware_atomics && word_sized &&
-        view.transport->supports_atomics(call_.target, Region::window) &&
-        type_for_each_segment(*target, static_cast<std::size_t>(call_.target_count),
-                              [&](std::int64_t offset, std::size_t length) {
-                                  return length % 8 == 0 &&
-                                         view.transport->atomic_aligned(
-                                             call_.target,
-                                             RemoteAddress{Region::window,
-                                                           view.byte_offset + offset});
-                              });
+        type_for_each_segment(
+            *target, static_cast<std::size_t>(call_.target_count),
+            [&](std::int64_t offset, std::size_t length) {
+                return length % width == 0 &&
+                       view.transport->atomic_aligned(
+                           call_.target, RemoteAddress{Region::window, view.byte_offset + offset},
+                           width);
+            });
     if (call_.kind == RmaKind::compare_and_swap) {
         atomic_op = AtomicOp::compare_swap;
+        // 4-byte floats keep the accumulate lock, as their accumulates do
+        if (width == 4)
+            use_atomics = use_atomics && reduce_as_atomic(MPI_SUM, target->basic, nullptr, nullptr);
     } else if (use_atomics) {
         use_atomics = reduce_as_atomic(call_.op, target->basic, &atomic_op, &operand_zero);
     }
     if (use_atomics)
-        status = accumulate_with_atomics(view, atomic_op, operand_zero, *target,
+        status = accumulate_with_atomics(view, atomic_op, operand_zero, *target, width,
                                          origin_packed.data(), fetched.data());
     else
         status = accumulate_under_lock(view, *target, origin_packed.data(), fetched.data());
@@ -370,31 +378,38 @@ Status Operation::execute_accumulate(const TargetView &view) {
     return Status::ok;
 }
 
-Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op,
-                                          bool operand_zero, const TypeLayout &target,
+// One transport atomic per element of `width` bytes (8 or 4).
+Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, bool operand_zero,
+                                          const TypeLayout &target, std::size_t width,
                                           std::uint8_t *origin_packed, std::uint8_t *fetched) {
+    transport::Transport &transport = *view.transport;
     std::uint64_t compare = 0;
-    if (call_.kind == RmaKind::compare_and_swap) std::memcpy(&compare, call_.compare, 8);
+    if (call_.kind == RmaKind::compare_and_swap) std::memcpy(&compare, call_.compare, width);
     needs_flush_ = fetched == nullptr;
     Pending pending;
     std::size_t cursor = 0;
     type_for_each_segment(
         target, static_cast<std::size_t>(call_.target_count),
         [&](std::int64_t offset, std::size_t length) {
-            for (std::size_t word = 0; word < length; word += 8, cursor += 8) {
+            for (std::size_t word = 0; word < length; word += width, cursor += width) {
                 std::uint64_t operand = 0;
-                if (!operand_zero && origin_packed) std::memcpy(&operand, origin_packed + cursor, 8);
-                std::uint64_t *previous =
-                    fetched ? reinterpret_cast<std::uint64_t *>(fetched + cursor) : nullptr;
-                if (is_error(pending.track(view.transport->atomic(
-                        call_.target, op,
-                        RemoteAddress{Region::window, view.byte_offset + offset + word}, operand,
-                        compare, previous, &pending))))
+                if (!operand_zero && origin_packed)
+                    std::memcpy(&operand, origin_packed + cursor, width);
+                const RemoteAddress address{Region::window, view.byte_offset + offset + word};
+                void *previous = fetched ? fetched + cursor : nullptr;
+                const Status posted =
+                    width == 8 ? transport.atomic(call_.target, op, address, operand, compare,
+                                                  static_cast<std::uint64_t *>(previous), &pending)
+                               : transport.atomic32(
+                                     call_.target, op, address, static_cast<std::uint32_t>(operand),
+                                     static_cast<std::uint32_t>(compare),
+                                     static_cast<std::uint32_t *>(previous), &pending);
+                if (is_error(pending.track(posted)))
                     return false;  // stop at the first refused word
             }
             return true;
         });
-    return pending.wait(*view.transport);
+    return pending.wait(transport);
 }
 
 // Element-wise atomicity for what one 64-bit atomic cannot do: a per-target

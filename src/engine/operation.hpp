@@ -98,7 +98,7 @@ class Operation {
     Status execute_accumulate(const TargetView &view);
     Status notify(const TargetView &view);
     Status accumulate_with_atomics(const TargetView &view, transport::AtomicOp op,
-                                   bool operand_zero, const TypeLayout &target,
+                                   bool operand_zero, const TypeLayout &target, std::size_t width,
                                    std::uint8_t *origin_packed, std::uint8_t *fetched);
     Status accumulate_under_lock(const TargetView &view, const TypeLayout &target,
                                  const std::uint8_t *origin_packed, std::uint8_t *fetched);

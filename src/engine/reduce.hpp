@@ -58,8 +58,8 @@ namespace nbrma::engine {
 // (floating point, complex, pairs, MPI_WCHAR, derived types).
 [[nodiscard]] Status reduce_check_compare_swap(MPI_Datatype basic);
 
-// True (and *atomic_op set) when op on `basic` can be one 64-bit network/CPU atomic:
-// 8-byte integer types with MPI_SUM (fetch_add), MPI_BAND/BOR/BXOR (fetch_and/or/xor),
+// True (and *atomic_op set) when op on `basic` can be one 64-bit (32-bit) network/CPU
+// atomic: 8-byte (4-byte) integer types with MPI_SUM (fetch_add), MPI_BAND/BOR/BXOR (fetch_and/or/xor),
 // MPI_REPLACE (swap) and MPI_NO_OP (fetch_add whose operand must be 0, reported
 // through *operand_zero so the caller ignores the origin value).
 bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op,

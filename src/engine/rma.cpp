@@ -141,7 +141,7 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
         return false;
     std::uint64_t offset = 0;  // every element in range before the first is touched
     if (!direct_range(call, bytes, &offset) ||
-        !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}))
+        !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, 8))
         return false;
     std::uint64_t compare = 0, previous = 0;
     if (swap) std::memcpy(&compare, call.compare, 8);

@@ -73,14 +73,30 @@ class Transport {
     // accumulate lock protocol for element-wise atomicity).
     virtual bool supports_atomics(int peer, Region region) const = 0;
 
-    // Whether the remote word at `address` is 8-byte aligned, as atomic() needs: the
-    // peer's base address and the offset together (a window of MPI_Win_create may start
-    // anywhere). The engine applies an accumulate to a word that is not aligned under
-    // the accumulate lock instead. Default: the offset alone (dynamic windows, whose
-    // offsets are addresses, and transports whose regions are aligned).
-    virtual bool atomic_aligned(int peer, RemoteAddress address) {
+    // The same on a 4-byte aligned 32-bit word (accumulates of 4-byte integers): the
+    // previous value goes to *result. A transport that offers them says so in
+    // supports_atomics32, for every origin alike (a word must never see both these and
+    // the accumulate lock protocol); the others keep these defaults.
+    virtual Status atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
+                            std::uint32_t compare, std::uint32_t *result, Completion *completion) {
+        (void)peer, (void)op, (void)target, (void)operand, (void)compare, (void)result,
+            (void)completion;
+        return Status::err_unsupported;
+    }
+    virtual bool supports_atomics32(int peer, Region region) const {
+        (void)peer, (void)region;
+        return false;
+    }
+
+    // Whether the remote word of `width` bytes (8 or 4) at `address` is aligned to its
+    // width, as atomic() and atomic32() need: the peer's base address and the offset
+    // together (a window of MPI_Win_create may start anywhere). The engine applies an
+    // accumulate to a word that is not aligned under the accumulate lock instead.
+    // Default: the offset alone (dynamic windows, whose offsets are addresses, and
+    // transports whose regions are aligned).
+    virtual bool atomic_aligned(int peer, RemoteAddress address, std::size_t width) {
         (void)peer;
-        return address.offset % 8 == 0;
+        return address.offset % width == 0;
     }
 
     // Reads the 8-byte word at `offset` of peer's control region now, without a

@@ -156,20 +156,11 @@ bool ShmTransport::peek_control(int peer, std::uint64_t offset, std::uint64_t *v
     return true;
 }
 
-Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
-                            std::uint64_t compare, std::uint64_t *result, Completion *) {
-    Status status;
-    auto *word = reinterpret_cast<std::uint64_t *>(mapped(peer, target, 8, &status));
-    if (is_error(status)) return status;
-    if (!word && dynamic_ && target.region == Region::window) {
-        std::uint8_t *moved = nullptr;
-        if (!moved_word(peer, target.offset, &moved)) return Status::err_unsupported;
-        if (!moved) return Status::err_transport;  // its peers use CPU atomics there
-        word = reinterpret_cast<std::uint64_t *>(moved);
-    }
-    if (!word) return Status::err_unsupported;
-    if (reinterpret_cast<std::uintptr_t>(word) % 8 != 0) return Status::err_arg;
-    std::uint64_t previous = 0;
+namespace {
+// One CPU atomic on a word of T; returns the previous value.
+template <typename T>
+T apply_atomic(T *word, AtomicOp op, T operand, T compare) {
+    T previous = 0;
     switch (op) {
         case AtomicOp::fetch_add:
             previous = __atomic_fetch_add(word, operand, __ATOMIC_SEQ_CST);
@@ -192,6 +183,45 @@ Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::ui
             previous = __atomic_fetch_xor(word, operand, __ATOMIC_SEQ_CST);
             break;
     }
+    return previous;
+}
+}  // namespace
+
+// The word of `width` bytes at target, aligned to its width, where this process reaches
+// it: mapped, or (dynamic windows) moved into the arena.
+Status ShmTransport::atomic_target(int peer, RemoteAddress target, std::size_t width,
+                                   std::uint8_t **word) {
+    Status status;
+    *word = mapped(peer, target, width, &status);
+    if (is_error(status)) return status;
+    if (!*word && dynamic_ && target.region == Region::window) {
+        if (!moved_word(peer, target.offset, width, word)) return Status::err_unsupported;
+        if (!*word) return Status::err_transport;  // its peers use CPU atomics there
+    }
+    if (!*word) return Status::err_unsupported;
+    if (reinterpret_cast<std::uintptr_t>(*word) % width != 0) return Status::err_arg;
+    return Status::ok;
+}
+
+Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
+                            std::uint64_t compare, std::uint64_t *result, Completion *) {
+    std::uint8_t *word = nullptr;
+    Status status = atomic_target(peer, target, 8, &word);
+    if (is_error(status)) return status;
+    const std::uint64_t previous =
+        apply_atomic(reinterpret_cast<std::uint64_t *>(word), op, operand, compare);
+    ring(peer, target);
+    if (result) *result = previous;
+    return Status::ok;
+}
+
+Status ShmTransport::atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
+                              std::uint32_t compare, std::uint32_t *result, Completion *) {
+    std::uint8_t *word = nullptr;
+    Status status = atomic_target(peer, target, 4, &word);
+    if (is_error(status)) return status;
+    const std::uint32_t previous =
+        apply_atomic(reinterpret_cast<std::uint32_t *>(word), op, operand, compare);
     ring(peer, target);
     if (result) *result = previous;
     return Status::ok;
@@ -202,16 +232,16 @@ bool ShmTransport::supports_atomics(int peer, Region region) const {
     return region == Region::control || peers_[peer].window != nullptr || moved_regions_;
 }
 
-bool ShmTransport::atomic_aligned(int peer, RemoteAddress address) {
+bool ShmTransport::atomic_aligned(int peer, RemoteAddress address, std::size_t width) {
     if (!valid_peer(peer)) return false;
     if (dynamic_ && address.region == Region::window) {
         std::uint8_t *word = nullptr;
-        return moved_regions_ && address.offset % 8 == 0 &&
-               moved_word(peer, address.offset, &word);
+        return moved_regions_ && address.offset % width == 0 &&
+               moved_word(peer, address.offset, width, &word);
     }
     Status status;
-    const std::uint8_t *word = mapped(peer, address, 8, &status);
-    return !is_error(status) && word && reinterpret_cast<std::uintptr_t>(word) % 8 == 0;
+    const std::uint8_t *word = mapped(peer, address, width, &status);
+    return !is_error(status) && word && reinterpret_cast<std::uintptr_t>(word) % width == 0;
 }
 
 Status ShmTransport::fence(int peer) {
@@ -328,31 +358,32 @@ std::uint8_t *ShmTransport::moved_region(int peer, std::uint64_t address, std::s
     return cache.back().map->address() + (address - region.base);
 }
 
-bool ShmTransport::moved_word(int peer, std::uint64_t address, std::uint8_t **word) {
+bool ShmTransport::moved_word(int peer, std::uint64_t address, std::size_t width,
+                              std::uint8_t **word) {
     *word = nullptr;
-    if (!moved_regions_ || address > UINT64_MAX - 8) return false;
+    if (!moved_regions_ || address > UINT64_MAX - width) return false;
     // A region mapped while the peer's directory changed (it attached or detached some
     // region meanwhile) is not taken: the directory is read again, a bounded number of
     // times; a region that cannot be mapped with the directory unchanged never will be.
     for (int attempt = 0;; ++attempt) {
         // (the directory re-read if it changed; an address outside every region fails)
-        if (is_error(check_attached(peer, address, address + 8))) return false;
+        if (is_error(check_attached(peer, address, address + width))) return false;
         const DirectoryCache &directory = directories_[peer];
         const std::uint64_t seen = directory.generation();
         WordRegion &last = last_word_region_;  // the region the last word was in
         if (last.peer == peer && last.generation == seen && last.low <= address &&
-            address + 8 <= last.high) {
+            address + width <= last.high) {
             *word = last.base + (address - last.low);
             return true;
         }
         std::size_t first = 0, count = 0;
-        if (is_error(directory.cover(address, address + 8, &first, &count)) || count != 1 ||
+        if (is_error(directory.cover(address, address + width, &first, &count)) || count != 1 ||
             directory.region(first).key_length != sizeof(MovedKey))
             return false;
         const DirectoryCache::Region &region = directory.region(first);
         // our own region is our memory (the pages peers map)
         *word = peer == rank_ ? reinterpret_cast<std::uint8_t *>(address)
-                              : moved_region(peer, address, 8);
+                              : moved_region(peer, address, width);
         if (*word) {
             last = {peer, region.base, region.base + region.length, seen,
                     *word - (address - region.base)};

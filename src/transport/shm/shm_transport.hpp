@@ -48,7 +48,12 @@ class ShmTransport final : public Transport {
                   std::uint64_t compare, std::uint64_t *result,
                   Completion *completion) override;
     bool supports_atomics(int peer, Region region) const override;
-    bool atomic_aligned(int peer, RemoteAddress address) override;
+    Status atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
+                    std::uint32_t compare, std::uint32_t *result, Completion *completion) override;
+    bool supports_atomics32(int peer, Region region) const override {
+        return supports_atomics(peer, region);
+    }
+    bool atomic_aligned(int peer, RemoteAddress address, std::size_t width) override;
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override;
     std::uint64_t *direct_control_word(int peer, std::uint64_t offset) override {
         if (!valid_peer(peer) || offset % 8 != 0 || offset >= control_size_ ||
@@ -100,11 +105,12 @@ class ShmTransport final : public Transport {
     // region it moved into a memfd, that region mapped here (cached until the peer's
     // directory changes); null where cross-memory attach must do.
     std::uint8_t *moved_region(int peer, std::uint64_t address, std::size_t length);
-    // Dynamic windows: whether the word at `address` of the peer lies in a region it
-    // moved (its directory says so, alike for every origin: accesses to a word never mix
-    // CPU atomics with the accumulate lock), and in *word where this process reaches it
-    // (null: the region could not be mapped here).
-    bool moved_word(int peer, std::uint64_t address, std::uint8_t **word);
+    // Dynamic windows: whether the word of `width` bytes at `address` of the peer lies in a region
+    // it moved (its directory says so, alike for every origin: accesses to a word never mix CPU
+    // atomics with the accumulate lock), and in *word where this process reaches it (null: the
+    // region could not be mapped here).
+    bool moved_word(int peer, std::uint64_t address, std::size_t width, std::uint8_t **word);
+    Status atomic_target(int peer, RemoteAddress target, std::size_t width, std::uint8_t **word);
     struct WordRegion {  // the moved region moved_word found last, where it is mapped
         int peer = -1;
         std::uint64_t low = 0, high = 0, generation = 0;

@@ -43,8 +43,15 @@ class MixedTransport final : public Transport {
     bool supports_atomics(int peer, Region region) const override {
         return ucx_->supports_atomics(peer, region);
     }
-    bool atomic_aligned(int peer, RemoteAddress address) override {
-        return ucx_->atomic_aligned(peer, address);
+    Status atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
+                    std::uint32_t compare, std::uint32_t *result, Completion *completion) override {
+        return ucx_->atomic32(peer, op, target, operand, compare, result, completion);
+    }
+    bool supports_atomics32(int peer, Region region) const override {
+        return ucx_->supports_atomics32(peer, region);
+    }
+    bool atomic_aligned(int peer, RemoteAddress address, std::size_t width) override {
+        return ucx_->atomic_aligned(peer, address, width);
     }
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override {
         return peer >= 0 && peer < size() && local_[peer] && shm_->peek_control(peer, offset, value);

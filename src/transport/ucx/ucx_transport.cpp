@@ -78,7 +78,8 @@ struct UcxTransport::Operation {
                             // for compare-and-swap, the compare value
     std::uint64_t reply;    // the atomic's reply buffer; for compare-and-swap, on input
                             // the value to swap in (ucp_atomic_op_nbx's CSWAP semantics)
-    std::uint64_t *result;
+    void *result;           // the previous value, `width` bytes (little-endian: reply's low)
+    std::uint8_t width;
     int parts;       // UCX requests still in flight for this operation (split put/get)
     Status failure;  // the first failed part's
 };
@@ -372,7 +373,8 @@ void UcxTransport::on_done(void *request, ucs_status_t status, void *user_data) 
     if (status != UCS_OK && !is_error(operation->failure))
         operation->failure = status_from_ucs(status);
     if (--operation->parts > 0) return;
-    if (operation->result && !is_error(operation->failure)) *operation->result = operation->reply;
+    if (operation->result && !is_error(operation->failure))
+        std::memcpy(operation->result, &operation->reply, operation->width);
     if (operation->completion)
         owner->ready_.emplace_back(operation->completion, operation->failure);
     owner->free_operations_.push_back(operation);
@@ -385,7 +387,7 @@ Status UcxTransport::posted(ucs_status_ptr_t request, Operation *operation) {
         status = status_from_ucs(UCS_PTR_STATUS(request));
         log(1, "ucx: operation failed: %s", ucs_status_string(UCS_PTR_STATUS(request)));
     } else if (operation->result) {
-        *operation->result = operation->reply;
+        std::memcpy(operation->result, &operation->reply, operation->width);
     }
     free_operations_.push_back(operation);
     return status;
@@ -393,7 +395,7 @@ Status UcxTransport::posted(ucs_status_ptr_t request, Operation *operation) {
 
 UcxTransport::Operation *UcxTransport::operation_start(Completion *completion,
                                                        std::uint64_t operand, std::uint64_t reply,
-                                                       std::uint64_t *result) {
+                                                       void *result, std::uint8_t width) {
     Operation *operation = nullptr;
     if (free_operations_.empty()) {
         operation = new Operation;
@@ -401,7 +403,7 @@ UcxTransport::Operation *UcxTransport::operation_start(Completion *completion,
         operation = free_operations_.back();
         free_operations_.pop_back();
     }
-    *operation = Operation{this, completion, operand, reply, result, 1, Status::ok};
+    *operation = Operation{this, completion, operand, reply, result, width, 1, Status::ok};
     return operation;
 }
 
@@ -416,7 +418,7 @@ ucp_request_param_t callback_param(void *operation, ucp_send_nbx_callback_t call
 }  // namespace
 
 Status UcxTransport::post_pieces(int peer, bool write, void *local, Completion *completion) {
-    Operation *operation = operation_start(completion, 0, 0, nullptr);
+    Operation *operation = operation_start(completion, 0, 0, nullptr, 0);
     operation->parts = 1;  // held while posting
     auto *cursor = static_cast<std::uint8_t *>(local);
     for (const Piece &piece : pieces_) {
@@ -455,28 +457,44 @@ Status UcxTransport::get(int peer, void *destination, std::size_t length, Remote
     return post_pieces(peer, false, destination, completion);
 }
 
-bool UcxTransport::atomic_aligned(int peer, RemoteAddress address) {
-    return !is_error(resolve(peer, address, 8)) && pieces_.size() == 1 &&
-           pieces_[0].remote % 8 == 0;
+bool UcxTransport::atomic_aligned(int peer, RemoteAddress address, std::size_t width) {
+    return !is_error(resolve(peer, address, width)) && pieces_.size() == 1 &&
+           pieces_[0].remote % width == 0;
 }
 
 Status UcxTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                             std::uint64_t compare, std::uint64_t *result, Completion *completion) {
-    Status status = resolve(peer, target, 8);
+    return atomic_word(peer, op, target, 8, operand, compare, result, completion);
+}
+
+Status UcxTransport::atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
+                              std::uint32_t compare, std::uint32_t *result,
+                              Completion *completion) {
+    return atomic_word(peer, op, target, 4, operand, compare, result, completion);
+}
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "a 4-byte atomic's operand and reply are the low bytes of 8-byte buffers");
+
+Status UcxTransport::atomic_word(int peer, AtomicOp op, RemoteAddress target, std::size_t width,
+                                 std::uint64_t operand, std::uint64_t compare, void *result,
+                                 Completion *completion) {
+    Status status = resolve(peer, target, width);
     if (is_error(status)) return status;
     if (pieces_.size() != 1) return Status::err_range;  // a word across two regions: not one rkey
     const std::uint64_t remote = pieces_[0].remote;
     ucp_rkey_h rkey = pieces_[0].rkey;
-    if (remote % 8 != 0) return Status::err_arg;
+    if (remote % width != 0) return Status::err_arg;
     const bool bitwise =
         op == AtomicOp::fetch_and || op == AtomicOp::fetch_or || op == AtomicOp::fetch_xor;
-    if (bitwise && peer == rank_) return bitwise_by_cswap(op, remote, rkey, operand, result);
+    if (bitwise && peer == rank_) return bitwise_by_cswap(op, width, remote, rkey, operand, result);
     const bool cswap = op == AtomicOp::compare_swap;
     Operation *operation =
-        operation_start(completion, cswap ? compare : operand, cswap ? operand : 0, result);
+        operation_start(completion, cswap ? compare : operand, cswap ? operand : 0, result,
+                        static_cast<std::uint8_t>(width));
     ucp_request_param_t param = callback_param(operation, on_done);
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-    param.datatype = ucp_dt_make_contig(8);
+    param.datatype = ucp_dt_make_contig(width);
     // Swaps always fetch (UCX requires the reply buffer); others only when asked.
     if (result || op == AtomicOp::compare_swap || op == AtomicOp::swap) {
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
@@ -490,12 +508,14 @@ Status UcxTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::ui
 // UCX 1.13's self transport computes fetching and/or/xor wrongly (the word is left
 // unchanged, or cleared), so toward ourselves they run as a compare-and-swap loop
 // through UCX — still one path for every atomic on our memory. Completes inline.
-Status UcxTransport::bitwise_by_cswap(AtomicOp op, std::uint64_t remote, ucp_rkey_h rkey,
-                                      std::uint64_t operand, std::uint64_t *result) {
+Status UcxTransport::bitwise_by_cswap(AtomicOp op, std::size_t width, std::uint64_t remote,
+                                      ucp_rkey_h rkey, std::uint64_t operand, void *result) {
     ucp_ep_h ep = peers_[rank_].ep;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-    param.datatype = ucp_dt_make_contig(8);
+    param.datatype = ucp_dt_make_contig(width);
+    const std::uint64_t mask = width == 8 ? ~0ull : (1ull << (8 * width)) - 1;
+    operand &= mask;
     std::uint64_t zero = 0, current = 0;
     param.reply_buffer = &current;
     Status status =
@@ -509,10 +529,10 @@ Status UcxTransport::bitwise_by_cswap(AtomicOp op, std::uint64_t remote, ucp_rke
         param.reply_buffer = &swapped;  // in: the new value; out: the previous one
         status = worker_.wait(
             ucp_atomic_op_nbx(ep, UCP_ATOMIC_OP_CSWAP, &expected, 1, remote, rkey, &param));
-        if (!is_error(status) && swapped == expected) break;
-        current = swapped;
+        if (!is_error(status) && (swapped & mask) == (expected & mask)) break;
+        current = swapped & mask;
     }
-    if (result) *result = current;
+    if (result) std::memcpy(result, &current, width);
     return Status::ok;
 }
 
@@ -523,7 +543,7 @@ Status UcxTransport::fence(int peer) {
 
 Status UcxTransport::flush(int peer, Completion *completion) {
     if (peer < 0 || peer >= size() || !peers_[peer].ep) return Status::err_rank;
-    Operation *operation = operation_start(completion, 0, 0, nullptr);
+    Operation *operation = operation_start(completion, 0, 0, nullptr, 0);
     ucp_request_param_t param = callback_param(operation, on_done);
     return posted(ucp_ep_flush_nbx(peers_[peer].ep, &param), operation);
 }

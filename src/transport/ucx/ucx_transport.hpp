@@ -1,5 +1,5 @@
 // The UCX transport (doc/design.md §2): remote peers through UCP, with nbrma's own worker.
-// put/get are ucp_put_nbx/ucp_get_nbx, atomics are 64-bit ucp_atomic_op_nbx (network
+// put/get are ucp_put_nbx/ucp_get_nbx, atomics are 64- and 32-bit ucp_atomic_op_nbx (network
 // atomics on an HCA that has them, UCX's software emulation otherwise — the target's
 // worker must then be progressed, hence needs_target_progress()), fence is
 // ucp_worker_fence and flush is ucp_ep_flush_nbx. Completions are queued by the UCP
@@ -71,7 +71,10 @@ class UcxTransport final : public Transport {
     Status atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                   std::uint64_t compare, std::uint64_t *result, Completion *completion) override;
     bool supports_atomics(int, Region) const override { return true; }
-    bool atomic_aligned(int peer, RemoteAddress address) override;
+    Status atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
+                    std::uint32_t compare, std::uint32_t *result, Completion *completion) override;
+    bool supports_atomics32(int, Region) const override { return true; }
+    bool atomic_aligned(int peer, RemoteAddress address, std::size_t width) override;
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override;
@@ -119,7 +122,7 @@ class UcxTransport final : public Transport {
     struct Operation;  // per posted call: the completion and the atomic's buffers
     static void on_done(void *request, ucs_status_t status, void *user_data);
     Operation *operation_start(Completion *completion, std::uint64_t operand, std::uint64_t reply,
-                               std::uint64_t *result);
+                               void *result, std::uint8_t width);
 
     Status unpack(ucp_ep_h ep, const std::uint8_t *rkey, std::size_t length, ucp_rkey_h *out);
     // The remote pieces of (peer, address, length) into pieces_ (one per attached
@@ -134,8 +137,13 @@ class UcxTransport final : public Transport {
     // Posts a put or get of every piece as one operation (one completion).
     Status post_pieces(int peer, bool write, void *local, Completion *completion);
     Status posted(ucs_status_ptr_t request, Operation *operation);
-    Status bitwise_by_cswap(AtomicOp op, std::uint64_t remote, ucp_rkey_h rkey,
-                            std::uint64_t operand, std::uint64_t *result);
+    // atomic() and atomic32(): a word of `width` bytes (8 or 4); operand, compare and
+    // the value stored at *result hold it in their low bytes.
+    Status atomic_word(int peer, AtomicOp op, RemoteAddress target, std::size_t width,
+                       std::uint64_t operand, std::uint64_t compare, void *result,
+                       Completion *completion);
+    Status bitwise_by_cswap(AtomicOp op, std::size_t width, std::uint64_t remote, ucp_rkey_h rkey,
+                            std::uint64_t operand, void *result);
 
     UcxWorker &worker_;
     int rank_;

@@ -39,7 +39,8 @@ Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out, bool 
     if (tls) status = ucp_config_modify(config, "TLS", tls);
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | (wakeup ? UCP_FEATURE_WAKEUP : 0);
+    params.features =
+        UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AMO32 | (wakeup ? UCP_FEATURE_WAKEUP : 0);
     params.name = "nbrma";
     if (status == UCS_OK) status = ucp_init(&params, config, &self->context_);
     ucp_config_release(config);

@@ -376,7 +376,18 @@ TEST(ReduceAtomic, Mapping) {
     EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_UNSIGNED_LONG, &a, &zero));
     EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_LONG_LONG_INT, &a, &zero));
 
-    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_INT, &a, &zero));
+    // 4-byte integers map to the transport's 32-bit atomics
+    EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_INT, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_add);
+    EXPECT_TRUE(reduce_as_atomic(MPI_BXOR, MPI_UNSIGNED, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_xor);
+    EXPECT_TRUE(reduce_as_atomic(MPI_REPLACE, MPI_INT32_T, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::swap);
+
+    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_SHORT, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_FLOAT, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_REPLACE, MPI_FLOAT, &a, &zero));
+    EXPECT_FALSE(reduce_as_atomic(MPI_MAX, MPI_INT, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_DOUBLE, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_REPLACE, MPI_DOUBLE, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_MAX, MPI_INT64_T, &a, &zero));

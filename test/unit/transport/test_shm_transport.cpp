@@ -230,11 +230,15 @@ TEST_F(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
         const RemoteAddress word{Region::window, reinterpret_cast<std::uintptr_t>(moved) + 16};
         const RemoteAddress other{Region::window, reinterpret_cast<std::uintptr_t>(still) + 16};
         EXPECT_TRUE(origin.supports_atomics(1, Region::window));
-        EXPECT_TRUE(origin.atomic_aligned(1, word));
-        EXPECT_TRUE(target.atomic_aligned(1, word));
-        EXPECT_FALSE(origin.atomic_aligned(1, {Region::window, word.offset + 4}));
-        EXPECT_FALSE(origin.atomic_aligned(1, other));
-        EXPECT_FALSE(target.atomic_aligned(1, other));
+        EXPECT_TRUE(origin.supports_atomics32(1, Region::window));
+        EXPECT_TRUE(origin.atomic_aligned(1, word, 8));
+        EXPECT_TRUE(target.atomic_aligned(1, word, 8));
+        EXPECT_FALSE(origin.atomic_aligned(1, {Region::window, word.offset + 4}, 8));
+        EXPECT_TRUE(origin.atomic_aligned(1, {Region::window, word.offset + 4}, 4));
+        EXPECT_FALSE(origin.atomic_aligned(1, {Region::window, word.offset + 2}, 4));
+        EXPECT_FALSE(origin.atomic_aligned(1, other, 8));
+        EXPECT_FALSE(origin.atomic_aligned(1, other, 4));
+        EXPECT_FALSE(target.atomic_aligned(1, other, 8));
         std::uint64_t previous = 99;
         ASSERT_EQ(origin.atomic(1, AtomicOp::fetch_add, word, 5, 0, &previous, nullptr),
                   Status::ok);
@@ -246,6 +250,19 @@ TEST_F(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
                   Status::ok);
         EXPECT_EQ(previous, 12u);
         EXPECT_EQ(moved[2], 40u);
+        {  // the upper half of the word as a 32-bit word of its own
+            const RemoteAddress half{Region::window, word.offset + 4};
+            std::uint32_t before = 99;
+            ASSERT_EQ(origin.atomic32(1, AtomicOp::fetch_add, half, 3, 0, &before, nullptr),
+                      Status::ok);
+            EXPECT_EQ(before, 0u);
+            EXPECT_EQ(moved[2], 40u + (3ull << 32));
+            EXPECT_EQ(origin.atomic32(1, AtomicOp::fetch_add, other, 1, 0, &before, nullptr),
+                      Status::err_unsupported);
+            ASSERT_EQ(origin.atomic32(1, AtomicOp::swap, half, 0, 0, &before, nullptr), Status::ok);
+            EXPECT_EQ(before, 3u);
+            EXPECT_EQ(moved[2], 40u);
+        }
         EXPECT_EQ(origin.atomic(1, AtomicOp::fetch_add, other, 1, 0, &previous, nullptr),
                   Status::err_unsupported);
         EXPECT_EQ(still[2], 0u);
@@ -259,7 +276,7 @@ TEST_F(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
             ASSERT_GE(saved, 0);
             ASSERT_GE(null_device, 0);
             ASSERT_EQ(dup2(null_device, claim.descriptor()), claim.descriptor());
-            EXPECT_TRUE(late.atomic_aligned(1, word));
+            EXPECT_TRUE(late.atomic_aligned(1, word, 8));
             EXPECT_EQ(late.atomic(1, AtomicOp::fetch_add, word, 1, 0, &previous, nullptr),
                       Status::err_transport);
             ASSERT_EQ(dup3(saved, claim.descriptor(), O_CLOEXEC), claim.descriptor());
@@ -270,7 +287,8 @@ TEST_F(ShmTransportMovedRegions, MovedRegionsTakeCpuAtomicsFromEveryOrigin) {
         ASSERT_EQ(target.detach(moved), Status::ok);
         ASSERT_EQ(target.detach(still), Status::ok);
         // detached: no atomics there any more
-        EXPECT_FALSE(origin.atomic_aligned(1, word));
+        EXPECT_FALSE(origin.atomic_aligned(1, word, 8));
+        EXPECT_FALSE(origin.atomic_aligned(1, word, 4));
     }
     user_memory_uncache();
     EXPECT_EQ(user_memory_ranges(), 0u);

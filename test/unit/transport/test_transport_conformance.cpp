@@ -475,6 +475,25 @@ class Conformance : public ::testing::TestWithParam<Kind> {
         return false;
     }
 
+    // Whether 32-bit atomics on the window are declared (the same toward every peer); if
+    // not, atomic32 must be refused with nothing touched. The caller then skips.
+    bool atomics32_on() {
+        const bool declared = t(0).supports_atomics32(0, Region::window);
+        for (int peer = 0; peer < size(); ++peer)
+            EXPECT_EQ(t(0).supports_atomics32(peer, Region::window), declared) << "peer " << peer;
+        if (declared) return true;
+        std::uint32_t result = 0xdead;
+        for (int peer = 0; peer < size(); ++peer)
+            EXPECT_TRUE(is_error(post(0, [&](Completion *c) {
+                return t(0).atomic32(peer, AtomicOp::fetch_add, {Region::window, 28}, 1, 0, &result,
+                                     c);
+            })));
+        complete();
+        EXPECT_EQ(result, 0xdeadu);
+        expect_intact();
+        return false;
+    }
+
     // The atomic tests' bodies (below).
     void check_atomics(Region region, bool fetching);
     void check_bad_atomics(Region region);
@@ -673,6 +692,71 @@ TEST_P(Conformance, NonFetchingAtomicsOnTheWindow) {
 TEST_P(Conformance, NonFetchingAtomicsOnTheControlRegion) {
     ASSERT_TRUE(atomics_on(Region::control));
     check_atomics(Region::control, false);
+}
+
+// Every AtomicOp on the upper 32-bit half of an 8-byte word (offset 28), from every
+// origin to every peer: that half updated modulo 2^32, the lower half and the
+// neighbours not, the previous value in *result; then words not 4-byte aligned or
+// beyond the region refused.
+TEST_P(Conformance, Atomics32OnTheWindow) {
+    if (!atomics32_on()) GTEST_SKIP() << GetParam().name << ": no 32-bit atomics";
+    constexpr std::uint64_t offset = 24;
+    const std::uint64_t low = 0x1111'2222ull;
+    const struct {
+        AtomicOp op;
+        std::uint32_t initial, operand, compare, expected;
+    } cases[] = {
+        {AtomicOp::fetch_add, 0x1234'5678u, 10, 0, 0x1234'5682u},
+        {AtomicOp::fetch_add, ~0u, 2, 0, 1},  // wraps modulo 2^32, no carry into the low half
+        {AtomicOp::compare_swap, 0x1234'5678u, 77, 0x1234'5678u, 77},
+        {AtomicOp::compare_swap, 0x1234'5678u, 77, 0x1234'5679u, 0x1234'5678u},
+        {AtomicOp::swap, 0x1234'5678u, 0x8000'0099u, 0, 0x8000'0099u},
+        {AtomicOp::fetch_and, 0x1234'5678u, 0xff00'ff00u, 0, 0x1200'5600u},
+        {AtomicOp::fetch_or, 0x1234'5678u, 0x0f00'000fu, 0, 0x1f34'567fu},
+        {AtomicOp::fetch_xor, 0x1234'5678u, ~0u, 0, ~0x1234'5678u},
+    };
+    for (int origin = 0; origin < size(); ++origin)
+        for (int peer = 0; peer < size(); ++peer)
+            for (const auto &ac : cases) {
+                SCOPED_TRACE(std::string(op_name(ac.op)) + " " + std::to_string(origin) + " -> " +
+                             std::to_string(peer));
+                store(peer, Region::window, offset, low | std::uint64_t{ac.initial} << 32);
+                std::uint32_t result = 0xdead;
+                EXPECT_FALSE(is_error(post(origin, [&](Completion *c) {
+                    return t(origin).atomic32(peer, ac.op, {Region::window, offset + 4}, ac.operand,
+                                              ac.compare, &result, c);
+                })));
+                complete();
+                EXPECT_EQ(result, ac.initial);
+                EXPECT_EQ(load(peer, Region::window, offset),
+                          low | std::uint64_t{ac.expected} << 32);
+                EXPECT_EQ(untouched(peer, Region::window, offset, offset + 8), "");
+                restore(peer, Region::window);
+            }
+    const std::uint64_t bytes = region_bytes(Region::window);
+    struct Bad {
+        std::uint64_t offset;
+        Status expected;
+    };
+    const Bad bad32[] = {{bytes, Status::err_range},
+                         {bytes - 2, Status::err_range},
+                         {~0ull - 3, Status::err_range},
+                         {2, Status::err_arg},
+                         {9, Status::err_arg}};
+    for (int peer = 0; peer < size(); ++peer)
+        for (const Bad &bad : bad32) {
+            std::uint32_t result = 0xdead;
+            EXPECT_EQ(post(0,
+                           [&](Completion *c) {
+                               return t(0).atomic32(peer, AtomicOp::fetch_add,
+                                                    {Region::window, bad.offset}, 1, 0, &result, c);
+                           }),
+                      bad.expected)
+                << "at " << bad.offset << " of " << peer;
+            EXPECT_EQ(result, 0xdeadu);
+        }
+    complete();
+    expect_intact();
 }
 
 // Every kind of call with a completion and without, to every peer: the completion
