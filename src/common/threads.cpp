@@ -1,5 +1,10 @@
 #include "common/threads.hpp"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -33,9 +38,33 @@ void SpinLock::lock_slow() {
 }
 
 namespace detail {
+// Spins (Backoff) for a while, less when oversubscribed, then sleeps on turn_ until an
+// unlock bumps it. The sleep is bounded (1 ms) so a wake that unlock's unfenced load of
+// sleepers_ missed costs at most that.
 void ProgressLock::lock_slow() {
     Backoff backoff;
-    while (!try_lock()) backoff.pause();
+    const unsigned spins = oversubscribed() ? 8 : 128;
+    for (unsigned i = 0; i < spins; ++i) {
+        if (try_lock()) return;
+        backoff.pause();
+    }
+    const struct timespec limit = {0, 1000 * 1000};
+    for (;;) {
+        const std::uint32_t seen = turn_.load(std::memory_order_acquire);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        const bool taken = try_lock();
+        if (!taken)
+            syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&turn_), FUTEX_WAIT_PRIVATE, seen,
+                    &limit, nullptr, 0);
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        if (taken || try_lock()) return;
+    }
+}
+
+void ProgressLock::wake() {
+    turn_.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&turn_), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
 }
 
 void drain_slow() {

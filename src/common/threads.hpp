@@ -28,8 +28,11 @@ namespace nbrma::threads {
 namespace detail {
 // The progress lock: recursive, one compare-and-swap to take it and one store to drop
 // it (a pthread recursive mutex costs two locked instructions per round, on a path
-// that takes it several times per epoch). A thread that finds it taken spins politely
-// (Backoff: yields the CPU when oversubscribed). The owner is the thread pointer.
+// that takes it several times per epoch). A thread that finds it taken spins a little
+// (Backoff), then sleeps on a futex until an unlock wakes it: with several application
+// threads per rank and ranks outnumbering cores, threads that only yield keep the
+// holder (the one thread making progress) off the CPU for whole time slices. The owner
+// is the thread pointer.
 class ProgressLock {
   public:
     bool try_lock() {
@@ -49,7 +52,10 @@ class ProgressLock {
         if (!try_lock()) lock_slow();
     }
     void unlock() {
-        if (--depth_ == 0) owner_.store(0, std::memory_order_release);
+        if (--depth_ != 0) return;
+        owner_.store(0, std::memory_order_release);
+        // No fence: a sleeper this load misses wakes by its timeout (lock_slow).
+        if (sleepers_.load(std::memory_order_relaxed) != 0) wake();
     }
 
   private:
@@ -57,8 +63,11 @@ class ProgressLock {
         return reinterpret_cast<std::uintptr_t>(__builtin_thread_pointer());
     }
     void lock_slow();
+    void wake();
     std::atomic<std::uintptr_t> owner_{0};
-    unsigned depth_ = 0;  // touched by the owner only
+    unsigned depth_ = 0;                  // touched by the owner only
+    std::atomic<std::uint32_t> sleepers_{0};  // threads in lock_slow's futex wait
+    std::atomic<std::uint32_t> turn_{0};      // the futex word: bumped by each wake
 };
 
 }  // namespace detail
