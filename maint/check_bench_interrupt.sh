@@ -58,8 +58,11 @@ finish() {  # STATUS MESSAGE: print the verdict, clean up what is left, exit
     exit "$1"
 }
 
-env "$marker" NBRMA_BENCH_TIMEOUT=120 "$bench" --groups latency --quick --plots "$tmp/out" \
-    > "$tmp/out.txt" 2> "$tmp/err" < /dev/null &
+# SIGINT back to its default for nbrma-bench: a shell started in the background without
+# job control (`(cmd &)` in a script) ignores SIGINT, and a non-interactive bash cannot
+# trap a signal ignored when it started, where a terminal's foreground job never is.
+env --default-signal=INT "$marker" NBRMA_BENCH_TIMEOUT=120 "$bench" --groups latency --quick \
+    --plots "$tmp/out" > "$tmp/out.txt" 2> "$tmp/err" < /dev/null &
 pid=$!
 set +m  # (the job keeps its process group; no job-control notices)
 pgid=$(ps -o pgid= -p "$pid" | tr -d ' ')
