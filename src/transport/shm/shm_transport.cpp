@@ -187,44 +187,34 @@ T apply_atomic(T *word, AtomicOp op, T operand, T compare) {
 }
 }  // namespace
 
-// The word of `width` bytes at target, aligned to its width, where this process reaches
-// it: mapped, or (dynamic windows) moved into the arena.
-Status ShmTransport::atomic_target(int peer, RemoteAddress target, std::size_t width,
-                                   std::uint8_t **word) {
+// One CPU atomic on the word of sizeof(T) bytes at target, aligned to its width, where
+// this process reaches it: mapped, or (dynamic windows) moved into the arena.
+template <typename T>
+Status ShmTransport::atomic_word(int peer, AtomicOp op, RemoteAddress target, T operand, T compare,
+                                 T *result) {
     Status status;
-    *word = mapped(peer, target, width, &status);
+    std::uint8_t *word = mapped(peer, target, sizeof(T), &status);
     if (is_error(status)) return status;
-    if (!*word && dynamic_ && target.region == Region::window) {
-        if (!moved_word(peer, target.offset, width, word)) return Status::err_unsupported;
-        if (!*word) return Status::err_transport;  // its peers use CPU atomics there
+    if (!word && dynamic_ && target.region == Region::window) {
+        if (!moved_word(peer, target.offset, sizeof(T), &word)) return Status::err_unsupported;
+        if (!word) return Status::err_transport;  // its peers use CPU atomics there
     }
-    if (!*word) return Status::err_unsupported;
-    if (reinterpret_cast<std::uintptr_t>(*word) % width != 0) return Status::err_arg;
+    if (!word) return Status::err_unsupported;
+    if (reinterpret_cast<std::uintptr_t>(word) % sizeof(T) != 0) return Status::err_arg;
+    const T previous = apply_atomic(reinterpret_cast<T *>(word), op, operand, compare);
+    ring(peer, target);
+    if (result) *result = previous;
     return Status::ok;
 }
 
 Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::uint64_t operand,
                             std::uint64_t compare, std::uint64_t *result, Completion *) {
-    std::uint8_t *word = nullptr;
-    Status status = atomic_target(peer, target, 8, &word);
-    if (is_error(status)) return status;
-    const std::uint64_t previous =
-        apply_atomic(reinterpret_cast<std::uint64_t *>(word), op, operand, compare);
-    ring(peer, target);
-    if (result) *result = previous;
-    return Status::ok;
+    return atomic_word(peer, op, target, operand, compare, result);
 }
 
 Status ShmTransport::atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
                               std::uint32_t compare, std::uint32_t *result, Completion *) {
-    std::uint8_t *word = nullptr;
-    Status status = atomic_target(peer, target, 4, &word);
-    if (is_error(status)) return status;
-    const std::uint32_t previous =
-        apply_atomic(reinterpret_cast<std::uint32_t *>(word), op, operand, compare);
-    ring(peer, target);
-    if (result) *result = previous;
-    return Status::ok;
+    return atomic_word(peer, op, target, operand, compare, result);
 }
 
 bool ShmTransport::supports_atomics(int peer, Region region) const {

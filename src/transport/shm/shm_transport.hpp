@@ -110,7 +110,9 @@ class ShmTransport final : public Transport {
     // atomics with the accumulate lock), and in *word where this process reaches it (null: the
     // region could not be mapped here).
     bool moved_word(int peer, std::uint64_t address, std::size_t width, std::uint8_t **word);
-    Status atomic_target(int peer, RemoteAddress target, std::size_t width, std::uint8_t **word);
+    template <typename T>
+    Status atomic_word(int peer, AtomicOp op, RemoteAddress target, T operand, T compare,
+                       T *result);
     struct WordRegion {  // the moved region moved_word found last, where it is mapped
         int peer = -1;
         std::uint64_t low = 0, high = 0, generation = 0;
