@@ -144,7 +144,7 @@ inline int release_reference(std::atomic<int> &count) {
 // A small number naming the calling thread (1, 2, ... in order of first use).
 unsigned thread_tag();
 
-// True on nbrma's own progress thread (and its assist thread, engine/assist.hpp).
+// True on nbrma's own progress thread (and its assist thread, progress/assist.hpp).
 bool on_progress_thread();
 void mark_progress_thread();
 

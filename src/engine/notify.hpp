@@ -25,7 +25,7 @@ class NotifyCounters {
     NotifyCounters &operator=(const NotifyCounters &) = delete;
 
     // Called (with `arg`) whenever a threshold starts waiting: the owning window puts
-    // itself on the progress engine's sweep list (engine/progress.cpp).
+    // itself on the progress engine's sweep list (progress/sweep.cpp).
     void on_wait(void (*hook)(void *), void *arg) {
         hook_ = hook;
         hook_arg_ = arg;

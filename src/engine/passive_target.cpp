@@ -3,13 +3,12 @@
 // sync::LockOperation), and the direct lock: a lock epoch taken and released at once on a
 // transport that maps the target's lock word, before any Epoch object exists
 // (materialize() turns it into one when the epoch needs the general path).
-#include "engine/window.hpp"
-
 #include <mpi.h>
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
-#include "engine/interrupt.hpp"
+#include "engine/window.hpp"
+#include "progress/interrupt.hpp"
 
 namespace nbrma::engine {
 

@@ -13,7 +13,7 @@
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
-#include "engine/progress.hpp"
+#include "progress/progress.hpp"
 
 namespace nbrma::engine {
 

@@ -156,7 +156,7 @@ class Window {
     transport::Transport &transport() { return transport_; }
     std::size_t epochs_pending() const { return epochs_.size(); }
 
-    // The progress engine's bookkeeping of this window (engine/progress.cpp), under the
+    // The progress engine's bookkeeping of this window (progress/sweep.cpp), under the
     // progress lock. A registered window is on the engine's sweep list whenever it is
     // not idle(): it puts itself there when work is queued on it (an epoch opened, a
     // flush, a notification threshold: the only ways out of idle() from outside a

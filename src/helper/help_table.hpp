@@ -1,6 +1,6 @@
 // The node's help table (NBRMA_PROGRESS=interrupt, doc/design.md §6): one shared
 // segment per node, mapped by every rank of the node and by its helper processes.
-// Layout and the futex calls are shared by the library (engine/interrupt.cpp) and the
+// Layout and the futex calls are shared by the library (progress/interrupt.cpp) and the
 // helper program (helper/main.cpp), which links nothing else of nbrma.
 //
 // Per rank, one slot:

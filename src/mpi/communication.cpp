@@ -4,10 +4,10 @@
 #include <cstring>
 
 #include "engine/datatype.hpp"
-#include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
+#include "progress/progress.hpp"
 
 using namespace nbrma;
 using namespace nbrma::mpi;

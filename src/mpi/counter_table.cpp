@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "common/log.hpp"
-#include "engine/assist.hpp"
-#include "engine/interrupt.hpp"
-#include "mpi/collective_form.hpp"
+#include "progress/assist.hpp"
+#include "progress/collective_form.hpp"
+#include "progress/interrupt.hpp"
 
 namespace nbrma::mpi {
 

@@ -13,14 +13,14 @@
 #include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
-#include "engine/assist.hpp"
-#include "engine/interrupt.hpp"
-#include "engine/progress.hpp"
 #include "mpi/counter_table.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/mpich.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
+#include "progress/assist.hpp"
+#include "progress/interrupt.hpp"
+#include "progress/progress.hpp"
 
 using namespace nbrma;
 namespace helper = nbrma::helper;

@@ -3,10 +3,10 @@
 // communication.cpp.
 #include <cstdio>
 
-#include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
+#include "progress/progress.hpp"
 
 using namespace nbrma;
 using namespace nbrma::mpi;

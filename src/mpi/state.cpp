@@ -12,10 +12,10 @@
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "engine/datatype.hpp"
-#include "engine/progress.hpp"
 #include "engine/reduce.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/mpich.hpp"
+#include "progress/progress.hpp"
 
 namespace nbrma::mpi {
 

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "common/threads.hpp"
-#include "engine/progress.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
 #include "layout/control_region.hpp"
+#include "progress/progress.hpp"
 #include "transport/shm/cross_memory.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/shm/user_memory.hpp"

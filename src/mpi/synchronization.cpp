@@ -4,11 +4,11 @@
 
 #include <vector>
 
-#include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"
+#include "progress/progress.hpp"
 
 using namespace nbrma;
 using namespace nbrma::mpi;

@@ -10,13 +10,13 @@
 
 #include "common/log.hpp"
 #include "common/settings.hpp"
-#include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/mpich.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
 #include "mpi/window_setup.hpp"
 #include "nbrma.h"
+#include "progress/progress.hpp"
 #include "transport/shm/segment_cache.hpp"
 
 using namespace nbrma;

@@ -18,11 +18,11 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "common/yield.hpp"
-#include "engine/interrupt.hpp"
-#include "engine/progress.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/mpich.hpp"
 #include "mpi/pmpi.hpp"
+#include "progress/interrupt.hpp"
+#include "progress/progress.hpp"
 #include "transport/shm/segment_cache.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/ucx/mixed_transport.hpp"
@@ -188,7 +188,7 @@ Status process_worker(transport::ucx::UcxWorker **out) {
     if (!worker && !is_error(failure)) {
         std::unique_ptr<transport::ucx::UcxWorker> made;
         // With wakeup: the interrupt-mode progress thread and the assist thread
-        // (engine/assist.hpp) sleep on its events
+        // (progress/assist.hpp) sleep on its events
         failure = transport::ucx::UcxWorker::create(nullptr, &made, true);
         if (!is_error(failure)) worker = made.release();
         // UCX's CMA transport relies on the same PR_SET_PTRACER consent as nbrma's

@@ -3,7 +3,7 @@
  * group "collectives" of nbrma-bench (see bench.h). Needs 2 ranks (any further rank
  * joins every call).
  *
- * nbrma interposes MPICH's blocking collectives (src/mpi/progress_interpose.cpp: MPICH's
+ * nbrma interposes MPICH's blocking collectives (src/progress/interposed_waits.cpp: MPICH's
  * own call, with an assist thread serving nbrma while it has work pending); this group
  * measures what that costs against MPICH alone. Rows, usec per call:
  *   allreduce  MPI_Allreduce, MPI_SUM over MPI_DOUBLE, 8 B and 65536 B (1 and 8192 doubles)

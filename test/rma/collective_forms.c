@@ -1,6 +1,6 @@
 /*
  * collective_forms: every member of a communicator runs an interposed blocking collective
- * in the same form (src/mpi/collective_form.hpp).
+ * in the same form (src/progress/collective_form.hpp).
  *
  * MPI does not match a blocking collective with a nonblocking one. nbrma runs its
  * interposed collectives as MPICH's blocking ones, except on communicators where some

@@ -4,7 +4,7 @@
  *
  * nbrma runs every interposed blocking collective as MPICH's own blocking collective;
  * while the rank has nbrma work pending, something must progress it meanwhile (in
- * inline mode the assist thread, engine/assist.hpp; in thread and interrupt modes the
+ * inline mode the assist thread, progress/assist.hpp; in thread and interrupt modes the
  * progress thread). Each round, for each of MPI_Barrier, MPI_Bcast, MPI_Reduce,
  * MPI_Allreduce, MPI_Gather, MPI_Scatter, MPI_Allgather and MPI_Alltoall (every result
  * checked):

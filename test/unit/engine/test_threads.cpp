@@ -29,10 +29,10 @@
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
-#include "engine/progress.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
 #include "layout/control_region.hpp"
+#include "progress/progress.hpp"
 #include "sim_fixture.hpp"
 #include "transport/sim/sim_transport.hpp"
 

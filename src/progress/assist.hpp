@@ -1,6 +1,6 @@
 // Assisted blocking calls: MPICH's blocking collectives stay MPICH's
 // blocking collectives, in every state (on communicators whose members all run below
-// MPI_THREAD_MULTIPLE: mpi/collective_form.hpp), and a rank whose nbrma work must go on
+// MPI_THREAD_MULTIPLE: progress/collective_form.hpp), and a rank whose nbrma work must go on
 // meanwhile gets a thread that sweeps while the application thread is blocked inside
 // MPICH.
 //
@@ -20,7 +20,7 @@
 // when it leaves), and is joined by MPI_Finalize.
 //
 // No progress lock: assisted calls happen below MPI_THREAD_MULTIPLE only (communicators
-// with a member at that level run the nonblocking twin, mpi/collective_form.hpp), so one
+// with a member at that level run the nonblocking twin, progress/collective_form.hpp), so one
 // application thread at a time is inside one, and it does not touch nbrma's engine
 // until it leaves; the assist thread enters the engine only while that thread is
 // inside, and ~Assist waits for the sweep in flight. Locking stays off, and the
@@ -32,8 +32,8 @@
 // calls, a yielding one does not. After the last assisted call leaves it naps 5 ms
 // more, then parks on a condition variable: an assisted call costs two atomic
 // operations while the thread is awake, a wake-up only when it is parked.
-#ifndef NBRMA_ENGINE_ASSIST_HPP
-#define NBRMA_ENGINE_ASSIST_HPP
+#ifndef NBRMA_PROGRESS_ASSIST_HPP
+#define NBRMA_PROGRESS_ASSIST_HPP
 
 #include <cstdint>
 

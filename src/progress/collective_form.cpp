@@ -1,4 +1,4 @@
-#include "mpi/collective_form.hpp"
+#include "progress/collective_form.hpp"
 
 #include <cstdint>
 #include <mutex>
@@ -21,8 +21,8 @@ void cache(MPI_Comm comm, CollectiveForm form) {
 
 // The communicator is being freed (or MPI finalized): its handle may be reused.
 int forget(MPI_Comm comm, int, void *value, void *) {
-    std::uint64_t expected = entry_of(comm, static_cast<CollectiveForm>(
-                                                reinterpret_cast<std::intptr_t>(value)));
+    std::uint64_t expected =
+        entry_of(comm, static_cast<CollectiveForm>(reinterpret_cast<std::intptr_t>(value)));
     detail::form_cache[detail::form_slot(comm)].compare_exchange_strong(expected, 0);
     return MPI_SUCCESS;
 }
@@ -86,9 +86,8 @@ int agree_collective_form(MPI_Comm comm, CollectiveForm *form, int (*wait)(MPI_R
     *form = agreed ? CollectiveForm::twin : CollectiveForm::blocking;
     const int key = form_keyval();
     if (key != MPI_KEYVAL_INVALID &&
-        PMPI_Comm_set_attr(comm, key,
-                           reinterpret_cast<void *>(static_cast<std::intptr_t>(*form))) ==
-            MPI_SUCCESS)
+        PMPI_Comm_set_attr(
+            comm, key, reinterpret_cast<void *>(static_cast<std::intptr_t>(*form))) == MPI_SUCCESS)
         cache(comm, *form);
     return MPI_SUCCESS;
 }

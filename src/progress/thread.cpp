@@ -1,118 +1,34 @@
-#include "engine/progress.hpp"
-
+// The progress thread (NBRMA_PROGRESS=thread or interrupt, doc/design.md §6): sweeps
+// beside the application, never calls MPICH, and sleeps when nothing is pending; in
+// interrupt mode it sleeps on its futex in the node's help table (interrupt.hpp).
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
-#include "engine/interrupt.hpp"
 #include "engine/window.hpp"
+#include "progress/interrupt.hpp"
+#include "progress/progress.hpp"
+#include "progress/sweep_list.hpp"
 
 namespace nbrma::engine {
 
+using namespace sweep_list;
+
 namespace {
-// All under the progress lock, except `serving` and `swept_size` (read by
-// progress_wanted without it).
-// Every registered window.
-std::vector<Window *> &windows() {
-    static auto *list = new std::vector<Window *>();  // never destroyed: see progress_thread()
-    return *list;
-}
-// The windows a sweep visits (Window::SweepLink): every registered window that is not
-// idle(), and maybe some that went idle since a sweep last looked at them, plus the
-// windows whose transport serves peers (pinned). With many idle windows alive, neither a
-// sweep nor "anything pending?" looks at them.
-std::vector<Window *> &swept() {
-    static auto *list = new std::vector<Window *>();  // never destroyed, as windows()
-    return *list;
-}
-// swept().size(), written under the lock whenever it changes, so that "anything
-// pending?" with no window on the list takes no lock (and no locked instruction).
-std::atomic<std::size_t> swept_size{0};
-void publish_swept_size() { swept_size.store(swept().size(), std::memory_order_relaxed); }
-void (*external_poke)() = nullptr;
-bool sweeping = false;
-std::atomic<int> serving{0};  // registered windows whose transport needs our poll to serve peers
-// registered windows whose operations complete only when polled, with no event descriptor
-std::atomic<int> polled{0};
-// NBRMA_PROGRESS=interrupt: a registered window whose transport has an event descriptor
-// (UCX: one worker per process, so one descriptor), read by the progress thread under
-// the lock; the descriptor itself, kept once seen.
-Window *event_window = nullptr;
-int event_descriptor = -1;
-
-// Takes the windows found idle off the sweep list (pinned ones stay); true if a window
-// on it is not idle. Not while a sweep walks the list (a completion hook asking): it
-// drops them itself when it ends.
-bool prune_locked() {
-    auto &list = swept();
-    if (list.empty()) return false;
-    bool busy = false;
-    if (sweeping) {
-        for (Window *window : list) busy |= !window->idle();
-        return busy;
-    }
-    std::size_t kept = 0;
-    for (Window *window : list) {
-        Window::SweepLink &link = window->sweep_link();
-        if (!window->idle()) {
-            busy = true;
-        } else if (!link.pinned) {
-            link.listed = false;
-            continue;
-        }
-        list[kept++] = window;
-    }
-    list.resize(kept);
-    publish_swept_size();
-    return busy;
-}
-
-// One sweep over the windows with work (and the pinned ones); the caller holds the lock
-// (or locking is off). A window that goes idle leaves the list here; one that gets work
-// meanwhile (registered, or queued by a completion hook) joins its end and is swept too.
-bool sweep_locked() {
-    if (sweeping) return false;  // a completion hook re-entered progress
-    sweeping = true;
-    bool moved = false;
-    auto &list = swept();
-    for (std::size_t i = 0; i < list.size(); ++i) moved |= list[i]->progress();
-    sweeping = false;
-    prune_locked();
-    return moved;
-}
-
-// Some window is not idle. Takes the idle ones off the sweep list on the way, so a
-// window that went idle inside an engine call (no sweep since) costs one look only.
-bool pending_locked() { return prune_locked(); }
-
-// NBRMA_PROGRESS=interrupt: something waits for a peer (Window::waiting); an open epoch
-// that only waits for the application wants no wake-up. A waiting window is not idle,
-// so it is on the sweep list.
-bool waiting_locked() {
-    for (Window *window : swept())
-        if (window->waiting()) return true;
-    return false;
-}
-
-// ---- the progress thread
 struct ProgressThread {
     std::mutex mutex;  // guards thread start/stop and the sleep below
     std::condition_variable wake;
@@ -190,7 +106,8 @@ class EventWatcher {
     void stop() {
         if (!running()) return;
         const std::uint64_t one = 1;
-        if (write(stop_fd_, &one, sizeof one) < 0) { /* the join below still ends it */ }
+        if (write(stop_fd_, &one, sizeof one) < 0) { /* the join below still ends it */
+        }
         armed();
         thread_.join();
         close(stop_fd_);
@@ -318,136 +235,6 @@ void interrupt_thread_main(unsigned mine) {
 }
 }  // namespace
 
-void progress_register(Window *window) {
-    threads::Guard guard;
-    windows().push_back(window);
-    Window::SweepLink &link = window->sweep_link();
-    link.registered = true;
-    link.pinned = window->transport().needs_target_progress();
-    if (link.pinned || !window->idle()) detail::progress_list(window);
-    if (window->transport().needs_target_progress()) ++serving;
-    if (window->transport().event_fd() >= 0) {
-        event_window = window;
-        event_descriptor = window->transport().event_fd();
-    } else if (!window->transport().completes_inline()) {
-        ++polled;
-    }
-}
-
-void progress_unregister(Window *window) {
-    threads::Guard guard;
-    auto &list = windows();
-    const auto end = std::remove(list.begin(), list.end(), window);
-    if (end == list.end()) return;
-    list.erase(end, list.end());
-    Window::SweepLink &link = window->sweep_link();
-    if (link.listed) {
-        auto &listed = swept();
-        listed.erase(std::find(listed.begin(), listed.end(), window));
-        publish_swept_size();
-    }
-    link = Window::SweepLink{};
-    if (window->transport().needs_target_progress()) --serving;
-    if (window->transport().event_fd() < 0 && !window->transport().completes_inline()) --polled;
-    if (event_window == window) {
-        event_window = nullptr;
-        for (Window *other : list)
-            if (other->transport().event_fd() >= 0) event_window = other;
-    }
-}
-
-std::size_t progress_window_count() {
-    threads::Guard guard;
-    return windows().size();
-}
-
-bool progress_sweep() {
-    if (!threads::try_lock()) return false;  // another thread is progressing
-    const bool moved = sweep_locked();
-    threads::unlock();
-    threads::drain();
-    return moved;
-}
-
-int progress_arm_events() {
-    if (!threads::try_lock()) return -1;  // another thread progresses: sleep, no events
-    int fd = -1;
-    if (event_window) fd = event_window->transport().arm() ? event_descriptor : -2;
-    threads::unlock();
-    return fd;
-}
-
-bool progress_pending() {
-    // No window on the sweep list: none has work (another thread that is queuing some
-    // now progresses it itself, as when it queues it right after our look).
-    if (swept_size.load(std::memory_order_relaxed) == 0) return false;
-    if (!threads::try_lock()) return true;  // busy: someone has work
-    const bool pending = pending_locked();
-    threads::unlock();
-    return pending;
-}
-
-void debug_dump(const char *path) {
-    // No lock: called from a debugger into a process that is stuck, perhaps holding it.
-    std::FILE *out = path ? std::fopen(path, "a") : stderr;
-    if (!out) return;
-    std::fprintf(out, "nbrma state of pid %d: %zu windows, %zu on the sweep list\n",
-                 static_cast<int>(getpid()), windows().size(), swept().size());
-    for (Window *window : windows()) window->dump(out);
-    if (path)
-        std::fclose(out);
-    else
-        std::fflush(out);
-}
-
-}  // namespace nbrma::engine
-
-extern "C" __attribute__((visibility("hidden"), used)) void nbrma_debug_dump(const char *path) {
-    nbrma::engine::debug_dump(path);
-}
-
-namespace nbrma::engine {
-
-bool progress_wanted() { return serving.load(std::memory_order_relaxed) > 0 || progress_pending(); }
-
-void progress_set_external(void (*poke)()) { external_poke = poke; }
-
-Status wait_request(Request *request) {
-    Backoff backoff;
-    unsigned idle = 0;
-    // NBRMA_PROGRESS=interrupt: while we wait here, we progress ourselves: help is not
-    // wanted (the helper need not poll for us) and our thread is left alone.
-    const bool interrupt_mode = interrupt::attached();
-    if (interrupt_mode && interrupt::enter_wait() && threads::try_lock()) {
-        interrupt::unwant();
-        threads::unlock();
-    }
-
-    while (!request->complete()) {
-        if (progress_sweep()) {
-            idle = 0;
-            continue;
-        }
-        if (++idle % 16 == 0 && external_poke) external_poke();
-        if (!request->complete()) backoff.pause();
-    }
-    if (interrupt_mode && interrupt::leave_wait()) {
-        // The last waiting thread leaves: one more sweep, then help is wanted for what
-        // still waits on peers (the bell read before that sweep), or the thread is idle.
-        threads::Guard guard;
-        const std::uint64_t seen = interrupt::my_slot()->bell.load(std::memory_order_seq_cst);
-        sweep_locked();
-        if (waiting_locked()) {
-            interrupt::want_at_most(seen);
-        } else {
-            interrupt::unwant();
-            detail::progress_thread_sleeping.store(true, std::memory_order_relaxed);  // idle
-        }
-    }
-    threads::drain();
-    return request->status();
-}
-
 bool progress_mode_from_environment(ProgressMode *mode, const char **value) {
     const char *text = settings::env(settings::Id::progress);
     *value = text ? text : "";
@@ -475,9 +262,9 @@ Status progress_thread_start(ProgressMode mode) {
     const unsigned mine = self.generation.fetch_add(1, std::memory_order_acq_rel) + 1;
     self.mode = mode;
     try {
-        self.thread = std::thread(mode == ProgressMode::interrupt_mode ? interrupt_thread_main
-                                                                       : progress_thread_main,
-                                  mine);
+        self.thread = std::thread(
+            mode == ProgressMode::interrupt_mode ? interrupt_thread_main : progress_thread_main,
+            mine);
     } catch (const std::system_error &) {
         return Status::err_other;
     }
@@ -513,14 +300,6 @@ void progress_thread_stop() { stop_thread(false); }
 void progress_thread_stop_if_idle() { stop_thread(true); }
 
 bool progress_thread_running() { return progress_thread().running.load(std::memory_order_acquire); }
-
-void detail::progress_list(Window *window) {
-    Window::SweepLink &link = window->sweep_link();
-    if (!link.registered || link.listed) return;
-    link.listed = true;
-    swept().push_back(window);
-    publish_swept_size();
-}
 
 void detail::progress_kick_slow(std::uint64_t seen) {
     ProgressThread &self = progress_thread();

@@ -11,11 +11,11 @@
 #include <memory>
 #include <vector>
 
-#include "engine/progress.hpp"
+#include "../engine/sim_fixture.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
 #include "layout/control_region.hpp"
-#include "sim_fixture.hpp"
+#include "progress/progress.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {

@@ -8,7 +8,7 @@
 // oversubscribed; as soon as nbrma wants nothing more, the loop hands the rest of the
 // wait to MPICH's own blocking call. With nothing pending the calls go straight to
 // MPICH: the only cost is progress_wanted(), a counter and a look at the windows that
-// have work (engine/progress.cpp keeps them on a list: idle windows cost nothing).
+// have work (progress/sweep.cpp keeps them on a list: idle windows cost nothing).
 // Except on a node whose ranks outnumber its cores: MPICH's blocking calls spin without
 // yielding, so a rank waiting there holds the core the rank it waits for needs, and
 // every step waits for the scheduler's tick (4 ms); there every wait stays the test
@@ -21,9 +21,9 @@
 // Collectives run in one form on every member of a communicator, whatever each rank's
 // state: MPI forbids matching a blocking collective with a nonblocking one (and MPICH
 // really does not match them). The members agree on the form at their first interposed
-// collective on it (mpi/collective_form.hpp): MPICH's own blocking collective, with an
+// collective on it (progress/collective_form.hpp): MPICH's own blocking collective, with an
 // engine::Assist keeping nbrma progressing beside it while this rank has work pending
-// (engine/assist.hpp; with nothing pending the call costs progress_wanted() and a
+// (progress/assist.hpp; with nothing pending the call costs progress_wanted() and a
 // cache lookup), or, where a member runs at MPI_THREAD_MULTIPLE, the nonblocking twin
 // plus a sweeping wait.
 #include <mpi.h>
@@ -31,23 +31,37 @@
 
 #include "common/threads.hpp"
 #include "common/yield.hpp"
-#include "engine/assist.hpp"
-#include "engine/progress.hpp"
-#include "mpi/collective_form.hpp"
 #include "mpi/mpich.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
+#include "progress/assist.hpp"
+#include "progress/collective_form.hpp"
+#include "progress/progress.hpp"
 
 using nbrma::Backoff;
-using nbrma::mpi::CollectiveForm;
 using nbrma::engine::progress_sweep;
 using nbrma::engine::progress_wanted;
+using nbrma::mpi::CollectiveForm;
 namespace mpich = nbrma::mpich;
 
 namespace {
 
 // Whether a wait may be left to MPICH's own blocking call (see above).
 bool mpich_may_block() { return !progress_wanted() && !nbrma::oversubscribed(); }
+
+// MPICH's test (`test()`), then one sweep of nbrma, unless the test swept: MPICH's tests
+// run the poll_fn of nbrma's own requests (state.cpp), which sweeps (and, finding nothing
+// to do on an oversubscribed node, yields). Either way one sweep per call. *idle: this
+// call's sweep moved nothing (false where poll_fn swept: it paced the loop itself).
+template <class Test>
+int test_then_sweep(Test test, bool *idle = nullptr) {
+    const unsigned sweeps = nbrma::engine::progress_sweeps_by_this_thread();
+    const int error = test();
+    const bool swept = nbrma::engine::progress_sweeps_by_this_thread() != sweeps;
+    const bool moved = !swept && progress_sweep();
+    if (idle) *idle = !swept && !moved;
+    return error;
+}
 
 // Calls test(&done) and sweeps nbrma until done or an error; once MPICH may block,
 // finishes with block() (MPICH's blocking call) instead.
@@ -57,9 +71,10 @@ int progress_until(Test test, Block block) {
     for (;;) {
         if (mpich_may_block()) return block();
         int done = 0;
-        const int error = test(&done);
+        bool idle = false;
+        const int error = test_then_sweep([&] { return test(&done); }, &idle);
         if (error != MPI_SUCCESS || done) return error;
-        if (!progress_sweep()) backoff.pause();
+        if (idle) backoff.pause();
     }
 }
 
@@ -102,7 +117,7 @@ int testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 
 int wait_ignoring_status(MPI_Request *request) { return wait_one(request, MPI_STATUS_IGNORE); }
 
-// A blocking collective on `comm`, in the form its members agreed (mpi/collective_form.hpp):
+// A blocking collective on `comm`, in the form its members agreed (progress/collective_form.hpp):
 // MPICH's own `blocking(args...)`, assisted while nbrma wants progress; or the
 // nonblocking `twin(args..., &request)` plus a sweeping wait.
 template <class Twin, class Blocking, class... Args>
@@ -145,8 +160,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
     // MPI_REQUEST_NULL as MPICH would, without asking it (about 9 ns a transaction in
     // the transactions benchmark). Not with statuses: MPICH writes its own for them.
     const MPI_Request complete = nbrma::mpi::complete_request_handle();
-    if (statuses == MPI_STATUSES_IGNORE && complete != MPI_REQUEST_NULL && count > 0 &&
-        requests) {
+    if (statuses == MPI_STATUSES_IGNORE && complete != MPI_REQUEST_NULL && count > 0 && requests) {
         bool open = false;
         for (int i = 0; i < count; ++i) {
             if (requests[i] == complete)
@@ -177,16 +191,19 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
         [&] { return mpich::Waitsome(incount, requests, outcount, indices, statuses); });
 }
 
-// The tests sweep once before asking MPICH, so a poll loop over two-sided requests
-// moves nbrma's epochs too.
+// The tests sweep nbrma once (test_then_sweep) while it wants progress, so a poll loop
+// over two-sided requests moves nbrma's epochs too; with nothing pending they cost
+// progress_wanted().
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-    if (progress_wanted()) progress_sweep();
-    return mpich::Test(request, flag, status);
+    if (!progress_wanted()) return mpich::Test(request, flag, status);
+    return test_then_sweep([&] { return mpich::Test(request, flag, status); });
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
-    if (progress_wanted()) progress_sweep();
-    const int error = testall(count, requests, flag, statuses);
+    const int error =
+        progress_wanted()
+            ? test_then_sweep([&] { return testall(count, requests, flag, statuses); })
+            : testall(count, requests, flag, statuses);
     // An application polling in a loop shares the CPU on an oversubscribed node, as it
     // does where MPICH's MPI_Testall runs the generalized requests' poll_fn (state.cpp).
     if (error == MPI_SUCCESS && !*flag && count > 8 && nbrma::oversubscribed()) sched_yield();
@@ -194,14 +211,15 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
-    if (progress_wanted()) progress_sweep();
-    return mpich::Testany(count, requests, index, flag, status);
+    if (!progress_wanted()) return mpich::Testany(count, requests, index, flag, status);
+    return test_then_sweep([&] { return mpich::Testany(count, requests, index, flag, status); });
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
-    if (progress_wanted()) progress_sweep();
-    return mpich::Testsome(incount, requests, outcount, indices, statuses);
+    if (!progress_wanted()) return mpich::Testsome(incount, requests, outcount, indices, statuses);
+    return test_then_sweep(
+        [&] { return mpich::Testsome(incount, requests, outcount, indices, statuses); });
 }
 
 // A poll loop on MPI_Iprobe is a wait too: sweep before asking MPICH, as the tests do.
@@ -273,9 +291,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 // ---- blocking collectives (in the form the communicator's members agreed; see the file
 // comment)
 
-int MPI_Barrier(MPI_Comm comm) {
-    return collective(comm, PMPI_Ibarrier, mpich::Barrier, comm);
-}
+int MPI_Barrier(MPI_Comm comm) { return collective(comm, PMPI_Ibarrier, mpich::Barrier, comm); }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     return collective(comm, PMPI_Ibcast, mpich::Bcast, buffer, count, type, root, comm);

@@ -1,10 +1,10 @@
 // The rank's side of SmartInterrupts (NBRMA_PROGRESS=interrupt, doc/design.md §6):
 // the node's help table (helper/help_table.hpp), this rank's slot in it, the helper
 // processes the node's first rank starts, and what the progress thread does around its
-// sleep (engine/progress.cpp runs the loop). The MPI layer sets the table up at MPI_Init
+// sleep (progress/sweep.cpp runs the loop). The MPI layer sets the table up at MPI_Init
 // (mpi/init.cpp); everything here is process-wide.
-#ifndef NBRMA_ENGINE_INTERRUPT_HPP
-#define NBRMA_ENGINE_INTERRUPT_HPP
+#ifndef NBRMA_PROGRESS_INTERRUPT_HPP
+#define NBRMA_PROGRESS_INTERRUPT_HPP
 
 #include <atomic>
 #include <cstddef>

@@ -1,5 +1,5 @@
 // The form nbrma gives the blocking collectives it interposes on one communicator
-// (mpi/progress_interpose.cpp).
+// (progress/interposed_waits.cpp).
 //
 // MPI does not match a blocking collective with a nonblocking one (and MPICH really
 // does not), so every member of a communicator must run a given collective in the same
@@ -24,8 +24,8 @@
 // handle in a small table (a lookup is a load and a compare); the attribute's delete
 // callback clears the cache entry when the communicator is freed, before MPICH can
 // reuse its handle.
-#ifndef NBRMA_MPI_COLLECTIVE_FORM_HPP
-#define NBRMA_MPI_COLLECTIVE_FORM_HPP
+#ifndef NBRMA_PROGRESS_COLLECTIVE_FORM_HPP
+#define NBRMA_PROGRESS_COLLECTIVE_FORM_HPP
 
 #include <mpi.h>
 

@@ -2,8 +2,8 @@
 // advances all of them (inline progress mode, SC14 §VII-D). Blocking nbrma calls
 // are the nonblocking ones plus wait_request(), which sweeps, keeps the other
 // engine (MPICH two-sided) moving through a hook, and yields when oversubscribed.
-#ifndef NBRMA_ENGINE_PROGRESS_HPP
-#define NBRMA_ENGINE_PROGRESS_HPP
+#ifndef NBRMA_PROGRESS_PROGRESS_HPP
+#define NBRMA_PROGRESS_PROGRESS_HPP
 
 #include <atomic>
 #include <cstddef>
@@ -22,6 +22,10 @@ void progress_unregister(Window *window);
 // One sweep over every window with work (and every window whose transport serves peers);
 // true if anything moved.
 bool progress_sweep();
+// How many times the calling thread has called progress_sweep: a wait loop whose test
+// may sweep itself (MPICH's MPI_Test runs a generalized request's poll_fn) sweeps only
+// in the iterations where the test did not, so each iteration sweeps once.
+unsigned progress_sweeps_by_this_thread();
 // True while some window has epochs, flushes or notification thresholds pending. Looks
 // only at the windows that had work queued since a sweep last found them idle (none:
 // one relaxed load, no lock).
@@ -61,7 +65,7 @@ bool progress_mode_from_environment(ProgressMode *mode, const char **value);
 // Starts the process's progress thread if it is not running (switches threads::enable
 // on first). It sweeps every registered window, never calls MPICH, and sleeps when
 // nothing is pending. `mode` thread: it polls; interrupt: it sleeps on its futex in the
-// node's help table (engine/interrupt.hpp; err_other if the table is not set up). Call
+// node's help table (progress/interrupt.hpp; err_other if the table is not set up). Call
 // without the progress lock held.
 Status progress_thread_start(ProgressMode mode = ProgressMode::thread_mode);
 // Stops and joins it (no-op if not running). Call without the progress lock held.
@@ -79,8 +83,8 @@ __attribute__((visibility("hidden"))) inline std::atomic<bool> progress_thread_s
 __attribute__((visibility("hidden"))) inline std::atomic<bool> helper_gone{false};
 // NBRMA_PROGRESS=interrupt: this rank's bell in the node's help table while the progress
 // thread runs, else null.
-__attribute__((visibility("hidden"))) inline std::atomic<std::atomic<std::uint64_t> *> interrupt_bell{
-    nullptr};
+__attribute__((visibility("hidden"))) inline std::atomic<std::atomic<std::uint64_t> *>
+    interrupt_bell{nullptr};
 void progress_kick_slow(std::uint64_t seen);
 // Puts a registered window that is not on the sweep list there (Window::SweepLink).
 // Under the progress lock.

@@ -1,4 +1,4 @@
-#include "engine/interrupt.hpp"
+#include "progress/interrupt.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -35,7 +35,7 @@ struct Table {
     std::vector<pid_t> spawned;  // the helpers this rank started (it reaps them)
     int helper_pidfd = -1;       // this rank's helper, watched (helper_lost)
     pid_t helper_watched = 0;
-    bool lost = false;           // the helper died: reported once
+    bool lost = false;  // the helper died: reported once
 };
 Table &table() {
     static auto *state = new Table();  // never destroyed: the thread may run at exit
@@ -104,7 +104,8 @@ std::string find_helper() {
     std::string directory = info.dli_fname;
     const auto slash = directory.rfind('/');
     directory = slash == std::string::npos ? "." : directory.substr(0, slash);
-    for (const char *candidate : {"/nbrma-helper", "/../libexec/nbrma-helper", "/../nbrma-helper"}) {
+    for (const char *candidate :
+         {"/nbrma-helper", "/../libexec/nbrma-helper", "/../nbrma-helper"}) {
         const std::string path = directory + candidate;
         if (access(path.c_str(), X_OK) == 0) return path;
     }
@@ -121,18 +122,19 @@ Status start_helpers(const std::string &name, std::size_t bytes, std::string *wh
     Table &self = table();
     const std::string path = find_helper();
     if (path.empty()) {
-        *why = "the helper program nbrma-helper is not next to libnbrma.so, in ../libexec or "
-               "in .. of its directory, or in the libexecdir it was configured with; set "
-               "NBRMA_HELPER to its path";
+        *why =
+            "the helper program nbrma-helper is not next to libnbrma.so, in ../libexec or "
+            "in .. of its directory, or in the libexecdir it was configured with; set "
+            "NBRMA_HELPER to its path";
         return Status::err_other;
     }
     const unsigned k = self.header->helpers;
     const std::string size_text = std::to_string(bytes), k_text = std::to_string(k);
     for (unsigned h = 0; h < k; ++h) {
         const std::string h_text = std::to_string(h);
-        char *argv[] = {const_cast<char *>(path.c_str()), const_cast<char *>(name.c_str()),
+        char *argv[] = {const_cast<char *>(path.c_str()),      const_cast<char *>(name.c_str()),
                         const_cast<char *>(size_text.c_str()), const_cast<char *>(h_text.c_str()),
-                        const_cast<char *>(k_text.c_str()), nullptr};
+                        const_cast<char *>(k_text.c_str()),    nullptr};
         // The helper holds nothing of this rank's but its stderr until it is up (it then
         // puts /dev/null there too): no pipe to the launcher, no PMI or MPICH socket, so a
         // rank killed while its helper lives still ends the job as fast as without one.
@@ -195,7 +197,8 @@ void reap_helpers(int timeout_ms) {
     for (pid_t pid : self.spawned) {
         while (waitpid(pid, nullptr, WNOHANG) == 0) {
             if (std::chrono::steady_clock::now() > deadline) {
-                log(1, "helper %d still serves ranks of the node: not waiting for it", static_cast<int>(pid));
+                log(1, "helper %d still serves ranks of the node: not waiting for it",
+                    static_cast<int>(pid));
                 break;
             }
             usleep(1000);
@@ -220,9 +223,7 @@ std::size_t table_bytes() {
     return table().header ? helper::table_bytes(table().header->slots) : 0;
 }
 unsigned helper_count() { return table().header ? table().header->helpers : 0; }
-int helper_pid(unsigned h) {
-    return h < helper_count() ? table().header->helper_pid[h].load() : 0;
-}
+int helper_pid(unsigned h) { return h < helper_count() ? table().header->helper_pid[h].load() : 0; }
 
 bool helper_lost() {
     Table &self = table();

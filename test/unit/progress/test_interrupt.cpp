@@ -1,4 +1,4 @@
-// The rank's side of NBRMA_PROGRESS=interrupt (engine/interrupt.hpp) on a help table
+// The rank's side of NBRMA_PROGRESS=interrupt (progress/interrupt.hpp) on a help table
 // made in this process (no helper): help wanted is counted once per rank, a wake-up
 // ends the progress thread's futex sleep, and a sleep whose ticket moved on does not
 // start. The helper program and the whole mode run in test/rma (progress_thread
@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/interrupt.hpp"
+#include "progress/interrupt.hpp"
 
 using namespace nbrma;
 using namespace nbrma::engine;

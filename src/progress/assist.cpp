@@ -1,4 +1,4 @@
-#include "engine/assist.hpp"
+#include "progress/assist.hpp"
 
 #include <poll.h>
 
@@ -14,7 +14,7 @@
 #include "common/log.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
-#include "engine/progress.hpp"
+#include "progress/progress.hpp"
 
 namespace nbrma::engine {
 
@@ -158,8 +158,9 @@ Assist::Assist() {
                 assist.inside.fetch_sub(1, std::memory_order_seq_cst);
                 static std::once_flag said;
                 std::call_once(said, [] {
-                    log(0, "cannot start the assist thread: blocking collectives with nbrma "
-                           "work pending run without nbrma's progress");
+                    log(0,
+                        "cannot start the assist thread: blocking collectives with nbrma "
+                        "work pending run without nbrma's progress");
                 });
                 return;
             }
