@@ -170,204 +170,30 @@ int get_accumulate(const char *name, const void *origin, MPI_Aint origin_count,
     return issue(name, win, call, request, r);
 }
 
+int fetch_and_op(const char *name, const void *origin, void *result, MPI_Datatype type, int target,
+                 MPI_Aint disp, MPI_Op op, MPI_Win win) {
+    RmaCall call = make(RmaKind::fetch_and_op, origin, 1, type, target, disp, 1, type);
+    call.result = result;
+    call.result_count = 1;
+    call.result_type = type;
+    call.op = op;
+    return issue(name, win, call, nullptr, false);
+}
+
+int compare_and_swap(const char *name, const void *origin, const void *compare, void *result,
+                     MPI_Datatype type, int target, MPI_Aint disp, MPI_Win win) {
+    RmaCall call = make(RmaKind::compare_and_swap, origin, 1, type, target, disp, 1, type);
+    call.compare = compare;
+    call.result = result;
+    call.result_count = 1;
+    call.result_type = type;
+    return issue(name, win, call, nullptr, false);
+}
+
 }  // namespace
 
-extern "C" {
-
-int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-            int target_rank, MPI_Aint target_disp, int target_count,
-            MPI_Datatype target_datatype, MPI_Win win) {
-    return put("MPI_Put", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, win, nullptr, false);
-}
-int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
-              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-              MPI_Datatype target_datatype, MPI_Win win) {
-    return put("MPI_Put_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, win, nullptr, false);
-}
-int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-             int target_rank, MPI_Aint target_disp, int target_count,
-             MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
-    return put("MPI_Rput", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, win, request, true);
-}
-int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
-               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-               MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
-    return put("MPI_Rput_c", origin_addr, origin_count, origin_datatype, target_rank,
-               target_disp, target_count, target_datatype, win, request, true);
-}
-
-int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
-            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
-    return get("MPI_Get", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, win, nullptr, false);
-}
-int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
-              int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-              MPI_Datatype target_datatype, MPI_Win win) {
-    return get("MPI_Get_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, win, nullptr, false);
-}
-int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
-             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
-             MPI_Request *request) {
-    return get("MPI_Rget", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-               target_count, target_datatype, win, request, true);
-}
-int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
-               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-               MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
-    return get("MPI_Rget_c", origin_addr, origin_count, origin_datatype, target_rank,
-               target_disp, target_count, target_datatype, win, request, true);
-}
-
-int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                   int target_rank, MPI_Aint target_disp, int target_count,
-                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
-    return accumulate("MPI_Accumulate", origin_addr, origin_count, origin_datatype, target_rank,
-                      target_disp, target_count, target_datatype, op, win, nullptr, false);
-}
-int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count,
-                     MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
-                     MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
-                     MPI_Win win) {
-    return accumulate("MPI_Accumulate_c", origin_addr, origin_count, origin_datatype,
-                      target_rank, target_disp, target_count, target_datatype, op, win, nullptr,
-                      false);
-}
-int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                    int target_rank, MPI_Aint target_disp, int target_count,
-                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) {
-    return accumulate("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank,
-                      target_disp, target_count, target_datatype, op, win, request, true);
-}
-int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
-                      MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
-                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
-                      MPI_Win win, MPI_Request *request) {
-    return accumulate("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype,
-                      target_rank, target_disp, target_count, target_datatype, op, win, request,
-                      true);
-}
-
-int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                       void *result_addr, int result_count, MPI_Datatype result_datatype,
-                       int target_rank, MPI_Aint target_disp, int target_count,
-                       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
-    return get_accumulate("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype,
-                          result_addr, result_count, result_datatype, target_rank, target_disp,
-                          target_count, target_datatype, op, win, nullptr, false);
-}
-int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
-                         MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
-                         MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
-                         MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
-                         MPI_Win win) {
-    return get_accumulate("MPI_Get_accumulate_c", origin_addr, origin_count, origin_datatype,
-                          result_addr, result_count, result_datatype, target_rank, target_disp,
-                          target_count, target_datatype, op, win, nullptr, false);
-}
-int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                        void *result_addr, int result_count, MPI_Datatype result_datatype,
-                        int target_rank, MPI_Aint target_disp, int target_count,
-                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
-                        MPI_Request *request) {
-    return get_accumulate("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype,
-                          result_addr, result_count, result_datatype, target_rank, target_disp,
-                          target_count, target_datatype, op, win, request, true);
-}
-int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
-                          MPI_Datatype origin_datatype, void *result_addr,
-                          MPI_Count result_count, MPI_Datatype result_datatype, int target_rank,
-                          MPI_Aint target_disp, MPI_Count target_count,
-                          MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
-                          MPI_Request *request) {
-    return get_accumulate("MPI_Rget_accumulate_c", origin_addr, origin_count, origin_datatype,
-                          result_addr, result_count, result_datatype, target_rank, target_disp,
-                          target_count, target_datatype, op, win, request, true);
-}
-
-int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
-                     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) {
-    RmaCall call = make(RmaKind::fetch_and_op, origin_addr, 1, datatype, target_rank,
-                        target_disp, 1, datatype);
-    call.result = result_addr;
-    call.result_count = 1;
-    call.result_type = datatype;
-    call.op = op;
-    return issue("MPI_Fetch_and_op", win, call, nullptr, false);
-}
-
-int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
-                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
-                         MPI_Win win) {
-    RmaCall call = make(RmaKind::compare_and_swap, origin_addr, 1, datatype, target_rank,
-                        target_disp, 1, datatype);
-    call.compare = compare_addr;
-    call.result = result_addr;
-    call.result_count = 1;
-    call.result_type = datatype;
-    return issue("MPI_Compare_and_swap", win, call, nullptr, false);
-}
-
-// ---- Notified RMA (the notified-RMA paper): MPI_Put/MPI_Get/MPI_Accumulate plus the target's
-// notification counter, which grows by one once the data is there (put, accumulate) or
-// was read (get).
-int MPIX_Put_notify(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                    int target_rank, MPI_Aint target_disp, int target_count,
-                    MPI_Datatype target_datatype, int notification_idx, MPI_Win win) {
-    return put("MPIX_Put_notify", origin_addr, origin_count, origin_datatype, target_rank,
-               target_disp, target_count, target_datatype, win, nullptr, false, &notification_idx);
-}
-int MPIX_Rput_notify(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                     int target_rank, MPI_Aint target_disp, int target_count,
-                     MPI_Datatype target_datatype, int notification_idx, MPI_Win win,
-                     MPI_Request *request) {
-    return put("MPIX_Rput_notify", origin_addr, origin_count, origin_datatype, target_rank,
-               target_disp, target_count, target_datatype, win, request, true, &notification_idx);
-}
-int MPIX_Get_notify(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                    int target_rank, MPI_Aint target_disp, int target_count,
-                    MPI_Datatype target_datatype, int notification_idx, MPI_Win win) {
-    return get("MPIX_Get_notify", origin_addr, origin_count, origin_datatype, target_rank,
-               target_disp, target_count, target_datatype, win, nullptr, false, &notification_idx);
-}
-int MPIX_Rget_notify(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                     int target_rank, MPI_Aint target_disp, int target_count,
-                     MPI_Datatype target_datatype, int notification_idx, MPI_Win win,
-                     MPI_Request *request) {
-    return get("MPIX_Rget_notify", origin_addr, origin_count, origin_datatype, target_rank,
-               target_disp, target_count, target_datatype, win, request, true, &notification_idx);
-}
-int MPIX_Accumulate_notify(const void *origin_addr, int origin_count,
-                           MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
-                           int target_count, MPI_Datatype target_datatype, MPI_Op op,
-                           int notification_idx, MPI_Win win) {
-    return accumulate("MPIX_Accumulate_notify", origin_addr, origin_count, origin_datatype,
-                      target_rank, target_disp, target_count, target_datatype, op, win, nullptr,
-                      false, &notification_idx);
-}
-
-}  // extern "C"
-
-// The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(Accumulate)
-NBRMA_PMPI(Accumulate_c)
-NBRMA_PMPI(Compare_and_swap)
-NBRMA_PMPI(Fetch_and_op)
-NBRMA_PMPI(Get)
-NBRMA_PMPI(Get_accumulate)
-NBRMA_PMPI(Get_accumulate_c)
-NBRMA_PMPI(Get_c)
-NBRMA_PMPI(Put)
-NBRMA_PMPI(Put_c)
-NBRMA_PMPI(Raccumulate)
-NBRMA_PMPI(Raccumulate_c)
-NBRMA_PMPI(Rget)
-NBRMA_PMPI(Rget_accumulate)
-NBRMA_PMPI(Rget_accumulate_c)
-NBRMA_PMPI(Rget_c)
-NBRMA_PMPI(Rput)
-NBRMA_PMPI(Rput_c)
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt. Notified
+// RMA (the notified-RMA paper): MPIX_Put_notify, MPIX_Get_notify, MPIX_Accumulate_notify
+// and their request forms are put/get/accumulate plus the target's notification
+// counter, which grows by one once the data is there (put, accumulate) or was read (get).
+#include "mpi/communication_bindings.inc"

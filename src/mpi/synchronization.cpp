@@ -188,124 +188,25 @@ int target_flush(const char *call, int rank, MPI_Win win, MPI_Request *request,
     return flush(call, rank, win, request, local);
 }
 
-}  // namespace
-
-extern "C" {
-
-int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
-    return lock("MPI_Win_lock", lock_type, rank, assert, win, nullptr);
-}
-int MPIX_Win_ilock(int lock_type, int rank, int assert, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_ilock", win, request);
-    return lock("MPIX_Win_ilock", lock_type, rank, assert, win, request);
-}
-int MPI_Win_unlock(int rank, MPI_Win win) { return unlock("MPI_Win_unlock", rank, win, nullptr); }
-int MPIX_Win_iunlock(int rank, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_iunlock", win, request);
-    return unlock("MPIX_Win_iunlock", rank, win, request);
-}
-int MPI_Win_lock_all(int assert, MPI_Win win) {
-    return lock_all("MPI_Win_lock_all", assert, win, nullptr);
-}
-int MPIX_Win_ilock_all(int assert, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_ilock_all", win, request);
-    return lock_all("MPIX_Win_ilock_all", assert, win, request);
-}
-int MPI_Win_unlock_all(MPI_Win win) { return unlock_all("MPI_Win_unlock_all", win, nullptr); }
-int MPIX_Win_iunlock_all(MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_iunlock_all", win, request);
-    return unlock_all("MPIX_Win_iunlock_all", win, request);
-}
-int MPI_Win_flush(int rank, MPI_Win win) {
-    return target_flush("MPI_Win_flush", rank, win, nullptr);
-}
-int MPI_Win_flush_local(int rank, MPI_Win win) {
-    return target_flush("MPI_Win_flush_local", rank, win, nullptr, true);
-}
-int MPI_Win_flush_all(MPI_Win win) { return flush("MPI_Win_flush_all", -1, win, nullptr); }
-int MPI_Win_flush_local_all(MPI_Win win) {
-    return flush("MPI_Win_flush_local_all", -1, win, nullptr, true);
-}
-int MPIX_Win_iflush(int rank, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_iflush", win, request);
-    return target_flush("MPIX_Win_iflush", rank, win, request);
-}
-int MPIX_Win_iflush_local(int rank, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_iflush_local", win, request);
-    return target_flush("MPIX_Win_iflush_local", rank, win, request, true);
-}
-int MPIX_Win_iflush_all(MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_iflush_all", win, request);
-    return flush("MPIX_Win_iflush_all", -1, win, request);
-}
-int MPIX_Win_iflush_local_all(MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_iflush_local_all", win, request);
-    return flush("MPIX_Win_iflush_local_all", -1, win, request, true);
-}
-
-int MPI_Win_sync(MPI_Win win) {
-    NBRMA_WINDOW("MPI_Win_sync", win, state);
+int win_sync(const char *call, MPI_Win win) {
+    NBRMA_WINDOW(call, win, state);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     engine::progress_sweep();
     return MPI_SUCCESS;
 }
 
-int MPI_Win_fence(int assert, MPI_Win win) { return fence("MPI_Win_fence", assert, win, nullptr); }
-int MPIX_Win_ifence(int assert, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_ifence", win, request);
-    return fence("MPIX_Win_ifence", assert, win, request);
-}
-int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
-    return start("MPI_Win_start", group, assert, win, nullptr);
-}
-int MPIX_Win_istart(MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_istart", win, request);
-    return start("MPIX_Win_istart", group, assert, win, request);
-}
-int MPI_Win_complete(MPI_Win win) { return complete("MPI_Win_complete", win, nullptr); }
-int MPIX_Win_icomplete(MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_icomplete", win, request);
-    return complete("MPIX_Win_icomplete", win, request);
-}
-int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) {
-    return post("MPI_Win_post", group, assert, win, nullptr);
-}
-int MPIX_Win_ipost(MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_ipost", win, request);
-    return post("MPIX_Win_ipost", group, assert, win, request);
-}
-int MPI_Win_wait(MPI_Win win) { return wait("MPI_Win_wait", win, nullptr); }
-int MPIX_Win_iwait(MPI_Win win, MPI_Request *request) {
-    NBRMA_REQUEST_POINTER("MPIX_Win_iwait", win, request);
-    return wait("MPIX_Win_iwait", win, request);
-}
-int MPI_Win_test(MPI_Win win, int *flag) {
-    NBRMA_WINDOW("MPI_Win_test", win, state);
-    if (!flag) return raise("MPI_Win_test", win, Status::err_arg, "null flag pointer");
+int win_test(const char *call, MPI_Win win, int *flag) {
+    NBRMA_WINDOW(call, win, state);
+    if (!flag) return raise(call, win, Status::err_arg, "null flag pointer");
     bool done = false;
     Status status = locked([&] { return state->engine->test(&done); });
-    if (status == Status::err_sync)
-        return raise("MPI_Win_test", win, status, "no exposure epoch was posted");
-    if (is_error(status)) return raise("MPI_Win_test", win, status);
+    if (status == Status::err_sync) return raise(call, win, status, "no exposure epoch was posted");
+    if (is_error(status)) return raise(call, win, status);
     *flag = done ? 1 : 0;
     return MPI_SUCCESS;
 }
 
-}  // extern "C"
+}  // namespace
 
-// The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(Win_complete)
-NBRMA_PMPI(Win_fence)
-NBRMA_PMPI(Win_flush)
-NBRMA_PMPI(Win_flush_all)
-NBRMA_PMPI(Win_flush_local)
-NBRMA_PMPI(Win_flush_local_all)
-NBRMA_PMPI(Win_lock)
-NBRMA_PMPI(Win_lock_all)
-NBRMA_PMPI(Win_post)
-NBRMA_PMPI(Win_start)
-NBRMA_PMPI(Win_sync)
-NBRMA_PMPI(Win_test)
-NBRMA_PMPI(Win_unlock)
-NBRMA_PMPI(Win_unlock_all)
-NBRMA_PMPI(Win_wait)
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "mpi/synchronization_bindings.inc"

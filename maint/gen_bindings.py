@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""gen_bindings.py: write the C entry points of nbrma's MPI surface from maint/rma_api.txt.
+
+A table line with a binding,
+
+    name  nbrma  file [check ...]: call
+
+has its C function written into src/mpi/<file>_bindings.inc, which src/mpi/<file>.cpp
+includes at its end (same translation unit: the wrapper and the implementation it calls
+compile together, as hand-written ones did). The function's prototype is the one MPICH's
+mpi.h (MPI_ names) or include/nbrma.h (MPIX_ names) declares, parameter names included;
+its body runs the checks, then returns `call`, an expression over those parameter names
+in which NAME stands for the function's name as a string. An MPI_ function also gets its
+PMPI_ twin (NBRMA_PMPI, src/mpi/pmpi.hpp). Checks:
+
+    request  the MPI_Request *request argument must not be null (NBRMA_REQUEST_POINTER,
+             after the window: MPICH checks the window first)
+
+Usage: gen_bindings.py [--check] [--srcdir DIR]
+  writes the .inc files (or, with --check, compares them with what it would write and
+  fails on any difference: part of `make check`). MPICH's prototypes are read from the
+  preprocessed <mpi.h>: $MPICH_CFLAGS, else `pkg-config --cflags mpich`.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+CHECKS = {
+    "request": '    NBRMA_REQUEST_POINTER("{name}", win, request);\n',
+}
+WIDTH = 100
+
+
+def fail(message):
+    sys.stderr.write("gen_bindings: " + message + "\n")
+    sys.exit(1)
+
+
+def table(path):
+    """The bindings of the table: (name, file, checks, call) in table order."""
+    rows = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split(None, 2)
+            if len(fields) < 3:
+                continue
+            name, handler, binding = fields
+            where = "rma_api.txt:%d: " % number
+            if handler != "nbrma":
+                fail(where + name + ": only an nbrma function has a binding")
+            if ":" not in binding:
+                fail(where + name + ': expected "file [check ...]: call"')
+            head, call = binding.split(":", 1)
+            words = head.split()
+            if not words:
+                fail(where + name + ": no file")
+            for check in words[1:]:
+                if check not in CHECKS:
+                    fail(where + name + ": unknown check " + check)
+            rows.append((name, words[0], words[1:], call.strip()))
+    return rows
+
+
+def prototypes(text):
+    """name -> (return type, parameter list) of every `type NAME(params);` in text."""
+    found = {}
+    for match in re.finditer(r"\b(int|double)\s+((?:P?MPIX?|nbrma)_\w+)\s*\(([^)]*)\)", text):
+        kind, name, params = match.groups()
+        found.setdefault(name, (kind, " ".join(params.split())))
+    return found
+
+
+def mpich_text():
+    flags = os.environ.get("MPICH_CFLAGS")
+    if flags is None:
+        try:
+            flags = subprocess.run(["pkg-config", "--cflags", "mpich"], check=True,
+                                   capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            fail("no MPICH_CFLAGS and `pkg-config --cflags mpich` failed")
+    command = [os.environ.get("CC", "cc"), "-E", "-x", "c", "-"] + shlex.split(flags)
+    run = subprocess.run(command, input="#include <mpi.h>\n", capture_output=True, text=True)
+    if run.returncode != 0:
+        fail("preprocessing <mpi.h> failed: " + run.stderr.strip())
+    return run.stdout
+
+
+def params_of(params):
+    """The parameter names of a C parameter list ("void" and "" have none)."""
+    if params in ("", "void"):
+        return []
+    names = []
+    for param in params.split(","):
+        match = re.search(r"(\w+)\s*(\[\s*\])?\s*$", param.strip())
+        names.append(match.group(1))
+    return names
+
+
+def wrap(head, items, tail, indent):
+    """head + items joined by ", " + tail, broken after commas to stay within WIDTH."""
+    lines, line = [], head
+    for i, item in enumerate(items):
+        piece = item + (", " if i + 1 < len(items) else tail)
+        if len(line) + len(piece.rstrip()) > WIDTH and line.strip():
+            lines.append(line.rstrip())
+            line = " " * indent
+        line += piece
+    if not items:
+        line += tail
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def function(name, checks, call, prototype):
+    kind, params = prototype
+    head = "%s %s(" % (kind, name)
+    signature = wrap(head, [p.strip() for p in params.split(",")] if params else [], ") {",
+                     len(head))
+    body = "".join(CHECKS[check].format(name=name) for check in checks)
+    expression = call.replace("NAME", '"%s"' % name)
+    unknown = set(re.findall(r"\b[a-z_][a-z0-9_]*\b(?!\s*\()", expression)) - set(
+        params_of(params)) - {"nullptr", "true", "false"}
+    if unknown:
+        fail("%s: the call names %s, not a parameter of %s" % (name, ", ".join(sorted(unknown)),
+                                                               name))
+    match = re.match(r"(\w+)\((.*)\)$", expression)
+    if match:
+        fn, args = match.groups()
+        items = [a.strip() for a in re.split(r",\s*(?![^()]*\))", args)]
+        statement = wrap("    return %s(" % fn, items, ");", len("    return %s(" % fn))
+    else:
+        statement = "    return %s;" % expression
+    return signature + "\n" + body + statement + "\n}\n"
+
+
+def render(file, rows, declared):
+    out = ["// Generated by maint/gen_bindings.py from maint/rma_api.txt and the prototypes of",
+           "// MPICH's <mpi.h> and include/nbrma.h: do not edit (change the table and run",
+           "// `python3 maint/gen_bindings.py`). Included at the end of src/mpi/%s.cpp." % file,
+           "", 'extern "C" {', ""]
+    for name, _, checks, call in rows:
+        if name not in declared:
+            fail("%s: no prototype in <mpi.h> or include/nbrma.h" % name)
+        out.append(function(name, checks, call, declared[name]))
+    out.append('}  // extern "C"')
+    twins = sorted(name[len("MPI_"):] for name, _, _, _ in rows if name.startswith("MPI_"))
+    if twins:
+        out += ["", "// The profiling names (src/mpi/pmpi.hpp)."]
+        out += ["NBRMA_PMPI(%s)" % twin for twin in twins]
+    return "\n".join(out) + "\n"
+
+
+def main():
+    args = sys.argv[1:]
+    check = "--check" in args
+    srcdir = args[args.index("--srcdir") + 1] if "--srcdir" in args else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..")
+    rows = table(os.path.join(srcdir, "maint", "rma_api.txt"))
+    declared = prototypes(mpich_text())
+    with open(os.path.join(srcdir, "include", "nbrma.h")) as f:
+        declared.update(prototypes(f.read()))
+    files = {}
+    for row in rows:
+        files.setdefault(row[1], []).append(row)
+    stale = []
+    for file, file_rows in sorted(files.items()):
+        path = os.path.join(srcdir, "src", "mpi", file + "_bindings.inc")
+        text = render(file, file_rows, declared)
+        old = open(path).read() if os.path.exists(path) else None
+        if check:
+            if old != text:
+                stale.append(path)
+        elif old != text:
+            with open(path, "w") as f:
+                f.write(text)
+    count = len(rows)
+    if stale:
+        fail("stale (run `python3 maint/gen_bindings.py`): " + " ".join(stale))
+    print("gen_bindings: %d functions in %d files: %s" % (count, len(files),
+                                                          "ok" if check else "written"))
+
+
+if __name__ == "__main__":
+    main()
