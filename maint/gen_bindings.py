@@ -11,13 +11,15 @@ compile together, as hand-written ones did). The function's prototype is the one
 mpi.h (MPI_ names) or include/nbrma.h (MPIX_ names) declares, parameter names included;
 its body runs the checks, then returns `call`, an expression over those parameter names
 in which NAME stands for the function's name as a string. An MPI_ function also gets its
-PMPI_ twin (NBRMA_PMPI, src/mpi/pmpi.hpp). Checks:
+PMPI_ twin (NBRMA_PMPI, src/mpi/pmpi.hpp). It also writes the prototype in the SYNOPSIS
+of every section-3 man page source (maint/man/<function>.3.txt) of a function
+include/nbrma.h declares, as the header declares it. Checks:
 
     request  the MPI_Request *request argument must not be null (NBRMA_REQUEST_POINTER,
              after the window: MPICH checks the window first)
 
 Usage: gen_bindings.py [--check] [--srcdir DIR]
-  writes the .inc files (or, with --check, compares them with what it would write and
+  writes the .inc files and the synopses (or, with --check, compares them with what it would write and
   fails on any difference: part of `make check`). MPICH's prototypes are read from the
   preprocessed <mpi.h>: $MPICH_CFLAGS, else `pkg-config --cflags mpich`.
 """
@@ -155,6 +157,26 @@ def render(file, rows, declared):
     return "\n".join(out) + "\n"
 
 
+def declarations(header):
+    """name -> the declaration as include/nbrma.h writes it (lines kept, up to the ';')."""
+    found = {}
+    for match in re.finditer(r"^[a-z][a-z ]* \**((?:MPIX|nbrma)_\w+)\([^;]*\);", header,
+                             re.MULTILINE):
+        found[match.group(1)] = match.group(0)
+    return found
+
+
+def synopsis(path, name, declaration):
+    """The man page source at `path` with its SYNOPSIS prototype set to `declaration`."""
+    text = open(path).read()
+    match = re.search(r"^SYNOPSIS\n(?:.*\n)*?(?=^[a-z][a-z ]* \**%s\()" % re.escape(name), text,
+                      re.MULTILINE)
+    end = text.find("\nDESCRIPTION\n")
+    if not match or end < match.end():
+        fail("%s: no SYNOPSIS with a prototype of %s before DESCRIPTION" % (path, name))
+    return text[:match.end()] + declaration + text[end:]
+
+
 def main():
     args = sys.argv[1:]
     check = "--check" in args
@@ -178,11 +200,26 @@ def main():
         elif old != text:
             with open(path, "w") as f:
                 f.write(text)
+    with open(os.path.join(srcdir, "include", "nbrma.h")) as f:
+        header = f.read()
+    pages = 0
+    for name, declaration in sorted(declarations(header).items()):
+        path = os.path.join(srcdir, "maint", "man", name + ".3.txt")
+        if not os.path.exists(path):
+            continue  # maint/check_man.sh reports a missing page
+        pages += 1
+        old = open(path).read()
+        text = synopsis(path, name, declaration)
+        if check and old != text:
+            stale.append(path)
+        elif not check and old != text:
+            with open(path, "w") as f:
+                f.write(text)
     count = len(rows)
     if stale:
         fail("stale (run `python3 maint/gen_bindings.py`): " + " ".join(stale))
-    print("gen_bindings: %d functions in %d files: %s" % (count, len(files),
-                                                          "ok" if check else "written"))
+    print("gen_bindings: %d functions in %d files, %d man page synopses: %s" %
+          (count, len(files), pages, "ok" if check else "written"))
 
 
 if __name__ == "__main__":
