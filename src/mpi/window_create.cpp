@@ -23,55 +23,10 @@ using namespace nbrma;
 using namespace nbrma::mpi;
 using engine::Flavor;
 
+// The creation calls and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "mpi/window_create_bindings.inc"
+
 extern "C" {
-
-int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                   MPI_Win *win) {
-    return create_window("MPI_Win_create", Flavor::create, size, disp_unit, info, comm, base,
-                         nullptr, win);
-}
-
-int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
-                     MPI_Win *win) {
-    if (disp_unit > INT32_MAX)
-        return raise_comm("MPI_Win_create_c", comm, Status::err_arg, "disp_unit too large");
-    return create_window("MPI_Win_create_c", Flavor::create, size, static_cast<int>(disp_unit),
-                         info, comm, base, nullptr, win);
-}
-
-int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
-                     MPI_Win *win) {
-    return create_window("MPI_Win_allocate", Flavor::allocate, size, disp_unit, info, comm, nullptr,
-                         baseptr, win);
-}
-
-int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
-                       void *baseptr, MPI_Win *win) {
-    if (disp_unit > INT32_MAX)
-        return raise_comm("MPI_Win_allocate_c", comm, Status::err_arg, "disp_unit too large");
-    return create_window("MPI_Win_allocate_c", Flavor::allocate, size, static_cast<int>(disp_unit),
-                         info, comm, nullptr, baseptr, win);
-}
-
-int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                            void *baseptr, MPI_Win *win) {
-    return create_window("MPI_Win_allocate_shared", Flavor::shared, size, disp_unit, info, comm,
-                         nullptr, baseptr, win);
-}
-
-int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
-                              void *baseptr, MPI_Win *win) {
-    if (disp_unit > INT32_MAX)
-        return raise_comm("MPI_Win_allocate_shared_c", comm, Status::err_arg,
-                          "disp_unit too large");
-    return create_window("MPI_Win_allocate_shared_c", Flavor::shared, size,
-                         static_cast<int>(disp_unit), info, comm, nullptr, baseptr, win);
-}
-
-int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
-    return create_window("MPI_Win_create_dynamic", Flavor::dynamic, 0, 1, info, comm, nullptr,
-                         nullptr, win);
-}
 
 int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     WindowState *state = window_find(win);
@@ -258,13 +213,6 @@ int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
 }  // extern "C"
 
 // The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(Win_create)
-NBRMA_PMPI(Win_create_c)
-NBRMA_PMPI(Win_allocate)
-NBRMA_PMPI(Win_allocate_c)
-NBRMA_PMPI(Win_allocate_shared)
-NBRMA_PMPI(Win_allocate_shared_c)
-NBRMA_PMPI(Win_create_dynamic)
 NBRMA_PMPI(Win_attach)
 NBRMA_PMPI(Win_detach)
 NBRMA_PMPI(Win_free)
