@@ -6,7 +6,7 @@ A table line with a binding,
     name  nbrma  file [check ...]: call
 
 has its C function written into src/mpi/<file>_bindings.inc, which src/mpi/<file>.cpp
-includes at its end (same translation unit: the wrapper and the implementation it calls
+includes (same translation unit: the wrapper and the implementation it calls
 compile together, as hand-written ones did). The function's prototype is the one MPICH's
 mpi.h (MPI_ names) or include/nbrma.h (MPIX_ names) declares, parameter names included;
 its body runs the checks, then returns `call`, an expression over those parameter names
