@@ -80,7 +80,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
         log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
             static_cast<unsigned long long>(offset));
     const RemoteAddress address{Region::window, offset};
-    std::uint8_t *mapped = transport_.direct_window(call.target, offset, bytes);
+    std::uint8_t *mapped = transport_.mapped_window(call.target, offset, bytes);
     if (put) {
         if (mapped) {
             std::memcpy(mapped, call.origin, bytes);

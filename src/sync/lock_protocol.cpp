@@ -398,7 +398,7 @@ constexpr int at_once_attempts = 4;
 // word found, is `expected`); false if the transport did not complete it.
 bool cas_word(transport::Transport &transport, int target, std::uint64_t expected,
               std::uint64_t desired, std::uint64_t *seen) {
-    if (std::uint64_t *word = transport.direct_control_word(target, ControlLayout::lock_word)) {
+    if (std::uint64_t *word = transport.mapped_control_word(target, ControlLayout::lock_word)) {
         *seen = expected;
         __atomic_compare_exchange_n(word, seen, desired, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST);

@@ -109,7 +109,7 @@ class Transport {
     // The 8-byte word at `offset` of peer's control region, when a CPU atomic on it is
     // exactly what atomic() would do there (completes inline, rings no bell): the lock
     // word's one-CAS paths (sync::acquire_at_once) then skip the call. Null otherwise.
-    virtual std::uint64_t *direct_control_word(int peer, std::uint64_t offset) {
+    virtual std::uint64_t *mapped_control_word(int peer, std::uint64_t offset) {
         (void)peer;
         (void)offset;
         return nullptr;
@@ -120,7 +120,7 @@ class Transport {
     // bell), after the transport's own bounds check: the engine's contiguous fast path
     // then copies itself. Null otherwise (and for an access out of bounds: put() and
     // get() refuse it).
-    virtual std::uint8_t *direct_window(int peer, std::uint64_t offset, std::size_t length) {
+    virtual std::uint8_t *mapped_window(int peer, std::uint64_t offset, std::size_t length) {
         (void)peer;
         (void)offset;
         (void)length;

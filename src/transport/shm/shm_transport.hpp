@@ -55,13 +55,13 @@ class ShmTransport final : public Transport {
     }
     bool atomic_aligned(int peer, RemoteAddress address, std::size_t width) override;
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override;
-    std::uint64_t *direct_control_word(int peer, std::uint64_t offset) override {
+    std::uint64_t *mapped_control_word(int peer, std::uint64_t offset) override {
         if (!valid_peer(peer) || offset % 8 != 0 || offset >= control_size_ ||
             control_size_ - offset < 8 || (offset >= watched_offset_ && peers_[peer].bell))
             return nullptr;
         return reinterpret_cast<std::uint64_t *>(peers_[peer].control + offset);
     }
-    std::uint8_t *direct_window(int peer, std::uint64_t offset, std::size_t length) override {
+    std::uint8_t *mapped_window(int peer, std::uint64_t offset, std::size_t length) override {
         if (!valid_peer(peer)) return nullptr;
         const ShmPeer &p = peers_[peer];
         if (!p.window || offset > p.window_size || length > p.window_size - offset)

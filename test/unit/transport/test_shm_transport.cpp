@@ -1,4 +1,4 @@
-// The shm transport's own checks: direct_window pointers stay inside the mapped window,
+// The shm transport's own checks: mapped_window pointers stay inside the mapped window,
 // and a window of absolute addresses refuses wrap-around and the null page; the bell of
 // NBRMA_PROGRESS=interrupt; dynamic windows with regions moved into shared pages. Bounds
 // of mapped and cross-memory windows are checked for every transport in
@@ -72,17 +72,17 @@ class ShmTransportBounds : public ::testing::Test {
     std::unique_ptr<ShmTransport> transports_[3];
 };
 
-// The engine's contiguous fast path copies through direct_window: the same bounds.
+// The engine's contiguous fast path copies through mapped_window: the same bounds.
 TEST_F(ShmTransportBounds, DirectWindowPointersStayInsideTheMappedWindow) {
     ShmTransport &t = *transports_[1];
-    EXPECT_EQ(t.direct_window(0, 8, 8), mapped_.region() + 8);
-    EXPECT_EQ(t.direct_window(0, window_bytes - 8, 8), mapped_.region() + window_bytes - 8);
-    EXPECT_EQ(t.direct_window(0, window_bytes - 8, 16), nullptr);
-    EXPECT_EQ(t.direct_window(0, window_bytes + 1, 0), nullptr);
-    EXPECT_EQ(t.direct_window(0, ~0ull - 3, 8), nullptr);
-    EXPECT_EQ(t.direct_window(0, 8, ~std::size_t{0}), nullptr);
-    EXPECT_EQ(t.direct_window(1, 8, 8), nullptr);  // cross-memory attach: no pointer
-    EXPECT_EQ(t.direct_window(2, 8, 8), nullptr);  // dynamic
+    EXPECT_EQ(t.mapped_window(0, 8, 8), mapped_.region() + 8);
+    EXPECT_EQ(t.mapped_window(0, window_bytes - 8, 8), mapped_.region() + window_bytes - 8);
+    EXPECT_EQ(t.mapped_window(0, window_bytes - 8, 16), nullptr);
+    EXPECT_EQ(t.mapped_window(0, window_bytes + 1, 0), nullptr);
+    EXPECT_EQ(t.mapped_window(0, ~0ull - 3, 8), nullptr);
+    EXPECT_EQ(t.mapped_window(0, 8, ~std::size_t{0}), nullptr);
+    EXPECT_EQ(t.mapped_window(1, 8, 8), nullptr);  // cross-memory attach: no pointer
+    EXPECT_EQ(t.mapped_window(2, 8, 8), nullptr);  // dynamic
 }
 
 TEST_F(ShmTransportBounds, DynamicWindowsRefuseWrapAroundAndTheNullPage) {
