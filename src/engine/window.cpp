@@ -27,7 +27,7 @@ Window::Window(transport::Transport &transport, const layout::ControlLayout &lay
       layout_(layout),
       rank_(transport.rank()),
       size_(transport.size()),
-      completes_inline_(transport.completes_inline()),
+      completes_inline_(transport.capabilities().completes_inline),
       config_(std::move(config)),
       peer_flushes_(transport.size()),
       notify_(

@@ -52,7 +52,7 @@ void wait_idle(WindowState &state) {
 }
 
 void barrier_serving(MPI_Comm comm, transport::Transport &transport) {
-    if (!transport.needs_target_progress()) {
+    if (!transport.capabilities().needs_target_progress) {
         mpich::Barrier(comm);
         return;
     }

@@ -39,7 +39,7 @@ int progress_arm_events();
 
 // True while nbrma's progress must run inside MPICH's blocking calls: some window has
 // work pending, or serves its peers' operations in software (the transport says
-// needs_target_progress(), e.g. UCX over tcp). Cheap: idle windows cost nothing.
+// needs_target_progress, e.g. UCX over tcp). Cheap: idle windows cost nothing.
 bool progress_wanted();
 
 // Appends every window's engine state (Window::dump) to the file `path` (null: stderr),

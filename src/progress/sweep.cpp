@@ -111,13 +111,13 @@ void progress_register(Window *window) {
     windows().push_back(window);
     Window::SweepLink &link = window->sweep_link();
     link.registered = true;
-    link.pinned = window->transport().needs_target_progress();
+    link.pinned = window->transport().capabilities().needs_target_progress;
     if (link.pinned || !window->idle()) detail::progress_list(window);
-    if (window->transport().needs_target_progress()) ++serving;
+    if (window->transport().capabilities().needs_target_progress) ++serving;
     if (window->transport().event_fd() >= 0) {
         event_window = window;
         event_descriptor = window->transport().event_fd();
-    } else if (!window->transport().completes_inline()) {
+    } else if (!window->transport().capabilities().completes_inline) {
         ++polled;
     }
 }
@@ -135,8 +135,9 @@ void progress_unregister(Window *window) {
         publish_swept_size();
     }
     link = Window::SweepLink{};
-    if (window->transport().needs_target_progress()) --serving;
-    if (window->transport().event_fd() < 0 && !window->transport().completes_inline()) --polled;
+    if (window->transport().capabilities().needs_target_progress) --serving;
+    if (window->transport().event_fd() < 0 && !window->transport().capabilities().completes_inline)
+        --polled;
     if (event_window == window) {
         event_window = nullptr;
         for (Window *other : list)

@@ -47,6 +47,25 @@ class Completion {
     ~Completion() = default;
 };
 
+// What a transport can do, in one description fixed for its life (as UCX's
+// uct_iface_query describes an interface): the engine reads it when a window is made,
+// the progress sweep when it registers one. What depends on the peer or the region is
+// asked per call instead: supports_atomics, atomic_aligned, peek_control, the mapped_*
+// accessors.
+struct Capabilities {
+    // Every operation completes inside the call that issued it, and every peer write
+    // that we may wait for rings our bell in the node's help table
+    // (NBRMA_PROGRESS=interrupt): a flush waits for nothing, a lock epoch may be taken
+    // at once, the sweep never polls this transport for completions, and a sleeping
+    // progress thread needs no timeout. (shm)
+    bool completes_inline = false;
+    // Peers' operations on our memory need our poll() to run (a transport that emulates
+    // RMA or atomics in software, e.g. UCX over tcp): the sweep keeps the window listed
+    // and the MPI layer progresses nbrma inside MPICH's blocking calls even with nothing
+    // of ours pending.
+    bool needs_target_progress = false;
+};
+
 class Transport {
   public:
     virtual ~Transport() = default;
@@ -137,15 +156,8 @@ class Transport {
     // Drain completions; returns how many completion callbacks ran.
     virtual int poll() = 0;
 
-    // True when peers' operations on our memory need our poll() to run (a transport
-    // that emulates RMA or atomics in software, e.g. UCX over tcp): the MPI layer then
-    // progresses nbrma inside MPICH's blocking calls even with nothing of ours pending.
-    virtual bool needs_target_progress() const { return false; }
-
-    // True when every operation completes inside the call that issued it and every peer
-    // write that we may wait for rings our bell in the node's help table
-    // (NBRMA_PROGRESS=interrupt): then a sleeping progress thread needs no timeout.
-    virtual bool completes_inline() const { return false; }
+    // What this transport can do (Capabilities), the same for its whole life.
+    virtual Capabilities capabilities() const { return {}; }
     // A descriptor that turns readable when poll() has work after arm() returned true
     // (UCX: the worker's event descriptor), or -1. Both only under the progress lock.
     virtual int event_fd() const { return -1; }

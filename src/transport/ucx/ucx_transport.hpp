@@ -1,7 +1,7 @@
 // The UCX transport (doc/design.md §2): remote peers through UCP, with nbrma's own worker.
 // put/get are ucp_put_nbx/ucp_get_nbx, atomics are 64- and 32-bit ucp_atomic_op_nbx (network
 // atomics on an HCA that has them, UCX's software emulation otherwise — the target's
-// worker must then be progressed, hence needs_target_progress()), fence is
+// worker must then be progressed, hence needs_target_progress), fence is
 // ucp_worker_fence and flush is ucp_ep_flush_nbx. Completions are queued by the UCP
 // callbacks and run only from poll() (ucp_worker_progress, then the queue), as the
 // transport contract requires.
@@ -78,7 +78,7 @@ class UcxTransport final : public Transport {
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override;
-    bool needs_target_progress() const override { return true; }
+    Capabilities capabilities() const override { return {false, true}; }
     int event_fd() const override { return worker_.event_fd(); }
     bool arm() override { return worker_.arm(); }
     Status attach(const void *base, std::uint64_t size) override;

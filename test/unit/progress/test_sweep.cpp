@@ -37,7 +37,7 @@ class Counting final : public simtest::Forwarding {
         ++polls;
         return inner_.poll();
     }
-    bool needs_target_progress() const override { return serves_; }
+    transport::Capabilities capabilities() const override { return {false, serves_}; }
     std::uint64_t polls = 0;
 
   private:

@@ -143,7 +143,7 @@ TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
     const RemoteAddress outside{Region::control, size};
     EXPECT_EQ(shm.put(0, &value, 8, outside, nullptr), Status::err_range);
     EXPECT_EQ(bell.load(), 2u);
-    EXPECT_TRUE(shm.completes_inline());
+    EXPECT_TRUE(shm.capabilities().completes_inline);
 }
 
 }  // namespace

@@ -406,7 +406,7 @@ class Conformance : public ::testing::TestWithParam<Kind> {
         c.status = call(with_completion ? &c.recorder : nullptr);
         EXPECT_TRUE(c.status == Status::ok || c.status == Status::in_progress || is_error(c.status))
             << "status " << static_cast<int>(c.status);
-        if (t(origin).completes_inline()) {
+        if (t(origin).capabilities().completes_inline) {
             EXPECT_NE(c.status, Status::in_progress) << "the transport completes inline";
         }
         EXPECT_EQ(c.recorder.calls, 0) << "the completion ran inside the call";
@@ -511,8 +511,8 @@ TEST_P(Conformance, SizeRankAndLocalControlAreConsistent) {
         EXPECT_EQ(t(r).size(), size());
         EXPECT_EQ(t(r).rank(), r);
         EXPECT_EQ(t(r).local_control(), static_cast<void *>(memory(r, Region::control)));
-        EXPECT_EQ(t(r).needs_target_progress(), kind.needs_target_progress);
-        EXPECT_EQ(t(r).completes_inline(), kind.completes_inline);
+        EXPECT_EQ(t(r).capabilities().needs_target_progress, kind.needs_target_progress);
+        EXPECT_EQ(t(r).capabilities().completes_inline, kind.completes_inline);
         for (int peer = 0; peer < size(); ++peer) {
             EXPECT_TRUE(t(r).supports_atomics(peer, Region::control));
             EXPECT_EQ(t(r).supports_atomics(peer, Region::window), kind.window_atomics);

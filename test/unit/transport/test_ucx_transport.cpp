@@ -149,7 +149,7 @@ TEST_F(UcxTransportTest, MixedTransportRoutesDataOverShmAndAtomicsOverUcx) {
         std::make_unique<shm::ShmTransport>(0, control_bytes, std::move(shm_peers)),
         std::move(ranks_[0]->transport), std::vector<bool>{true, false});
     MixedTransport &mixed = *mixed_;
-    EXPECT_TRUE(mixed.needs_target_progress());
+    EXPECT_TRUE(mixed.capabilities().needs_target_progress);
 
     const std::uint64_t value = 0xabcdef;
     EXPECT_EQ(mixed.put(0, &value, 8, {Region::window, 16}, nullptr), Status::ok);  // shm: inline
