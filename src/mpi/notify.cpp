@@ -21,12 +21,7 @@ int bad_index(const char *call, MPI_Win win, int index, int count) {
     return raise(call, win, Status::err_notification, why);
 }
 
-}  // namespace
-
-extern "C" {
-
-int MPIX_Win_notify_set_num(MPI_Win win, int n) {
-    static const char *const call = "MPIX_Win_notify_set_num";
+int notify_set_num(const char *call, MPI_Win win, int n) {
     WindowState *state = window_find(win);
     if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     unsigned capacity = 0;
@@ -46,8 +41,7 @@ int MPIX_Win_notify_set_num(MPI_Win win, int n) {
     return MPI_SUCCESS;
 }
 
-int MPIX_Win_notify_get_num(MPI_Win win, int *n) {
-    static const char *const call = "MPIX_Win_notify_get_num";
+int notify_get_num(const char *call, MPI_Win win, int *n) {
     WindowState *state = window_find(win);
     if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     if (!n) return raise(call, win, Status::err_arg, "null result pointer");
@@ -55,8 +49,7 @@ int MPIX_Win_notify_get_num(MPI_Win win, int *n) {
     return MPI_SUCCESS;
 }
 
-int MPIX_Win_notify_get_value(MPI_Win win, int notification_idx, MPI_Count *value) {
-    static const char *const call = "MPIX_Win_notify_get_value";
+int notify_get_value(const char *call, MPI_Win win, int notification_idx, MPI_Count *value) {
     WindowState *state = window_find(win);
     if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     if (!value) return raise(call, win, Status::err_arg, "null result pointer");
@@ -74,8 +67,7 @@ int MPIX_Win_notify_get_value(MPI_Win win, int notification_idx, MPI_Count *valu
     return MPI_SUCCESS;
 }
 
-int MPIX_Win_notify_set_value(MPI_Win win, int notification_idx, MPI_Count value) {
-    static const char *const call = "MPIX_Win_notify_set_value";
+int notify_set_value(const char *call, MPI_Win win, int notification_idx, MPI_Count value) {
     WindowState *state = window_find(win);
     if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     if (value < 0) return raise(call, win, Status::err_arg, "negative counter value");
@@ -89,9 +81,8 @@ int MPIX_Win_notify_set_value(MPI_Win win, int notification_idx, MPI_Count value
     return MPI_SUCCESS;
 }
 
-int MPIX_Win_notify_ithreshold(MPI_Win win, int notification_idx, MPI_Count expected,
-                               MPI_Request *request) {
-    static const char *const call = "MPIX_Win_notify_ithreshold";
+int notify_ithreshold(const char *call, MPI_Win win, int notification_idx, MPI_Count expected,
+                      MPI_Request *request) {
     WindowState *state = window_find(win);
     if (!state) return raise(call, MPI_WIN_NULL, Status::err_win, "freed or not a window");
     if (!request) return raise(call, win, Status::err_request, "null request pointer");
@@ -118,4 +109,7 @@ int MPIX_Win_notify_ithreshold(MPI_Win win, int notification_idx, MPI_Count expe
     return request_wrap(pending, request, state->engine.get());
 }
 
-}  // extern "C"
+}  // namespace
+
+// The C entry points, generated from maint/rma_api.txt.
+#include "mpi/notify_bindings.inc"

@@ -23,17 +23,14 @@ using namespace nbrma;
 using namespace nbrma::mpi;
 using engine::Flavor;
 
-// The creation calls and their PMPI_ twins, generated from maint/rma_api.txt.
-#include "mpi/window_create_bindings.inc"
+namespace {
 
-extern "C" {
-
-int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
+int win_attach(const char *call, MPI_Win win, void *base, MPI_Aint size) {
     WindowState *state = window_find(win);
-    if (!state) return raise("MPI_Win_attach", MPI_WIN_NULL, Status::err_win);
+    if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     if (state->flavor != Flavor::dynamic)
-        return raise("MPI_Win_attach", win, Status::err_arg, "not a dynamic window");
-    if (size < 0) return raise("MPI_Win_attach", win, Status::err_arg, "negative size");
+        return raise(call, win, Status::err_arg, "not a dynamic window");
+    if (size < 0) return raise(call, win, Status::err_arg, "negative size");
     // The region's pages are registered (no other window moves them while attached),
     // and moved into shared pages where the window's peers can map them; the directory
     // then names the memfd (ShmTransport::attach).
@@ -45,22 +42,20 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
     Status status =
         locked([&] { return state->engine->attach(base, static_cast<std::uint64_t>(size)); });
     if (status == Status::err_range)
-        return raise("MPI_Win_attach", win, Status::err_arg, "overlaps an attached region");
+        return raise(call, win, Status::err_arg, "overlaps an attached region");
     if (status == Status::err_arg)
-        return raise("MPI_Win_attach", win, Status::err_arg,
-                     "base + size exceeds the address space");
+        return raise(call, win, Status::err_arg, "base + size exceeds the address space");
     if (is_error(status))
-        return raise("MPI_Win_attach", win, status,
-                     "cannot publish or register the region for remote access");
+        return raise(call, win, status, "cannot publish or register the region for remote access");
     locked([&] { state->attached_memory[base] = std::move(claim); });
     return MPI_SUCCESS;  // (MPICH's window never learns of it: nbrma does all its RMA)
 }
 
-int MPI_Win_detach(MPI_Win win, const void *base) {
+int win_detach(const char *call, MPI_Win win, const void *base) {
     WindowState *state = window_find(win);
-    if (!state) return raise("MPI_Win_detach", MPI_WIN_NULL, Status::err_win);
+    if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     Status status = locked([&] { return state->engine->detach(base); });
-    if (is_error(status)) return raise("MPI_Win_detach", win, status, "address was not attached");
+    if (is_error(status)) return raise(call, win, status, "address was not attached");
     std::unique_ptr<transport::shm::UserMemoryClaim> claim;
     locked([&] {
         auto it = state->attached_memory.find(base);
@@ -72,13 +67,13 @@ int MPI_Win_detach(MPI_Win win, const void *base) {
     return MPI_SUCCESS;
 }
 
-int MPI_Win_free(MPI_Win *win) {
-    if (!win) return raise("MPI_Win_free", MPI_WIN_NULL, Status::err_arg, "null window pointer");
+int win_free(const char *call, MPI_Win *win) {
+    if (!win) return raise(call, MPI_WIN_NULL, Status::err_arg, "null window pointer");
     WindowState *state = window_find(*win);
     // Every window is an nbrma window: this one is MPI_WIN_NULL or already freed.
-    if (!state) return raise("MPI_Win_free", MPI_WIN_NULL, Status::err_win);
+    if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     if (locked([&] { return state->engine->has_open_epoch(); }))
-        return raise("MPI_Win_free", *win, Status::err_sync, "an epoch is still open");
+        return raise(call, *win, Status::err_sync, "an epoch is still open");
     locked([&] {
         state->engine->close_fence();  // the epoch the last fence opened ends here
         // Notification thresholds still pending can never complete now.
@@ -95,8 +90,7 @@ int MPI_Win_free(MPI_Win *win) {
         engine::Request *barrier = nullptr;
         Status status = locked([&] { return state->engine->fence(MPI_MODE_NOSUCCEED, &barrier); });
         if (!is_error(status)) status = request_wait(barrier);
-        if (is_error(status))
-            return raise("MPI_Win_free", *win, status, "the closing barrier failed");
+        if (is_error(status)) return raise(call, *win, status, "the closing barrier failed");
         wait_idle(*state);
     }
     engine::progress_unregister(state->engine.get());
@@ -130,12 +124,13 @@ int MPI_Win_free(MPI_Win *win) {
     return error;
 }
 
-int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) {
+int win_shared_query(const char *call, MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+                     void *baseptr) {
     WindowState *state = window_find(win);
-    if (!state) return raise("MPI_Win_shared_query", MPI_WIN_NULL, Status::err_win);
+    if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     const int nranks = static_cast<int>(state->sizes.size());
     if (rank != MPI_PROC_NULL && (rank < 0 || rank >= nranks))
-        return raise("MPI_Win_shared_query", win, Status::err_rank);
+        return raise(call, win, Status::err_rank);
     if (state->flavor != Flavor::shared && state->flavor != Flavor::allocate) {
         *size = 0;
         *disp_unit = 1;
@@ -159,17 +154,17 @@ int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, 
     return MPI_SUCCESS;
 }
 
-int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
-                           void *baseptr) {
+int win_shared_query_c(const char *call, MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
+                       void *baseptr) {
     int unit = 0;
-    int error = MPI_Win_shared_query(win, rank, size, &unit, baseptr);
+    int error = win_shared_query(call, win, rank, size, &unit, baseptr);
     if (error == MPI_SUCCESS) *disp_unit = unit;
     return error;
 }
 
-int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
+int win_get_info(const char *call, MPI_Win win, MPI_Info *info_used) {
     WindowState *state = window_find(win);
-    if (!state) return raise("MPI_Win_get_info", MPI_WIN_NULL, Status::err_win);
+    if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     int error = PMPI_Info_create(info_used);
     if (error != MPI_SUCCESS) return error;
     // Every key MPI-4.0 defines for windows, with the value in effect (its default if
@@ -197,26 +192,19 @@ int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used) {
     return MPI_SUCCESS;
 }
 
-int MPI_Win_set_info(MPI_Win win, MPI_Info info) {
+int win_set_info(const char *call, MPI_Win win, MPI_Info info) {
     WindowState *state = window_find(win);
-    if (!state) return raise("MPI_Win_set_info", MPI_WIN_NULL, Status::err_win);
+    if (!state) return raise(call, MPI_WIN_NULL, Status::err_win);
     const std::string info_error = parse_info(info, &state->info);
     locked([&] {
         for (int key = 0; key < 4; ++key)
             state->engine->set_reorder(static_cast<engine::Reorder>(key), state->info.reorder[key]);
     });
-    if (!info_error.empty())
-        return raise("MPI_Win_set_info", win, Status::err_info_value, info_error.c_str());
+    if (!info_error.empty()) return raise(call, win, Status::err_info_value, info_error.c_str());
     return mpich::Win_set_info(win, info);
 }
 
-}  // extern "C"
+}  // namespace
 
-// The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(Win_attach)
-NBRMA_PMPI(Win_detach)
-NBRMA_PMPI(Win_free)
-NBRMA_PMPI(Win_get_info)
-NBRMA_PMPI(Win_set_info)
-NBRMA_PMPI(Win_shared_query)
-NBRMA_PMPI(Win_shared_query_c)
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "mpi/window_create_bindings.inc"
