@@ -143,7 +143,9 @@ Status LockOperation::read_below(int rank) {
     return is_error(status) ? status : Status::ok;
 }
 
-Status LockOperation::step() {
+// acquire_cas, release_cas: the lock word's compare-and-swap, retried with what it found
+// (after too many failures through the doorway).
+Status LockOperation::cas_step() {
     switch (phase_) {
         case Phase::acquire_cas:
         case Phase::release_cas: {
@@ -181,13 +183,15 @@ Status LockOperation::step() {
             }
             return post_cas(next.encode());
         }
-        case Phase::wait_grant: {
-            if (load_local(layout_->node_grant(target_)) == 0) return Status::in_progress;
-            store_local(layout_->node_grant(target_), 0);
-            if (linked_ >= 0) store_local(layout_->node_below(target_), 0);
-            phase_ = Phase::finished;
-            return Status::ok;
-        }
+        default:
+            return Status::err_other;
+    }
+}
+
+// wait_successor, wait_readers, walk_readers: an exclusive holder hands the lock on to
+// its successor, or first to the readers queued between them.
+Status LockOperation::queue_step() {
+    switch (phase_) {
         case Phase::wait_successor: {
             std::uint64_t next = load_local(layout_->node_next(target_));
             if (next == 0) return Status::in_progress;
@@ -216,6 +220,41 @@ Status LockOperation::step() {
             return post_atomic(target_, AtomicOp::fetch_add, ControlLayout::lock_word,
                                add.encode(), 0, &add_result_);
         }
+        case Phase::wait_readers: {
+            if (load_local(layout_->node_count(target_)) < readers_) return Status::in_progress;
+            // Every reader pushed itself before counting, and no other reader comes to
+            // this node before our next exclusive request: the stack is whole and ours.
+            store_local(layout_->node_count(target_), 0);
+            const std::uint64_t top = load_local(layout_->node_top(target_));
+            store_local(layout_->node_top(target_), 0);
+            if (top == 0) return Status::err_other;
+            woken_ = 0;
+            phase_ = Phase::walk_readers;
+            return read_below(static_cast<int>(top) - 1);
+        }
+        case Phase::walk_readers: {
+            // reader_'s below has arrived: grant it (it clears below when it sees the
+            // grant, so never before the read), and read the next one's meanwhile.
+            const std::uint64_t below = link_result_;
+            if (below == 0) return Status::err_other;  // a reader counted before recording
+            Status status = grant(reader_);
+            if (is_error(status)) return status;
+            if (++woken_ == readers_) {
+                phase_ = Phase::finished;
+                return Status::ok;
+            }
+            if (below == 1) return Status::err_other;  // fewer on the stack than counted
+            return read_below(static_cast<int>(below - 1) - 1);
+        }
+        default:
+            return Status::err_other;
+    }
+}
+
+// publish_head, drain_head, clear_head: the head_rank word, through which the last of
+// the shared holders and the waiting exclusive head find each other.
+Status LockOperation::head_step() {
+    switch (phase_) {
         case Phase::publish_head: {
             // Our rank is in head_rank now. Found drained: the last shared holder left
             // before, the lock is ours, and we clear the word; else it will grant us.
@@ -243,41 +282,15 @@ Status LockOperation::step() {
             phase_ = Phase::finished;
             return head_grant_ >= 0 ? grant(head_grant_) : Status::ok;
         }
-        case Phase::register_reader: {
-            // Our swap put us on top of the exclusive's stack; what was there is below us.
-            // Recorded before we count ourselves, so the exclusive, which walks only once
-            // every reader counted, always finds it.
-            store_local(layout_->node_below(target_), link_result_ + 1);
-            phase_ = Phase::wait_grant;
-            return post_atomic(linked_, AtomicOp::fetch_add, layout_->node_count(target_), 1, 0,
-                               nullptr);
-        }
-        case Phase::wait_readers: {
-            if (load_local(layout_->node_count(target_)) < readers_) return Status::in_progress;
-            // Every reader pushed itself before counting, and no other reader comes to
-            // this node before our next exclusive request: the stack is whole and ours.
-            store_local(layout_->node_count(target_), 0);
-            const std::uint64_t top = load_local(layout_->node_top(target_));
-            store_local(layout_->node_top(target_), 0);
-            if (top == 0) return Status::err_other;
-            woken_ = 0;
-            phase_ = Phase::walk_readers;
-            return read_below(static_cast<int>(top) - 1);
-        }
-        case Phase::walk_readers: {
-            // reader_'s below has arrived: grant it (it clears below when it sees the
-            // grant, so never before the read), and read the next one's meanwhile.
-            const std::uint64_t below = link_result_;
-            if (below == 0) return Status::err_other;  // a reader counted before recording
-            Status status = grant(reader_);
-            if (is_error(status)) return status;
-            if (++woken_ == readers_) {
-                phase_ = Phase::finished;
-                return Status::ok;
-            }
-            if (below == 1) return Status::err_other;  // fewer on the stack than counted
-            return read_below(static_cast<int>(below - 1) - 1);
-        }
+        default:
+            return Status::err_other;
+    }
+}
+
+// door_join, door_wait, door_leave, door_pass: the doorway, a queue for origins whose
+// compare-and-swap keeps losing.
+Status LockOperation::door_step() {
+    switch (phase_) {
         case Phase::door_join: {
             // Found the doorway empty: ours, retry at once. Else link behind the one found.
             if (door_result_ == 0) {
@@ -313,6 +326,45 @@ Status LockOperation::step() {
             if (is_error(status)) return status;
             return after_cas();
         }
+        default:
+            return Status::err_other;
+    }
+}
+Status LockOperation::step() {
+    switch (phase_) {
+        case Phase::acquire_cas:
+        case Phase::release_cas:
+            return cas_step();
+        case Phase::wait_grant: {
+            if (load_local(layout_->node_grant(target_)) == 0) return Status::in_progress;
+            store_local(layout_->node_grant(target_), 0);
+            if (linked_ >= 0) store_local(layout_->node_below(target_), 0);
+            phase_ = Phase::finished;
+            return Status::ok;
+        }
+        case Phase::wait_successor:
+            return queue_step();
+        case Phase::publish_head:
+        case Phase::drain_head:
+        case Phase::clear_head:
+            return head_step();
+        case Phase::register_reader: {
+            // Our swap put us on top of the exclusive's stack; what was there is below us.
+            // Recorded before we count ourselves, so the exclusive, which walks only once
+            // every reader counted, always finds it.
+            store_local(layout_->node_below(target_), link_result_ + 1);
+            phase_ = Phase::wait_grant;
+            return post_atomic(linked_, AtomicOp::fetch_add, layout_->node_count(target_), 1, 0,
+                               nullptr);
+        }
+        case Phase::wait_readers:
+        case Phase::walk_readers:
+            return queue_step();
+        case Phase::door_join:
+        case Phase::door_wait:
+        case Phase::door_leave:
+        case Phase::door_pass:
+            return door_step();
         case Phase::idle:
         case Phase::finished:
             break;

@@ -105,7 +105,11 @@ class LockOperation final : public transport::Completion {
 
     void begin(transport::Transport &transport, const ControlLayout &layout, int target,
                LockMode mode, Phase phase);
-    Status step();
+    Status step();  // one of the steps below, by phase
+    Status cas_step();
+    Status queue_step();
+    Status head_step();
+    Status door_step();
     Status post_atomic(int peer, transport::AtomicOp op, std::size_t offset,
                        std::uint64_t operand, std::uint64_t compare, std::uint64_t *result);
     Status post_cas(std::uint64_t desired);
