@@ -55,9 +55,9 @@ long long minimum_alignment(MPI_Info info, std::string *text) {
 
 using namespace nbrma;
 
-extern "C" {
+namespace {
 
-int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
+int alloc_mem_impl(MPI_Aint size, MPI_Info info, void *baseptr) {
     constexpr const char *call = "MPI_Alloc_mem";
     if (!baseptr) return mpi::raise_comm(call, MPI_COMM_NULL, Status::err_arg, "baseptr is NULL");
     if (size < 0) {
@@ -96,12 +96,12 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
     return mpich::Alloc_mem(size, info, baseptr);
 }
 
-int MPI_Free_mem(void *base) {
+int free_mem_impl(void *base) {
     if (base == &mpi::zero_bytes || transport::shm::arena_free(base)) return MPI_SUCCESS;
     return mpich::Free_mem(base);
 }
 
-}  // extern "C"
+}  // namespace
 
-NBRMA_PMPI(Alloc_mem)
-NBRMA_PMPI(Free_mem)
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "mpi/alloc_mem_bindings.inc"

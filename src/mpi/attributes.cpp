@@ -15,9 +15,9 @@
 using namespace nbrma;
 using namespace nbrma::mpi;
 
-extern "C" {
+namespace {
 
-int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
+int win_get_attr_impl(MPI_Win win, int keyval, void *attribute_val, int *flag) {
     WindowState *state = window_find(win);
     if (!state) return raise("MPI_Win_get_attr", MPI_WIN_NULL, Status::err_win);
     void **value = static_cast<void **>(attribute_val);
@@ -38,6 +38,23 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
     return MPI_SUCCESS;
 }
 
+int win_get_group_impl(MPI_Win win, MPI_Group *group) {
+    WindowState *state = window_find(win);
+    if (!state) return raise("MPI_Win_get_group", MPI_WIN_NULL, Status::err_win);
+    if (!group) return raise("MPI_Win_get_group", win, Status::err_arg, "null group pointer");
+    int size = 0;
+    PMPI_Group_size(state->group, &size);
+    int all[1][3] = {{0, size - 1, 1}};  // a new handle the caller frees
+    return PMPI_Group_range_incl(state->group, 1, all, group);
+}
+
+}  // namespace
+
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "mpi/attributes_bindings.inc"
+
+extern "C" {
+
 // MPICH's Fortran bindings (mpif.h, use mpi, use mpi_f08) ask MPICH's internal
 // MPII_Win_get_attr, not MPI_Win_get_attr, and would get the values of the memory-less
 // window underneath (size 0, disp_unit 1). libmpichfort binds to libnbrma's definition
@@ -48,10 +65,10 @@ int MPII_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag, i
     WindowState *state = window_find(win);
     if (state && keyval >= MPI_WIN_BASE && keyval <= MPI_WIN_MODEL + 1) {
         if ((keyval - MPI_WIN_BASE) % 2 == 0)  // a C keyval
-            return MPI_Win_get_attr(win, keyval, attribute_val, flag);
+            return win_get_attr_impl(win, keyval, attribute_val, flag);
         // MPI_Win_get_attr's answer: the base itself, or a pointer to the value.
         void *c_value = nullptr;
-        MPI_Win_get_attr(win, keyval - 1, &c_value, flag);
+        win_get_attr_impl(win, keyval - 1, &c_value, flag);
         const MPI_Aint value = keyval - 1 == MPI_WIN_BASE ? reinterpret_cast<MPI_Aint>(c_value)
                                : keyval - 1 == MPI_WIN_SIZE ? *static_cast<MPI_Aint *>(c_value)
                                                             : *static_cast<int *>(c_value);
@@ -65,16 +82,7 @@ int MPII_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag, i
     return mpich::Win_get_attr_internal(win, keyval, attribute_val, flag, type);
 }
 
-int MPI_Win_get_group(MPI_Win win, MPI_Group *group) {
-    WindowState *state = window_find(win);
-    if (!state) return raise("MPI_Win_get_group", MPI_WIN_NULL, Status::err_win);
-    if (!group) return raise("MPI_Win_get_group", win, Status::err_arg, "null group pointer");
-    int size = 0;
-    PMPI_Group_size(state->group, &size);
-    int all[1][3] = {{0, size - 1, 1}};  // a new handle the caller frees
-    return PMPI_Group_range_incl(state->group, 1, all, group);
-}
-
+// include/nbrma.h
 int nbrma_get_counter(const char *name, unsigned long long *value) {
     if (!name || !value) return MPI_ERR_ARG;
     const CounterRow *row = counter_find(name);
@@ -87,7 +95,3 @@ int nbrma_get_counter(const char *name, unsigned long long *value) {
 int nbrma_is_active(void) { return mpich::process_resolves_to_nbrma() ? 1 : 0; }
 
 }  // extern "C"
-
-// The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(Win_get_attr)
-NBRMA_PMPI(Win_get_group)

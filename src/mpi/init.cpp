@@ -178,23 +178,23 @@ const char *mpi::interrupt_failure(Status *status) {
     return text.empty() ? nullptr : text.c_str();
 }
 
-extern "C" {
+namespace {
 
-int MPI_Init(int *argc, char ***argv) {
+int init_impl(int *argc, char ***argv) {
     const int error = mpich::Init(argc, argv);
     int provided = MPI_THREAD_SINGLE;
     if (error == MPI_SUCCESS) PMPI_Query_thread(&provided);  // MPIR_CVAR_DEFAULT_THREAD_LEVEL
     return after_init(error, provided);
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+int init_thread_impl(int *argc, char ***argv, int required, int *provided) {
     int level = MPI_THREAD_SINGLE;
     const int error = mpich::Init_thread(argc, argv, required, &level);
     if (provided) *provided = level;
     return after_init(error, level);
 }
 
-int MPI_Finalize(void) {
+int finalize_impl(void) {
     // Windows the application did not free keep the thread running until here.
     engine::progress_thread_stop();
     engine::assist_stop();
@@ -218,9 +218,7 @@ int MPI_Finalize(void) {
     return error;
 }
 
-}  // extern "C"
+}  // namespace
 
-// The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(Init)
-NBRMA_PMPI(Init_thread)
-NBRMA_PMPI(Finalize)
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "mpi/init_bindings.inc"

@@ -322,11 +322,11 @@ int pvar_access(MPI_T_pvar_session session, MPI_T_pvar_handle handle, Buffer buf
 
 }  // namespace
 
-extern "C" {
+namespace {
 
 // ---------------------------------------------------------------- setup
 
-int MPI_T_init_thread(int required, int *provided) {
+int t_init_thread_impl(int required, int *provided) {
     Tables &t = tables();
     std::lock_guard<std::mutex> lock(t.mutex);  // orders it with MPI_T_finalize
     const int error = nbrma::mpich::T_init_thread(required, provided);
@@ -334,7 +334,7 @@ int MPI_T_init_thread(int required, int *provided) {
     return error;
 }
 
-int MPI_T_finalize(void) {
+int t_finalize_impl(void) {
     Tables &t = tables();
     std::lock_guard<std::mutex> lock(t.mutex);
     if (!is_initialized()) return MPI_T_ERR_NOT_INITIALIZED;
@@ -349,17 +349,16 @@ int MPI_T_finalize(void) {
 
 // ---------------------------------------------------------------- performance variables
 
-int MPI_T_pvar_get_num(int *num_pvar) {
+int t_pvar_get_num_impl(int *num_pvar) {
     if (!num_pvar) return is_initialized() ? MPI_T_ERR_INVALID : MPI_T_ERR_NOT_INITIALIZED;
     const int error = mpich_pvar_count(num_pvar);
     if (error == MPI_SUCCESS) *num_pvar += static_cast<int>(counter_count());
     return error;
 }
 
-int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity,
-                        int *var_class, MPI_Datatype *datatype, MPI_T_enum *enumtype,
-                        char *desc, int *desc_len, int *bind, int *readonly, int *continuous,
-                        int *atomic) {
+int t_pvar_get_info_impl(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class,
+                         MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len,
+                         int *bind, int *readonly, int *continuous, int *atomic) {
     int mpich = 0;
     if (int error = mpich_pvar_count(&mpich)) return error;
     if (pvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
@@ -386,7 +385,7 @@ int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosit
     return MPI_SUCCESS;
 }
 
-int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index) {
+int t_pvar_get_index_impl(const char *name, int var_class, int *pvar_index) {
     int mpich = 0;
     if (int error = mpich_pvar_count(&mpich)) return error;
     if (!name || !pvar_index) return MPI_T_ERR_INVALID;
@@ -404,7 +403,7 @@ int MPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index) {
     return MPI_T_ERR_INVALID_NAME;
 }
 
-int MPI_T_pvar_session_create(MPI_T_pvar_session *session) {
+int t_pvar_session_create_impl(MPI_T_pvar_session *session) {
     if (!is_initialized()) return MPI_T_ERR_NOT_INITIALIZED;
     const int error = nbrma::mpich::T_pvar_session_create(session);
     if (error == MPI_SUCCESS) {
@@ -415,7 +414,7 @@ int MPI_T_pvar_session_create(MPI_T_pvar_session *session) {
     return error;
 }
 
-int MPI_T_pvar_session_free(MPI_T_pvar_session *session) {
+int t_pvar_session_free_impl(MPI_T_pvar_session *session) {
     if (!is_initialized()) return MPI_T_ERR_NOT_INITIALIZED;
     if (!session) return nbrma::mpich::T_pvar_session_free(session);
     const MPI_T_pvar_session freed = *session;
@@ -430,8 +429,8 @@ int MPI_T_pvar_session_free(MPI_T_pvar_session *session) {
     return MPI_SUCCESS;
 }
 
-int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle,
-                            MPI_T_pvar_handle *handle, int *count) {
+int t_pvar_handle_alloc_impl(MPI_T_pvar_session session, int pvar_index, void *obj_handle,
+                             MPI_T_pvar_handle *handle, int *count) {
     int mpich = 0;
     if (int error = mpich_pvar_count(&mpich)) return error;
     if (pvar_index >= 0 && pvar_index < mpich)
@@ -451,7 +450,7 @@ int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *ob
     return MPI_SUCCESS;
 }
 
-int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle) {
+int t_pvar_handle_free_impl(MPI_T_pvar_session session, MPI_T_pvar_handle *handle) {
     int mpich = 0;
     if (int error = mpich_pvar_count(&mpich)) return error;
     if (!handle) return MPI_T_ERR_INVALID_HANDLE;
@@ -470,19 +469,19 @@ int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle
     return nbrma::mpich::T_pvar_handle_free(session, handle);
 }
 
-int MPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+int t_pvar_start_impl(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
     return pvar_call(session, handle, Action::start, nbrma::mpich::T_pvar_start);
 }
 
-int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+int t_pvar_stop_impl(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
     return pvar_call(session, handle, Action::stop, nbrma::mpich::T_pvar_stop);
 }
 
-int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+int t_pvar_reset_impl(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
     return pvar_call(session, handle, Action::reset, nbrma::mpich::T_pvar_reset);
 }
 
-int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
+int t_pvar_read_impl(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
     auto own = [buf](PvarHandle &h) {
         if (!buf) return MPI_T_ERR_INVALID;
         const unsigned long long value = handle_value(h);
@@ -492,7 +491,7 @@ int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *
     return pvar_access(session, handle, buf, own, nbrma::mpich::T_pvar_read);
 }
 
-int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) {
+int t_pvar_write_impl(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) {
     auto own = [buf](PvarHandle &h) {
         if (!is_counter(*h.row)) return MPI_T_ERR_PVAR_NO_WRITE;
         if (!buf) return MPI_T_ERR_INVALID;
@@ -504,7 +503,7 @@ int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const
     return pvar_access(session, handle, buf, own, nbrma::mpich::T_pvar_write);
 }
 
-int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
+int t_pvar_readreset_impl(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
     auto own = [buf](PvarHandle &h) {
         if (!is_counter(*h.row)) return MPI_T_ERR_PVAR_NO_WRITE;
         if (!buf) return MPI_T_ERR_INVALID;
@@ -521,16 +520,16 @@ int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, v
 
 // ---------------------------------------------------------------- control variables
 
-int MPI_T_cvar_get_num(int *num_cvar) {
+int t_cvar_get_num_impl(int *num_cvar) {
     if (!num_cvar) return is_initialized() ? MPI_T_ERR_INVALID : MPI_T_ERR_NOT_INITIALIZED;
     const int error = mpich_cvar_count(num_cvar);
     if (error == MPI_SUCCESS) *num_cvar += static_cast<int>(cvar_settings().size());
     return error;
 }
 
-int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosity,
-                        MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc,
-                        int *desc_len, int *bind, int *scope) {
+int t_cvar_get_info_impl(int cvar_index, char *name, int *name_len, int *verbosity,
+                         MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len,
+                         int *bind, int *scope) {
     int mpich = 0;
     if (int error = mpich_cvar_count(&mpich)) return error;
     if (cvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
@@ -552,7 +551,7 @@ int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosit
     return MPI_SUCCESS;
 }
 
-int MPI_T_cvar_get_index(const char *name, int *cvar_index) {
+int t_cvar_get_index_impl(const char *name, int *cvar_index) {
     int mpich = 0;
     if (int error = mpich_cvar_count(&mpich)) return error;
     if (!name || !cvar_index) return MPI_T_ERR_INVALID;
@@ -568,8 +567,8 @@ int MPI_T_cvar_get_index(const char *name, int *cvar_index) {
     return MPI_T_ERR_INVALID_NAME;
 }
 
-int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle,
-                            int *count) {
+int t_cvar_handle_alloc_impl(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle,
+                             int *count) {
     int mpich = 0;
     if (int error = mpich_cvar_count(&mpich)) return error;
     if (cvar_index >= 0 && cvar_index < mpich)
@@ -588,7 +587,7 @@ int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle 
     return MPI_SUCCESS;
 }
 
-int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) {
+int t_cvar_handle_free_impl(MPI_T_cvar_handle *handle) {
     int mpich = 0;
     if (int error = mpich_cvar_count(&mpich)) return error;
     if (!handle || *handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
@@ -603,7 +602,7 @@ int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) {
     return nbrma::mpich::T_cvar_handle_free(handle);
 }
 
-int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) {
+int t_cvar_read_impl(MPI_T_cvar_handle handle, void *buf) {
     int mpich = 0;
     if (int error = mpich_cvar_count(&mpich)) return error;
     if (handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
@@ -619,7 +618,7 @@ int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) {
     return nbrma::mpich::T_cvar_read(handle, buf);
 }
 
-int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
+int t_cvar_write_impl(MPI_T_cvar_handle handle, const void *buf) {
     int mpich = 0;
     if (int error = mpich_cvar_count(&mpich)) return error;
     if (handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
@@ -633,15 +632,15 @@ int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
 
 // ---------------------------------------------------------------- categories
 
-int MPI_T_category_get_num(int *num_cat) {
+int t_category_get_num_impl(int *num_cat) {
     if (!num_cat) return is_initialized() ? MPI_T_ERR_INVALID : MPI_T_ERR_NOT_INITIALIZED;
     const int error = mpich_category_count(num_cat);
     if (error == MPI_SUCCESS) *num_cat += 1;
     return error;
 }
 
-int MPI_T_category_get_info(int cat_index, char *name, int *name_len, char *desc, int *desc_len,
-                            int *num_cvars, int *num_pvars, int *num_categories) {
+int t_category_get_info_impl(int cat_index, char *name, int *name_len, char *desc, int *desc_len,
+                             int *num_cvars, int *num_pvars, int *num_categories) {
     int mpich = 0;
     if (int error = mpich_category_count(&mpich)) return error;
     if (cat_index >= 0 && cat_index < mpich)
@@ -657,7 +656,7 @@ int MPI_T_category_get_info(int cat_index, char *name, int *name_len, char *desc
     return MPI_SUCCESS;
 }
 
-int MPI_T_category_get_index(const char *name, int *cat_index) {
+int t_category_get_index_impl(const char *name, int *cat_index) {
     int mpich = 0;
     if (int error = mpich_category_count(&mpich)) return error;
     if (!name || !cat_index) return MPI_T_ERR_INVALID;
@@ -668,7 +667,7 @@ int MPI_T_category_get_index(const char *name, int *cat_index) {
     return MPI_SUCCESS;
 }
 
-int MPI_T_category_get_pvars(int cat_index, int len, int indices[]) {
+int t_category_get_pvars_impl(int cat_index, int len, int indices[]) {
     int mpich = 0, first = 0;
     if (int error = mpich_category_count(&mpich)) return error;
     if (cat_index >= 0 && cat_index < mpich)
@@ -679,7 +678,7 @@ int MPI_T_category_get_pvars(int cat_index, int len, int indices[]) {
     return MPI_SUCCESS;
 }
 
-int MPI_T_category_get_cvars(int cat_index, int len, int indices[]) {
+int t_category_get_cvars_impl(int cat_index, int len, int indices[]) {
     int mpich = 0, first = 0;
     if (int error = mpich_category_count(&mpich)) return error;
     if (cat_index >= 0 && cat_index < mpich)
@@ -691,7 +690,7 @@ int MPI_T_category_get_cvars(int cat_index, int len, int indices[]) {
     return MPI_SUCCESS;
 }
 
-int MPI_T_category_get_categories(int cat_index, int len, int indices[]) {
+int t_category_get_categories_impl(int cat_index, int len, int indices[]) {
     int mpich = 0;
     if (int error = mpich_category_count(&mpich)) return error;
     if (cat_index >= 0 && cat_index < mpich)
@@ -699,7 +698,7 @@ int MPI_T_category_get_categories(int cat_index, int len, int indices[]) {
     return cat_index == mpich ? MPI_SUCCESS : MPI_T_ERR_INVALID_INDEX;  // none below nbrma
 }
 
-int MPI_T_category_get_num_events(int cat_index, int *num_events) {
+int t_category_get_num_events_impl(int cat_index, int *num_events) {
     int mpich = 0;
     if (int error = mpich_category_count(&mpich)) return error;
     if (cat_index >= 0 && cat_index < mpich)
@@ -709,7 +708,7 @@ int MPI_T_category_get_num_events(int cat_index, int *num_events) {
     return MPI_SUCCESS;
 }
 
-int MPI_T_category_get_events(int cat_index, int len, int indices[]) {
+int t_category_get_events_impl(int cat_index, int len, int indices[]) {
     int mpich = 0;
     if (int error = mpich_category_count(&mpich)) return error;
     if (cat_index >= 0 && cat_index < mpich)
@@ -717,36 +716,7 @@ int MPI_T_category_get_events(int cat_index, int len, int indices[]) {
     return cat_index == mpich ? MPI_SUCCESS : MPI_T_ERR_INVALID_INDEX;  // nbrma has no events
 }
 
-}  // extern "C"
+}  // namespace
 
-// The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(T_category_get_categories)
-NBRMA_PMPI(T_category_get_cvars)
-NBRMA_PMPI(T_category_get_events)
-NBRMA_PMPI(T_category_get_index)
-NBRMA_PMPI(T_category_get_info)
-NBRMA_PMPI(T_category_get_num)
-NBRMA_PMPI(T_category_get_num_events)
-NBRMA_PMPI(T_category_get_pvars)
-NBRMA_PMPI(T_cvar_get_index)
-NBRMA_PMPI(T_cvar_get_info)
-NBRMA_PMPI(T_cvar_get_num)
-NBRMA_PMPI(T_cvar_handle_alloc)
-NBRMA_PMPI(T_cvar_handle_free)
-NBRMA_PMPI(T_cvar_read)
-NBRMA_PMPI(T_cvar_write)
-NBRMA_PMPI(T_finalize)
-NBRMA_PMPI(T_init_thread)
-NBRMA_PMPI(T_pvar_get_index)
-NBRMA_PMPI(T_pvar_get_info)
-NBRMA_PMPI(T_pvar_get_num)
-NBRMA_PMPI(T_pvar_handle_alloc)
-NBRMA_PMPI(T_pvar_handle_free)
-NBRMA_PMPI(T_pvar_read)
-NBRMA_PMPI(T_pvar_readreset)
-NBRMA_PMPI(T_pvar_reset)
-NBRMA_PMPI(T_pvar_session_create)
-NBRMA_PMPI(T_pvar_session_free)
-NBRMA_PMPI(T_pvar_start)
-NBRMA_PMPI(T_pvar_stop)
-NBRMA_PMPI(T_pvar_write)
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "mpi/tool_interface_bindings.inc"

@@ -140,11 +140,11 @@ int collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
 
 }  // namespace
 
-extern "C" {
+namespace {
 
 // ---- the wait/test family
 
-int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+int wait_impl(MPI_Request *request, MPI_Status *status) {
     // What nbrma's opening calls and closing calls that completed inside them return:
     // complete, nothing to free (state.cpp, complete_request).
     if (status == MPI_STATUS_IGNORE && request && nbrma::mpi::is_complete_request(*request)) {
@@ -154,7 +154,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     return wait_one(request, status);
 }
 
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
     // nbrma's complete requests (what MPIX_Win_ilock and an iunlock that completed inside
     // its call return, a batch of them in a nonblocking-epoch loop): set to
     // MPI_REQUEST_NULL as MPICH would, without asking it (about 9 ns a transaction in
@@ -174,14 +174,14 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
                           [&] { return mpich::Waitall(count, requests, statuses); });
 }
 
-int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+int waitany_impl(int count, MPI_Request requests[], int *index, MPI_Status *status) {
     return progress_until(
         [&](int *done) { return mpich::Testany(count, requests, index, done, status); },
         [&] { return mpich::Waitany(count, requests, index, status); });
 }
 
-int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                 MPI_Status statuses[]) {
+int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
+                  MPI_Status statuses[]) {
     return progress_until(
         [&](int *done) {
             const int error = mpich::Testsome(incount, requests, outcount, indices, statuses);
@@ -194,12 +194,12 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 // The tests sweep nbrma once (test_then_sweep) while it wants progress, so a poll loop
 // over two-sided requests moves nbrma's epochs too; with nothing pending they cost
 // progress_wanted().
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
     if (!progress_wanted()) return mpich::Test(request, flag, status);
     return test_then_sweep([&] { return mpich::Test(request, flag, status); });
 }
 
-int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
     const int error =
         progress_wanted()
             ? test_then_sweep([&] { return testall(count, requests, flag, statuses); })
@@ -210,27 +210,27 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
     return error;
 }
 
-int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+int testany_impl(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
     if (!progress_wanted()) return mpich::Testany(count, requests, index, flag, status);
     return test_then_sweep([&] { return mpich::Testany(count, requests, index, flag, status); });
 }
 
-int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                 MPI_Status statuses[]) {
+int testsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
+                  MPI_Status statuses[]) {
     if (!progress_wanted()) return mpich::Testsome(incount, requests, outcount, indices, statuses);
     return test_then_sweep(
         [&] { return mpich::Testsome(incount, requests, outcount, indices, statuses); });
 }
 
 // A poll loop on MPI_Iprobe is a wait too: sweep before asking MPICH, as the tests do.
-int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+int iprobe_impl(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
     if (progress_wanted()) progress_sweep();
     return mpich::Iprobe(source, tag, comm, flag, status);
 }
 
 // MPICH's MPI_Request_get_status does not run a generalized request's poll_fn: sweep,
 // and hand the completions the progress thread queued to MPICH, before asking it.
-int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+int request_get_status_impl(MPI_Request request, int *flag, MPI_Status *status) {
     if (progress_wanted()) progress_sweep();
     nbrma::threads::drain();
     return mpich::Request_get_status(request, flag, status);
@@ -238,28 +238,28 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
 
 // ---- blocking point-to-point
 
-int MPI_Recv(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
-             MPI_Status *status) {
+int recv_impl(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Status *status) {
     if (mpich_may_block()) return mpich::Recv(buffer, count, type, source, tag, comm, status);
     MPI_Request request;
     return finish(PMPI_Irecv(buffer, count, type, source, tag, comm, &request), &request, status);
 }
 
-int MPI_Send(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+int send_impl(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     if (mpich_may_block()) return mpich::Send(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Isend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
-int MPI_Ssend(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+int ssend_impl(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     if (mpich_may_block()) return mpich::Ssend(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Issend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
-int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
-                 int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
-                 int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
+int sendrecv_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
+                  int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
+                  int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
     if (mpich_may_block())
         return mpich::Sendrecv(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
                                recv_count, recv_type, source, recv_tag, comm, status);
@@ -274,7 +274,7 @@ int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type
         return error;
     }
     MPI_Status statuses[2];
-    error = MPI_Waitall(2, requests, statuses);
+    error = waitall_impl(2, requests, statuses);
     if (status != MPI_STATUS_IGNORE) *status = statuses[0];
     if (error == MPI_ERR_IN_STATUS)  // Sendrecv reports the failing half's own error
         error =
@@ -282,7 +282,7 @@ int MPI_Sendrecv(const void *send_buffer, int send_count, MPI_Datatype send_type
     return error;
 }
 
-int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+int probe_impl(int source, int tag, MPI_Comm comm, MPI_Status *status) {
     return progress_until(
         [&](int *found) { return mpich::Iprobe(source, tag, comm, found, status); },
         [&] { return mpich::Probe(source, tag, comm, status); });
@@ -291,71 +291,49 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 // ---- blocking collectives (in the form the communicator's members agreed; see the file
 // comment)
 
-int MPI_Barrier(MPI_Comm comm) { return collective(comm, PMPI_Ibarrier, mpich::Barrier, comm); }
+int barrier_impl(MPI_Comm comm) { return collective(comm, PMPI_Ibarrier, mpich::Barrier, comm); }
 
-int MPI_Bcast(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+int bcast_impl(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     return collective(comm, PMPI_Ibcast, mpich::Bcast, buffer, count, type, root, comm);
 }
 
-int MPI_Reduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
-               int root, MPI_Comm comm) {
+int reduce_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
+                int root, MPI_Comm comm) {
     return collective(comm, PMPI_Ireduce, mpich::Reduce, send_buffer, recv_buffer, count, type, op,
                       root, comm);
 }
 
-int MPI_Allreduce(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
-                  MPI_Op op, MPI_Comm comm) {
+int allreduce_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
+                   MPI_Op op, MPI_Comm comm) {
     return collective(comm, PMPI_Iallreduce, mpich::Allreduce, send_buffer, recv_buffer, count,
                       type, op, comm);
 }
 
-int MPI_Gather(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
-               int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
+int gather_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
+                int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
     return collective(comm, PMPI_Igather, mpich::Gather, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, root, comm);
 }
 
-int MPI_Scatter(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
-                int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
+int scatter_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
+                 int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
     return collective(comm, PMPI_Iscatter, mpich::Scatter, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, root, comm);
 }
 
-int MPI_Allgather(const void *send_buffer, int send_count, MPI_Datatype send_type,
-                  void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
+int allgather_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                   void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
     return collective(comm, PMPI_Iallgather, mpich::Allgather, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, comm);
 }
 
-int MPI_Alltoall(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
-                 int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
+int alltoall_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                  void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
     return collective(comm, PMPI_Ialltoall, mpich::Alltoall, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, comm);
 }
 
-}  // extern "C"
+}  // namespace
 
-// The profiling names (src/mpi/pmpi.hpp).
-NBRMA_PMPI(Wait)
-NBRMA_PMPI(Waitall)
-NBRMA_PMPI(Waitany)
-NBRMA_PMPI(Waitsome)
-NBRMA_PMPI(Test)
-NBRMA_PMPI(Testall)
-NBRMA_PMPI(Testany)
-NBRMA_PMPI(Testsome)
-NBRMA_PMPI(Iprobe)
-NBRMA_PMPI(Probe)
-NBRMA_PMPI(Request_get_status)
-NBRMA_PMPI(Recv)
-NBRMA_PMPI(Send)
-NBRMA_PMPI(Ssend)
-NBRMA_PMPI(Sendrecv)
-NBRMA_PMPI(Barrier)
-NBRMA_PMPI(Bcast)
-NBRMA_PMPI(Reduce)
-NBRMA_PMPI(Allreduce)
-NBRMA_PMPI(Gather)
-NBRMA_PMPI(Allgather)
-NBRMA_PMPI(Scatter)
-NBRMA_PMPI(Alltoall)
+// The C entry points and their PMPI_ twins, generated from maint/rma_api.txt.
+#include "progress/interposed_waits_bindings.inc"
