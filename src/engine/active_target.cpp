@@ -20,14 +20,14 @@ Status Window::check_group(const std::vector<int> &group) const {
     return Status::ok;
 }
 
-bool Window::direct_fence() {
-    if (is_error(transport_.flush(direct_.all ? rank_ : direct_.target, nullptr))) return false;
+bool Window::fence_at_once() {
+    const int peer = at_once_->target() >= 0 ? at_once_->target() : rank_;
+    if (is_error(transport_.flush(peer, nullptr))) return false;
     fenced_runs_ = runs_;
     return true;
 }
 
 Status Window::fence(int assertions, Request **request) {
-    materialize();
     constexpr int allowed =
         MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
     if (assertions & ~allowed) return Status::err_assert;
@@ -55,7 +55,6 @@ Status Window::fence(int assertions, Request **request) {
 }
 
 Status Window::start(const std::vector<int> &group, int assertions) {
-    materialize();
     if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (Status status = check_group(group); is_error(status)) return status;
     if (open_of(EpochKind::access) || open_of(EpochKind::lock) || open_of(EpochKind::lock_all))
@@ -68,12 +67,10 @@ Status Window::start(const std::vector<int> &group, int assertions) {
 }
 
 Status Window::complete(Request **request) {
-    materialize();
     return close_open(open_of(EpochKind::access), request);
 }
 
 Status Window::post(const std::vector<int> &group, int assertions) {
-    materialize();
     if (assertions & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT))
         return Status::err_assert;
     if (Status status = check_group(group); is_error(status)) return status;
@@ -88,13 +85,9 @@ Status Window::post(const std::vector<int> &group, int assertions) {
     return Status::ok;
 }
 
-Status Window::wait(Request **request) {
-    materialize();
-    return close_open(open_of(EpochKind::exposure), request);
-}
+Status Window::wait(Request **request) { return close_open(open_of(EpochKind::exposure), request); }
 
 Status Window::test(bool *flag) {
-    materialize();
     Epoch *epoch = open_of(EpochKind::exposure);
     if (!epoch) return Status::err_sync;
     progress();

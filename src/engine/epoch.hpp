@@ -29,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/log.hpp"
 #include "engine/operation.hpp"
 #include "engine/request.hpp"
 #include "sync/lock_protocol.hpp"
@@ -39,9 +40,21 @@ namespace nbrma::engine {
 enum class EpochKind : std::uint8_t { lock, lock_all, fence, access, exposure };
 enum class EngineState : std::uint8_t { deferred, active, completed };
 enum class TargetPhase : std::uint8_t { none, acquiring, held, flushing, releasing, released };
+// How an epoch runs, chosen when it opens (Window::open_passive):
+//   at_once  a lock or lock_all epoch whose opening call could activate it and take its
+//            lock at once (lock_all: each target's at the first call toward it), over a
+//            transport that completes every call inline. Its calls run in the caller,
+//            its flushes and its closing call complete in the caller, and it never
+//            waits in the window's queue, so the window stays idle (no sweeps).
+//   queued   every other epoch: in the window's queue, moved on by sweeps.
+// An at-once epoch whose work cannot finish in the caller (a lock to hand over at its
+// release, a lock_all target not free at once, a failed call to report) joins the queue
+// as it is, in its place by id, and is queued from then on.
+enum class EpochPath : std::uint8_t { queued, at_once };
 
 const char *epoch_kind_name(EpochKind kind);
 const char *engine_state_name(EngineState state);
+const char *epoch_path_name(EpochPath path);
 
 // Counts the one-sided notices (grants, done counts, fence arrivals) an epoch has
 // posted and not yet seen complete. An epoch never completes with notices in flight.
@@ -63,6 +76,9 @@ struct Notices final : transport::Completion {
 };
 
 struct TargetState {
+    // The epoch (its id) that touched it: an epoch reused under a new id keeps its target
+    // states in place, and those of earlier uses read as untouched (Epoch::find).
+    std::uint64_t epoch = 0;
     TargetPhase phase = TargetPhase::none;
     sync::LockOperation operation;  // lock epochs
     std::uint64_t match_id = 0;     // access id A (access) or exposure id E (exposure)
@@ -75,7 +91,8 @@ struct TargetState {
     // Calls toward this target not yet executed, in issue (age) order.
     std::deque<std::unique_ptr<Operation>> pending;
 
-    // As if newly made, keeping the queue's storage (a reused epoch's target).
+    // As if newly made (but for `epoch`), keeping the queue's storage (a reused epoch's
+    // target).
     void reset() {
         phase = TargetPhase::none;
         // operation: acquire() and release() set up everything they use
@@ -97,7 +114,31 @@ class Epoch {
     ~Epoch();
     // A completed epoch made new again (same number of ranks), keeping its storage:
     // the window reuses a few rather than allocate an epoch and its targets each time.
-    void reset(std::uint64_t id, EpochKind kind, int target, sync::LockMode mode, int assertions);
+    [[gnu::always_inline]] void reset(std::uint64_t id, EpochKind kind, int target,
+                                      sync::LockMode mode, int assertions) {
+        // The target states stay where they are; the new id makes them untouched (find()).
+        touched_.clear();
+        id_ = id;
+        kind_ = kind;
+        target_ = target;
+        mode_ = mode;
+        assert_ = assertions;
+        open_ = true;
+        barrier_passed_ = false;
+        state_ = EngineState::deferred;
+        path_ = EpochPath::queued;
+        failure_ = Status::ok;
+        calls_ = 0;
+        // (A completed epoch has handed both its requests back: they are null.)
+        if (!beside_.empty()) beside_.clear();
+        if (!passive()) {  // what only active-target epochs read
+            barrier_round_ = 0;
+            sequence_ = 0;
+            barrier_notices_ = Notices();
+            group_.clear();
+            member_.clear();
+        }
+    }
 
     std::uint64_t id() const { return id_; }
     EpochKind kind() const { return kind_; }
@@ -105,6 +146,8 @@ class Epoch {
     sync::LockMode mode() const { return mode_; }
     bool nocheck() const { return (assert_ & MPI_MODE_NOCHECK) != 0; }
     bool passive() const { return kind_ == EpochKind::lock || kind_ == EpochKind::lock_all; }
+    EpochPath path() const { return path_; }
+    void set_path(EpochPath path) { path_ = path; }
 
     void set_group(std::vector<int> group);
     const std::vector<int> &group() const { return group_; }
@@ -132,11 +175,21 @@ class Epoch {
 
     // Application side. close() takes the engine's reference of `request` (may be
     // null); on_active() hands a request that completes at activation (fence).
-    void close(Request *request);
+    void close(Request *request) {
+        open_ = false;
+        close_request_ = request;
+    }
     void on_active(Request *request) { active_request_ = request; }
     // Engine side.
-    void activate();
-    void complete();
+    void activate() {
+        state_ = EngineState::active;
+        if (kind_ != EpochKind::fence) pass_barrier();
+    }
+    void complete() {
+        state_ = EngineState::completed;
+        ++counters().epochs_completed;
+        if (verbose_level() >= 2 || active_request_ || close_request_) finish_requests();
+    }
     void fail(Status status) {
         if (!is_error(failure_)) failure_ = status;
     }
@@ -146,17 +199,43 @@ class Epoch {
     int barrier_round() const { return barrier_round_; }
     void next_barrier_round() { ++barrier_round_; }
     bool barrier_passed() const { return barrier_passed_; }
-    void pass_barrier();
+    void pass_barrier() {
+        barrier_passed_ = true;
+        if (active_request_) finish_active_request();
+    }
 
     bool covers(int rank) const;
-    TargetState &at(int rank);          // created on first use
-    TargetState *find(int rank) const;  // null if never touched
+    // created on first use
+    [[gnu::always_inline]] TargetState &at(int rank) {
+        std::unique_ptr<TargetState> &state = slot(rank);
+        if (state && state->epoch == id_) return *state;
+        if (!state) state = std::make_unique<TargetState>();
+        state->reset();
+        state->epoch = id_;
+        touched_.push_back(rank);
+        return *state;
+    }
+    // null if never touched
+    TargetState *find(int rank) const {
+        const TargetState *state = kind_ == EpochKind::lock
+                                       ? (rank == target_ ? one_.get() : nullptr)
+                                       : (targets_.empty() ? nullptr : targets_[rank].get());
+        return state && state->epoch == id_ ? const_cast<TargetState *>(state) : nullptr;
+    }
     // The ranks with a TargetState, in the order first touched: what sweeps walk, so an
     // epoch that deals with few of many ranks costs little per sweep.
     const std::vector<int> &touched() const { return touched_; }
 
   private:
-    std::unique_ptr<TargetState> &slot(int rank);
+    // A lock epoch deals with its one target; the others get a table by rank the first
+    // time they touch one (kept when the epoch is reused).
+    [[gnu::always_inline]] std::unique_ptr<TargetState> &slot(int rank) {
+        if (kind_ == EpochKind::lock) return one_;
+        if (targets_.empty()) targets_.resize(static_cast<std::size_t>(nranks_));
+        return targets_[rank];
+    }
+    void finish_active_request();
+    void finish_requests();
 
     std::uint64_t id_;
     EpochKind kind_;
@@ -167,6 +246,7 @@ class Epoch {
     bool barrier_passed_ = false;
     int barrier_round_ = 0;
     EngineState state_ = EngineState::deferred;
+    EpochPath path_ = EpochPath::queued;
     Status failure_ = Status::ok;
     std::uint64_t calls_ = 0;
     std::uint64_t sequence_ = 0;
@@ -181,8 +261,6 @@ class Epoch {
     std::unique_ptr<TargetState> one_;                   // lock epochs: the target's
     std::vector<std::unique_ptr<TargetState>> targets_;  // the others: by rank, or empty
     std::vector<int> touched_;
-    // Target states of earlier uses (reset()), handed out again by at().
-    std::vector<std::unique_ptr<TargetState>> spare_targets_;
 };
 
 }  // namespace nbrma::engine

@@ -8,11 +8,6 @@
 namespace nbrma::engine {
 
 Status Window::flush_general(int target, Request **request, bool local) {
-    if (direct_.active() && direct_flush_covers(target) && direct_flush(target)) {
-        *request = nullptr;  // complete
-        return Status::ok;
-    }
-    materialize();
     if (target != -1) {
         if (target < 0 || target >= size()) return Status::err_rank;
         Epoch *epoch = covering_epoch(target);
@@ -34,25 +29,6 @@ Status Window::flush_general(int target, Request **request, bool local) {
     queued();
     progress();
     return Status::ok;
-}
-
-// Completes the DirectLock's calls at `target` (-1: at every target) inline; false if
-// that failed or a call of the epoch failed (the ordinary path then reports it).
-bool Window::direct_flush(int target) {
-    if (is_error(direct_.failure)) return false;
-    // A transport that completes every call inside it (shared memory) has the calls at
-    // their targets already: what is left of a flush is its fence, for any target, and
-    // only where something was written since the last one (gets and atomics need none).
-    if (completes_inline_) return runs_ == fenced_runs_ || direct_fence();
-    Status failure = Status::ok;
-    auto flushed = [&](int rank) {
-        return remote_complete(rank, runs_, &failure) && !is_error(failure);
-    };
-    if (!direct_.all) return flushed(direct_.target);
-    if (target >= 0) return !direct_.held[target] || flushed(target);
-    for (int rank : direct_.held_ranks)
-        if (!flushed(rank)) return false;
-    return true;
 }
 
 // Whether every operation toward `peer` numbered up to `upto` is complete at the peer.

@@ -1,8 +1,7 @@
 // Passive-target synchronization of a window: MPI_Win_lock/unlock, lock_all/unlock_all,
-// the lock epochs' progress (acquiring, holding and releasing a target's lock word through
-// sync::LockOperation), and the direct lock: a lock epoch taken and released at once on a
-// transport that maps the target's lock word, before any Epoch object exists
-// (materialize() turns it into one when the epoch needs the general path).
+// the two paths of a lock epoch (EpochPath): at once, its lock taken and released by one
+// compare-and-swap in the application's calls, and queued, the lock acquired, held and
+// released through sync::LockOperation as sweeps move it on (advance_passive).
 #include <mpi.h>
 
 #include "common/log.hpp"
@@ -14,8 +13,87 @@ namespace nbrma::engine {
 
 using sync::LockMode;
 
+// The at-once path (EpochPath): over a transport that completes every call inline, with
+// no flush pending and no other at-once epoch open, where the activation rule lets the
+// epoch activate now (may_activate: nothing queued ahead, or only what it may pass or
+// was opened beside), and its lock is free (lock_all: taken per target later,
+// take_target). The epoch is then active, its target held.
+inline bool Window::take_at_once(Epoch &epoch) {
+    if (!flushes_.empty() || transport_flushes_ != 0) return false;
+    if (!epochs_.empty()) {
+        progress();  // retire what completed; grants that arrived start their epochs
+        if (!may_activate(epoch, epochs_.size())) return false;
+    }
+    const int target = epoch.target();
+    const bool takes_lock = target >= 0 && !epoch.nocheck();
+    if (takes_lock && !sync::acquire_at_once(transport_, target, epoch.mode())) return false;
+    epoch.set_path(EpochPath::at_once);
+    epoch.activate();
+    if (target >= 0) epoch.at(target).phase = TargetPhase::held;
+    ++counters().locks_at_once;
+    if (takes_lock) {
+        ++counters().lock_grants;
+        if (verbose_level() >= 2) log(2, "lock on %d granted at once", target);
+    }
+    return true;
+}
+
+inline void Window::open_passive(EpochKind kind, int target, LockMode mode, int assertions) {
+    std::unique_ptr<Epoch> queued_epoch;
+    if (!at_once_ && completes_inline_) {
+        if (!at_once_home_) at_once_home_ = spare_epoch();
+        begin_epoch(*at_once_home_, kind, target, mode, assertions);
+        if (take_at_once(*at_once_home_)) {
+            at_once_ = at_once_home_.get();
+            return;
+        }
+        queued_epoch = std::move(at_once_home_);  // the same epoch, queued
+    } else {
+        queued_epoch = make_epoch(kind, target, mode, assertions);
+    }
+    const std::uint64_t id = queued_epoch->id();
+    enqueue(std::move(queued_epoch));
+    progress_opened(id);  // (acquisition starts now, not lazily at unlock)
+}
+
+// Over a transport that completes inline, every call of the epoch is at its target; a
+// lock released by compare-and-swap (a sequentially consistent read-modify-write) also
+// orders the epoch's writes before the release, as the transport's fence would. Each
+// lock released at once is marked released; one that must be handed over, or a failed
+// call to report, leaves the rest to the queued path (advance_passive).
+inline bool Window::close_at_once() {
+    Epoch &epoch = *at_once_;
+    const bool nocheck = epoch.nocheck();
+    if (is_error(epoch.failure())) {
+        join_queue();
+        return false;
+    }
+    if (!nocheck && !epoch.touched().empty())
+        fenced_runs_ = runs_;
+    else if (runs_ != fenced_runs_ && !fence_at_once()) {
+        join_queue();  // whose flush reports the failure
+        return false;
+    }
+    bool all_released = true;
+    for (int rank : epoch.touched()) {
+        TargetState &state = *epoch.find(rank);
+        if (state.phase != TargetPhase::held) continue;
+        if (nocheck || sync::release_at_once(transport_, rank, epoch.mode()))
+            state.phase = TargetPhase::released;
+        else
+            all_released = false;
+    }
+    if (!all_released) {
+        join_queue();
+        return false;
+    }
+    close_epoch(epoch, nullptr);
+    epoch.complete();
+    at_once_ = nullptr;  // the epoch stays in at_once_home_ for the next
+    return true;
+}
+
 Status Window::lock(int lock_type, int target, int assertions) {
-    materialize();
     if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
         return Status::err_lock_type;
     if (target < 0 || target >= size()) return Status::err_rank;
@@ -26,168 +104,67 @@ Status Window::lock(int lock_type, int target, int assertions) {
     if (target == rank() && open_of(EpochKind::exposure))
         return Status::err_conflict;  // a window is never locked and exposed at once
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    LockMode mode = lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared;
-    if (lock_at_once(target, mode, assertions)) return Status::ok;
-    progress_opened(open_epoch(EpochKind::lock, target, mode, assertions).id());
-    // (acquisition starts now, not lazily at unlock)
+    open_passive(EpochKind::lock, target,
+                 lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared,
+                 assertions);
     return Status::ok;
 }
 
 Status Window::unlock(int target, Request **request) {
     if (target < 0 || target >= size()) return Status::err_rank;
-    if (target == direct_.target && unlock_at_once()) {
+    if (at_once_ && at_once_->kind() == EpochKind::lock && at_once_->target() == target &&
+        close_at_once()) {
         *request = nullptr;  // complete
         return Status::ok;
     }
-    materialize();
     return close_open(open_lock(target), request);
 }
 
 Status Window::lock_all(int assertions) {
-    materialize();
     if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (config_.no_locks) return Status::err_sync;
     if (open_of(EpochKind::exposure)) return Status::err_conflict;  // would lock our own window
     if (has_open_epoch()) return Status::err_sync;
     if (Status status = end_unused_fence(); is_error(status)) return status;
-    if (lock_at_once(-1, LockMode::shared, assertions)) return Status::ok;
-    progress_opened(open_epoch(EpochKind::lock_all, -1, LockMode::shared, assertions).id());
+    open_passive(EpochKind::lock_all, -1, LockMode::shared, assertions);
     return Status::ok;
 }
 
 Status Window::unlock_all(Request **request) {
-    if (direct_.all && unlock_at_once()) {
+    if (at_once_ && at_once_->kind() == EpochKind::lock_all && close_at_once()) {
         *request = nullptr;  // complete
         return Status::ok;
     }
-    materialize();
     return close_open(open_of(EpochKind::lock_all), request);
 }
 
-// A lock epoch toward `target` (-1: lock_all, whose locks come at each target's first
-// call) taken at once (DirectLock): only with nothing else on the window (no epoch
-// queued, no flush pending) and a transport that completes inline; with
-// access_after_access_reorder, a lock may also pass queued lock epochs (may_pass_queued).
-bool Window::lock_at_once(int target, LockMode mode, int assertions) {
-    if (!flushes_.empty() || transport_flushes_ != 0 || !completes_inline_)
-        return false;
-    if (!epochs_.empty()) {
-        if (target < 0 || !config_.reorder[access_after_access]) return false;
-        progress();  // retire what completed; grants that arrived start their epochs
-        if (!may_pass_queued(target)) return false;
-    }
-    const bool nocheck = (assertions & MPI_MODE_NOCHECK) != 0;
-    if (target >= 0 && !nocheck && !sync::acquire_at_once(transport_, target, mode)) return false;
-    direct_.target = target;
-    direct_.all = target < 0;
-    // lock_all: no target held yet (the flags of the last one were cleared with it).
-    if (direct_.all && direct_.held.empty())
-        direct_.held.assign(static_cast<std::size_t>(size()), 0);
-    direct_.mode = mode;
-    direct_.assertions = assertions;
-    direct_.opener = threads::active() ? threads::thread_tag() : 0;
-    direct_.failure = Status::ok;
-    ++counters().epochs_opened;
-    ++counters().locks_at_once;
-    if (target >= 0 && !nocheck) {
-        ++counters().lock_grants;
-        if (verbose_level() >= 2) log(2, "lock on %d granted at once", target);
-    }
-    return true;
-}
-
-// With access_after_access_reorder, a lock toward `target` may be taken at once beside
-// queued epochs when each of them is a lock epoch toward another target that is active
-// already (acquiring, held or releasing its lock): the engine would activate an epoch
-// opened now beside them too (may_activate, reorder_allows), and a DirectLock is the
-// active epoch the engine would make of it. This is what lets nonblocking epochs pay
-// off under contention (SC14 Fig 12): a transaction toward a busy target queues, and the
-// ones after it toward free targets still run at once.
-bool Window::may_pass_queued(int target) const {
-    for (const auto &epoch : epochs_) {
-        if (epoch->state() == EngineState::completed) continue;
-        if (epoch->state() != EngineState::active || epoch->kind() != EpochKind::lock ||
-            epoch->target() == target)
+// A lock_all target of the at-once epoch at the first call toward it: its shared lock
+// taken at once (or, MPI_MODE_NOCHECK, no lock at all); when it is not free, the epoch
+// joins the queue, which acquires it in turn.
+bool Window::take_target(int target) {
+    if (!at_once_->nocheck()) {
+        if (!sync::acquire_at_once(transport_, target, LockMode::shared)) {
+            join_queue();
             return false;
-    }
-    return true;
-}
-
-// Whether a call toward `target` runs in the DirectLock: its lock epoch's target, or for
-// lock_all a target whose shared lock is ours or is taken at once now.
-bool Window::direct_covers(int target) {
-    if (target == direct_.target) return true;
-    if (!direct_.all) return false;
-    if (direct_.held[target]) return true;
-    if (!(direct_.assertions & MPI_MODE_NOCHECK)) {
-        if (!sync::acquire_at_once(transport_, target, LockMode::shared)) return false;
+        }
         ++counters().lock_grants;
     }
-    direct_.held[target] = 1;
-    direct_.held_ranks.push_back(target);
+    at_once_->at(target).phase = TargetPhase::held;
     return true;
 }
 
-// The DirectLock's calls complete at the target (inline) and the lock is released by one
-// CAS; false, with the epoch still held, when a call failed or the release must hand
-// the lock over (the ordinary epoch then reports or does it).
-bool Window::unlock_at_once() {
-    const bool nocheck = (direct_.assertions & MPI_MODE_NOCHECK) != 0;
-    // Over a transport that completes inline, the release below is a compare-and-swap of
-    // each held lock word, a sequentially consistent read-modify-write: it orders the
-    // epoch's writes before the release as a flush's fence would (a write reaches a
-    // lock_all target only once its lock is held). Without the release (NOCHECK), or with
-    // a failed call to report, the flush runs.
-    if (completes_inline_ && !nocheck && !is_error(direct_.failure) &&
-        (!direct_.all || !direct_.held_ranks.empty()))
-        fenced_runs_ = runs_;
-    else if (!direct_flush())
-        return false;
-    if (direct_.all) {
-        // Each lock released at once leaves the set; one that must be handed over stays
-        // for the ordinary epoch.
-        std::size_t kept = 0;
-        for (int rank : direct_.held_ranks) {
-            if (nocheck || sync::release_at_once(transport_, rank, LockMode::shared))
-                direct_.held[rank] = 0;
-            else
-                direct_.held_ranks[kept++] = rank;
-        }
-        direct_.held_ranks.resize(kept);
-        if (kept > 0) return false;
-        direct_.all = false;
-    } else {
-        if (!nocheck && !sync::release_at_once(transport_, direct_.target, direct_.mode))
-            return false;
-        direct_.target = -1;
-    }
-    ++counters().epochs_completed;
-    return true;
-}
-
-// The DirectLock becomes an ordinary lock epoch, active with its target held, as the
-// engine would have left it after granting the lock.
-void Window::materialize() {
-    if (!direct_.active()) return;
-    const bool all = direct_.all;
-    const int target = direct_.target;
-    direct_.target = -1;
-    direct_.all = false;
-    Epoch &epoch = open_epoch(all ? EpochKind::lock_all : EpochKind::lock, target, direct_.mode,
-                              direct_.assertions);
-    --counters().epochs_opened;  // counted when it was taken
-    epoch.set_opener(direct_.opener);
-    epoch.activate();
-    if (all) {
-        for (int rank : direct_.held_ranks) {
-            epoch.at(rank).phase = TargetPhase::held;
-            direct_.held[rank] = 0;
-        }
-        direct_.held_ranks.clear();
-    } else {
-        epoch.at(target).phase = TargetPhase::held;
-    }
-    if (is_error(direct_.failure)) epoch.fail(direct_.failure);
+// The at-once epoch goes on as a queued one, in its place by id (epochs opened after it
+// beside it are queued behind it), with the window back on the sweep list.
+void Window::join_queue() {
+    std::unique_ptr<Epoch> epoch = std::move(at_once_home_);
+    at_once_ = nullptr;
+    epoch->set_path(EpochPath::queued);
+    for (const auto &other : epochs_)
+        if (other->opener() != epoch->opener()) several_openers_ = true;
+    auto place = epochs_.begin();
+    while (place != epochs_.end() && (*place)->id() < epoch->id()) ++place;
+    epochs_.insert(place, std::move(epoch));
+    queued();
 }
 
 // A lock epoch that may run out of order (access_after_access_reorder) over a transport

@@ -1,6 +1,6 @@
 // RMA calls on a window (put, get, accumulates, atomics, notified RMA): the target range
-// checks against the window and the datatype's true bounds, the direct paths (a
-// contiguous copy or one 64-bit atomic under a direct lock), and the general path that
+// checks against the window and the datatype's true bounds, the at-once epoch's own
+// paths (a contiguous copy or 64-bit atomics), and the general path that
 // issues an operation to the transport, or records it in its epoch until the epoch is
 // active and the target's lock held, then replays it (run_pending).
 #include "engine/window.hpp"
@@ -38,10 +38,15 @@ Status target_span(const RmaCall &call, const TypeLayout &type, std::int64_t dis
 Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
     const TypeLayout *target;
     if (is_error(type_layout_get(call.target_type, &target))) return Status::err_type;
+    return check_range(call, *target, byte_offset);
+}
+
+Status Window::check_span(const RmaCall &call, const TypeLayout &target,
+                          std::uint64_t *byte_offset) {
     const bool dynamic = config_.flavor == Flavor::dynamic;
     if (call.displacement < 0 && !dynamic) return Status::err_range;
     std::uint64_t low, high;
-    Status status = target_span(call, *target, dynamic ? 1 : config_.disp_units[call.target],
+    Status status = target_span(call, target, dynamic ? 1 : config_.disp_units[call.target],
                                 byte_offset, &low, &high);
     if (is_error(status) || low == high) return status;
     if (!dynamic) return high <= config_.sizes[call.target] ? Status::ok : Status::err_range;
@@ -52,7 +57,7 @@ Status Window::check_range(const RmaCall &call, std::uint64_t *byte_offset) {
 }
 
 // A put or get of contiguous data (predefined types, or derived ones that are one block
-// at offset 0) in a DirectLock, whose transport completes every call inline: the checks
+// at offset 0) in the at-once epoch, whose transport completes every call inline: the checks
 // of Operation::check and check_range, then one transport call, with no Operation.
 // false, with nothing done, for any other call and for every call those checks would
 // refuse: the general path then refuses it, naming the cause.
@@ -73,7 +78,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), bytes, &buffer_end))
         return false;
     std::uint64_t offset = 0;
-    if (!direct_range(call, bytes, &offset)) return false;
+    if (is_error(check_range(call, *target, &offset))) return false;
     ++next_age_;
     ++counters().rma_ops;
     if (verbose_level() >= 3)
@@ -99,7 +104,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
 }
 
 // fetch_and_op, compare_and_swap, or an accumulate of up to 16 elements, as 64-bit
-// atomics (one an element) in a DirectLock: a shape Operation::check accepted before
+// atomics (one an element) in the at-once epoch: a shape Operation::check accepted before
 // (atomic_shape_), 8-byte data the transport does atomically in the window (what the
 // general path's accumulates do element by element; MPI promises accumulates atomicity
 // per element only). false, with nothing done, for anything else (the general path
@@ -119,8 +124,9 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     AtomicShape &shape = atomic_shape_;
     if (shape.kind != call.kind || shape.type != call.target_type ||
         (!swap && shape.op != call.op)) {
-        shape = AtomicShape{call.kind, call.op, call.target_type, false,
-                            transport::AtomicOp::compare_swap, false};
+        shape = AtomicShape{call.kind, call.op, call.target_type,
+                            nullptr,   false,   transport::AtomicOp::compare_swap,
+                            false};
         bool empty = false;
         const TypeLayout *layout;
         shape.usable = !is_error(Operation::check(call, &empty, nullptr)) && !empty &&
@@ -129,6 +135,7 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
                        layout->basic_size == 8 &&
                        (swap || reduce_as_atomic(call.op, layout->basic, &shape.atomic,
                                                  &shape.operand_zero));
+        if (shape.usable) shape.layout = layout;
     }
     if (!shape.usable) return false;
     const std::size_t bytes = 8 * static_cast<std::size_t>(elements);
@@ -140,7 +147,7 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
         (swap && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), 8, &end)))
         return false;
     std::uint64_t offset = 0;  // every element in range before the first is touched
-    if (!direct_range(call, bytes, &offset) ||
+    if (is_error(check_range(call, *shape.layout, &offset)) ||
         !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, 8))
         return false;
     std::uint64_t compare = 0, previous = 0;
@@ -160,40 +167,21 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     return true;
 }
 
-// The byte offset of `bytes` bytes at the call's displacement, if they lie in the
-// target's window (check_range, for data that is one block at offset 0).
-bool Window::direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t *offset) {
-    if (config_.flavor == Flavor::dynamic) return !is_error(check_range(call, offset));
-    std::int64_t first = 0, end = 0;
-    if (call.displacement < 0 ||
-        __builtin_mul_overflow(static_cast<std::int64_t>(call.displacement),
-                               config_.disp_units[call.target], &first) ||
-        __builtin_add_overflow(first, static_cast<std::int64_t>(bytes), &end) ||
-        static_cast<std::uint64_t>(end) > config_.sizes[call.target])
-        return false;
-    *offset = static_cast<std::uint64_t>(first);
-    return true;
-}
-
 Status Window::rma_general(const RmaCall &call, Request **request, const char **cause,
-                           bool direct_tried) {
+                           bool tried_at_once) {
     if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
-    const bool direct =  // runs now, in it
-        direct_tried || (direct_.active() && direct_covers(call.target));
-    if (direct && !direct_tried) {
+    if (!tried_at_once && at_once_ && at_once_covers(call.target)) {  // an R-call
         Status status;
-        if (run_direct(call, &status)) {
+        if (run_at_once(call, &status)) {
             if (request) (*request = Request::create())->finish(status);
             return Status::ok;
         }
-    } else if (!direct) {
-        materialize();
     }
-    Epoch *epoch = direct ? nullptr : covering_epoch(call.target);
-    if (!direct && !epoch)  // an access epoch whose group lacks the target, or no epoch at all
+    Epoch *epoch = covering_epoch(call.target);
+    if (!epoch)  // an access epoch whose group lacks the target, or no epoch at all
         return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
-    if (request && epoch && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
+    if (request && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
     bool empty = false;
     Status status = Operation::check(call, &empty, cause);
     if (is_error(status)) return status;
@@ -211,27 +199,20 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
     if (request) *request = Request::create();
     Request *handle = request ? *request : nullptr;
     const std::uint64_t age = next_age_++;
-    if (epoch) {
-        epoch->count_call();
-        TargetState &state = epoch->at(call.target);
-        if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
-            start_target(*epoch, call.target, state);
-        if (epoch->state() != EngineState::active || state.phase != TargetPhase::held ||
-            !state.pending.empty()) {
-            auto operation = std::make_unique<Operation>(call, age, handle);
-            operation->retain_types();  // recorded: replayed when the target is ready
-            state.pending.push_back(std::move(operation));
-            return Status::ok;
-        }
+    epoch->count_call();
+    TargetState &state = epoch->at(call.target);
+    if (epoch->state() == EngineState::active && state.phase == TargetPhase::none)
+        start_target(*epoch, call.target, state);
+    if (epoch->state() != EngineState::active || state.phase != TargetPhase::held ||
+        !state.pending.empty()) {
+        auto operation = std::make_unique<Operation>(call, age, handle);
+        operation->retain_types();  // recorded: replayed when the target is ready
+        state.pending.push_back(std::move(operation));
+        return Status::ok;
     }
     Operation operation(call, age, handle);  // runs now: no need to keep it
     status = run(operation, byte_offset);
-    if (is_error(status)) {
-        if (epoch)
-            epoch->fail(status);
-        else if (!is_error(direct_.failure))
-            direct_.failure = status;
-    }
+    if (is_error(status)) epoch->fail(status);
     if (handle) handle->finish(status);
     return Status::ok;
 }

@@ -46,28 +46,34 @@ void Window::queued() {
     if (sweep_link_.registered && !sweep_link_.listed) detail::progress_list(this);
 }
 
-Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int assertions) {
-    std::unique_ptr<Epoch> epoch;
-    if (spare_epochs_.empty()) {
-        epoch = std::make_unique<Epoch>(next_epoch_id_++, kind, size(), target, mode, assertions);
-    } else {
-        epoch = std::move(spare_epochs_.back());
-        spare_epochs_.pop_back();
-        epoch->reset(next_epoch_id_++, kind, target, mode, assertions);
-    }
-    for (Epoch *other : open_) epoch->add_beside(other->id());
-    const unsigned opener = threads::active() ? threads::thread_tag() : 0;
-    if (!epochs_.empty() && epochs_.back()->opener() != opener) several_openers_ = true;
-    epoch->set_opener(opener);
+std::unique_ptr<Epoch> Window::spare_epoch() {
+    if (spare_epochs_.empty())
+        return std::make_unique<Epoch>(0, EpochKind::lock, size(), -1, LockMode::shared, 0);
+    std::unique_ptr<Epoch> epoch = std::move(spare_epochs_.back());
+    spare_epochs_.pop_back();
+    return epoch;
+}
+
+std::unique_ptr<Epoch> Window::make_epoch(EpochKind kind, int target, LockMode mode,
+                                          int assertions) {
+    std::unique_ptr<Epoch> epoch = spare_epoch();
+    begin_epoch(*epoch, kind, target, mode, assertions);
+    return epoch;
+}
+
+void Window::enqueue(std::unique_ptr<Epoch> epoch) {
+    if (!epochs_.empty() && epochs_.back()->opener() != epoch->opener()) several_openers_ = true;
     epochs_.push_back(std::move(epoch));
-    open_.push_back(epochs_.back().get());
     queued();
+}
+
+Epoch &Window::open_epoch(EpochKind kind, int target, LockMode mode, int assertions) {
+    enqueue(make_epoch(kind, target, mode, assertions));
     return *epochs_.back();
 }
 
-void Window::close_epoch(Epoch &epoch, Request *request) {
+void Window::close_inner_epoch(Epoch &epoch) {
     open_.erase(std::find(open_.begin(), open_.end(), &epoch));
-    epoch.close(request);
 }
 
 // A completed epoch leaves the queue. Only one that completed cleanly is kept for
@@ -90,7 +96,6 @@ Status Window::close_open(Epoch *epoch, Request **request) {
 }
 
 bool Window::has_open_epoch() const {
-    if (direct_.active()) return true;
     for (Epoch *epoch : open_)
         if (epoch->kind() != EpochKind::fence) return true;
     return false;
@@ -146,9 +151,8 @@ bool Window::waiting() const {
     return false;
 }
 
-bool Window::may_activate(std::size_t index) const {
-    const Epoch &candidate = *epochs_[index];
-    for (std::size_t i = 0; i < index; ++i) {
+bool Window::may_activate(const Epoch &candidate, std::size_t before) const {
+    for (std::size_t i = 0; i < before; ++i) {
         const Epoch &earlier = *epochs_[i];
         if (earlier.state() == EngineState::completed) continue;
         // Epochs of two application threads have no program order between them
@@ -322,7 +326,7 @@ bool Window::progress() {
             if (epoch.state() == EngineState::deferred) {
                 // Rule 4: no skipping, within one thread's epochs. Another thread's
                 // later epoch may still activate (may_activate decides).
-                if (!may_activate(index)) {
+                if (!may_activate(epoch, index)) {
                     if (several_openers_) continue;
                     break;
                 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/threads.hpp"
 #include "engine/epoch.hpp"
 #include "engine/notify.hpp"
 #include "engine/operation.hpp"
@@ -73,10 +74,11 @@ class Window {
     // it (toward that target) is complete at the target (local: at the origin, as
     // MPI_Win_flush_local); later calls may still be in flight.
     Status flush(int target, Request **request, bool local = false) {
-        // Inline, the DirectLock's flush over a transport that completes every call inside
-        // it: a fence, only where something was written since the last (direct_flush).
-        if (completes_inline_ && direct_.active() && !is_error(direct_.failure) &&
-            direct_flush_covers(target) && (runs_ == fenced_runs_ || direct_fence())) {
+        // Inline, a flush of the at-once epoch's targets alone (EpochPath): its calls are
+        // at their targets already; what is left is the transport's fence, only where
+        // something was written since the last (fence_at_once).
+        if (at_once_ && !is_error(at_once_->failure()) && at_once_flush_covers(target) &&
+            (runs_ == fenced_runs_ || fence_at_once())) {
             *request = nullptr;  // complete
             return Status::ok;
         }
@@ -100,12 +102,12 @@ class Window {
     // index lies outside the target's counters (as the target last published them);
     // it notifies even when it moves no data.
     Status rma(const RmaCall &call, Request **request, const char **cause = nullptr) {
-        // Inline, a blocking call that runs now in the DirectLock (rma_contiguous,
-        // rma_atomic); the rest, and what they turn down, in rma_general.
-        if (!request && direct_.active() && call.target >= 0 && call.target < size() &&
-            direct_covers(call.target)) {
+        // Inline, a blocking call of the at-once epoch that rma_contiguous or rma_atomic
+        // runs now; the rest, and what they turn down, in rma_general.
+        if (!request && at_once_ && call.target >= 0 && call.target < size() &&
+            at_once_covers(call.target)) {
             Status status;
-            if (run_direct(call, &status)) {
+            if (run_at_once(call, &status)) {
                 if (cause) *cause = nullptr;
                 return Status::ok;
             }
@@ -128,7 +130,7 @@ class Window {
     bool has_open_epoch() const;
     // Window free: ends the open fence epoch, if any.
     void close_fence();
-    // A direct lock epoch (DirectLock) needs no progress: idle.
+    // An at-once epoch (EpochPath) needs no progress: idle.
     bool idle() const {
         return epochs_.empty() && flushes_.empty() && transport_flushes_ == 0 && !notify_.pending();
     }
@@ -201,49 +203,62 @@ class Window {
     };
 
     // Work was queued: onto the sweep list, if registered and not there yet (SweepLink).
-    // A lock or lock_all epoch taken at once (lock_at_once): over a transport that
-    // completes every call inline, with nothing else queued on the window, a lock is one
-    // CAS and the epoch lives here, without an Epoch object, requests or sweeps (lock_all:
-    // a shared lock per target at its first call, as the engine does). With
-    // access_after_access_reorder a lock may also pass queued lock epochs toward other
-    // targets that are active already (may_pass_queued). Its calls run as
-    // they are issued; unlock or flush complete inline. Anything else that touches the
-    // window's epochs first turns it into an ordinary active epoch with the same locks
-    // held (materialize()); so does an unlock that must hand a lock over, or a lock_all
-    // call toward a target whose lock is not free at once.
-    struct DirectLock {
-        int target = -1;  // lock: its target; -1: none (or lock_all)
-        bool all = false;  // lock_all
-        std::vector<char> held;      // lock_all: the shared lock of this target is ours
-        std::vector<int> held_ranks;  // and those targets, so nothing walks all p ranks
-        sync::LockMode mode = sync::LockMode::shared;
-        int assertions = 0;
-        unsigned opener = 0;
-        Status failure = Status::ok;  // of a call that ran in it
-        bool active() const { return target >= 0 || all; }
-    };
-    bool lock_at_once(int target, sync::LockMode mode, int assertions);
-    bool may_pass_queued(int target) const;
-    bool polite_locks() const;
-    bool direct_covers(int target);
-    bool unlock_at_once();
-    bool direct_flush(int target = -1);
-    // A flush of `target` (-1: all) is the DirectLock's alone: flush_all only when no
-    // queued epoch passed it (lock_at_once).
-    bool direct_flush_covers(int target) const {
-        return (target == -1 && epochs_.empty()) || target == direct_.target ||
-               (direct_.all && target >= 0 && target < size());
-    }
-    bool direct_fence();  // the transport's fence, for a DirectLock over an inline transport
-    Status flush_general(int target, Request **request, bool local);
-    void materialize();
-
     void queued();
+    // A completed epoch kept for reuse (retire), or a new one.
+    std::unique_ptr<Epoch> spare_epoch();
+    // A new epoch, open at application level, in a spare_epoch().
+    std::unique_ptr<Epoch> make_epoch(EpochKind kind, int target, sync::LockMode mode,
+                                      int assertions);
+    // `epoch` (completed or new) made the newest open epoch.
+    [[gnu::always_inline]] void begin_epoch(Epoch &epoch, EpochKind kind, int target,
+                                            sync::LockMode mode, int assertions) {
+        epoch.reset(next_epoch_id_++, kind, target, mode, assertions);
+        for (Epoch *other : open_) epoch.add_beside(other->id());
+        epoch.set_opener(threads::active() ? threads::thread_tag() : 0);
+        open_.push_back(&epoch);
+        ++counters().epochs_opened;
+    }
+    // Opens an epoch in the queue (EpochPath::queued).
     Epoch &open_epoch(EpochKind kind, int target, sync::LockMode mode, int assertions);
+    void enqueue(std::unique_ptr<Epoch> epoch);
+    // Passive target: opens a lock (target >= 0) or lock_all (-1) epoch at once where it
+    // may (take_at_once), queued otherwise.
+    [[gnu::always_inline]] inline void open_passive(EpochKind kind, int target, sync::LockMode mode,
+                                                    int assertions);
+    [[gnu::always_inline]] inline bool take_at_once(Epoch &epoch);
+    bool polite_locks() const;
+    // Whether a call toward `target` belongs to the at-once epoch (at_once_ set): its lock's
+    // target, a lock_all target held, or one whose shared lock take_target gets now.
+    bool at_once_covers(int target) {
+        if (target == at_once_->target()) return true;
+        if (at_once_->kind() != EpochKind::lock_all) return false;
+        return at_once_->find(target) != nullptr || take_target(target);
+    }
+    bool take_target(int target);
+    // A flush of `target` (-1: all) concerns the at-once epoch alone: flush_all only when
+    // no queued epoch is open beside it or was passed by it.
+    bool at_once_flush_covers(int target) const {
+        return (target == -1 && epochs_.empty()) || target == at_once_->target() ||
+               (at_once_->kind() == EpochKind::lock_all && target >= 0 && target < size());
+    }
+    // The transport's fence (over an inline transport, what completes written calls).
+    bool fence_at_once();
+    // The closing call of the at-once epoch: true if it completed here; otherwise the
+    // epoch joined the queue (join_queue), closed with the locks it could not release.
+    [[gnu::always_inline]] inline bool close_at_once();
+    void join_queue();
+    Status flush_general(int target, Request **request, bool local);
     // progress() for an opening call; counts epoch `id` (0: none) in epochs_deferred when it
     // is still waiting to activate.
     void progress_opened(std::uint64_t id);
-    void close_epoch(Epoch &epoch, Request *request);
+    void close_epoch(Epoch &epoch, Request *request) {
+        if (open_.back() == &epoch)  // the usual case: the newest open epoch
+            open_.pop_back();
+        else
+            close_inner_epoch(epoch);
+        epoch.close(request);
+    }
+    void close_inner_epoch(Epoch &epoch);
     void retire(std::unique_ptr<Epoch> epoch);
     Status close_open(Epoch *epoch, Request **request);
     // The open epochs' queries, here so that lock() and the other opening calls inline
@@ -270,21 +285,47 @@ class Window {
     }
     Status check_group(const std::vector<int> &group) const;
     Epoch *covering_epoch(int target) const;
+    // The call's target bytes lie in the target's window (attached regions: dynamic);
+    // *byte_offset: where its element 0 starts.
     Status check_range(const RmaCall &call, std::uint64_t *byte_offset);
-    // rma() past its inline part; `direct_tried`: in the DirectLock, which turned it down.
+    Status check_range(const RmaCall &call, const TypeLayout &target, std::uint64_t *byte_offset) {
+        if (!target.contiguous || config_.flavor == Flavor::dynamic)
+            return check_span(call, target, byte_offset);
+        // One block at offset 0 (what target_span finds, in fewer steps): target_count *
+        // size bytes from the displacement.
+        std::int64_t first = 0, bytes = 0, end = 0;
+        *byte_offset = 0;
+        if (call.displacement < 0 ||
+            __builtin_mul_overflow(static_cast<std::int64_t>(target.size),
+                                   static_cast<std::int64_t>(call.target_count), &bytes))
+            return Status::err_range;
+        if (bytes <= 0) return Status::ok;  // no data moves
+        if (__builtin_mul_overflow(static_cast<std::int64_t>(call.displacement),
+                                   static_cast<std::int64_t>(config_.disp_units[call.target]),
+                                   &first) ||
+            __builtin_add_overflow(first, bytes, &end))
+            return Status::err_range;
+        *byte_offset = static_cast<std::uint64_t>(first);
+        return static_cast<std::uint64_t>(end) <= config_.sizes[call.target] ? Status::ok
+                                                                             : Status::err_range;
+    }
+    // check_range of any type (target_span), and on dynamic windows.
+    Status check_span(const RmaCall &call, const TypeLayout &target, std::uint64_t *byte_offset);
+    // rma() past its inline part; `tried_at_once`: run_at_once turned it down.
     Status rma_general(const RmaCall &call, Request **request, const char **cause,
-                       bool direct_tried);
-    // Runs the call now in the DirectLock if rma_contiguous or rma_atomic takes it (its
+                       bool tried_at_once);
+    // Runs a call of the at-once epoch now if rma_contiguous or rma_atomic takes it (its
     // failure kept for the epoch's closing call); false, with nothing done, otherwise.
-    bool run_direct(const RmaCall &call, Status *status) {
+    bool run_at_once(const RmaCall &call, Status *status) {
         if (!rma_contiguous(call, status) && !rma_atomic(call, status)) return false;
-        if (is_error(*status) && !is_error(direct_.failure)) direct_.failure = *status;
+        if (is_error(*status)) at_once_->fail(*status);
         return true;
     }
     bool rma_contiguous(const RmaCall &call, Status *status);
     bool rma_atomic(const RmaCall &call, Status *status);
-    bool direct_range(const RmaCall &call, std::size_t bytes, std::uint64_t *offset);
-    bool may_activate(std::size_t index) const;
+    // Whether `candidate` may activate now, with the first `before` epochs of the queue
+    // ahead of it (the activation rule).
+    bool may_activate(const Epoch &candidate, std::size_t before) const;
     bool may_overlap(const Epoch &candidate, const Epoch &earlier) const;
     bool reorder_allows(const Epoch &candidate, const Epoch &earlier) const;
     void activate(Epoch &epoch);
@@ -335,6 +376,7 @@ class Window {
         RmaKind kind = RmaKind::put;  // put: none yet
         MPI_Op op = MPI_OP_NULL;
         MPI_Datatype type = MPI_DATATYPE_NULL;
+        const TypeLayout *layout = nullptr;  // of type, when usable
         bool usable = false;
         transport::AtomicOp atomic = transport::AtomicOp::fetch_add;
         bool operand_zero = false;  // MPI_NO_OP: add 0, the origin is not read
@@ -358,13 +400,18 @@ class Window {
         }
     }
     int transport_flushes_ = 0;            // in flight
-    std::uint64_t fenced_runs_ = 0;        // runs_ at the DirectLock's last inline fence
+    std::uint64_t fenced_runs_ = 0;        // runs_ at the at-once epoch's last fence
     NotifyCounters notify_;
     // Per target: how many notification counters it had when we last read its count
     // (sized at the first notified call).
     std::vector<std::uint32_t> notify_known_;
     SweepLink sweep_link_;
-    DirectLock direct_;
+    // The open at-once epoch (EpochPath::at_once), if any: in open_, not in epochs_. It
+    // lives in at_once_home_, kept from one at-once epoch to the next (a lock epoch taken
+    // and released again and again allocates nothing and moves nothing); an at-once
+    // epoch that joins the queue takes its home with it.
+    Epoch *at_once_ = nullptr;
+    std::unique_ptr<Epoch> at_once_home_;
 };
 
 }  // namespace nbrma::engine

@@ -8,16 +8,20 @@ namespace nbrma::engine {
 void Window::dump(std::FILE *out) const {
     static const char *const phases[] = {"none",     "acquiring", "held",
                                          "flushing", "releasing", "released"};
-    std::fprintf(out, "  window rank %d of %d: %zu epochs, %zu open, %zu flushes, %d transport "
-                 "flushes, direct lock %d%s, runs %llu\n",
+    std::fprintf(out,
+                 "  window rank %d of %d: %zu epochs queued, %zu open, %zu flushes, %d "
+                 "transport flushes, runs %llu\n",
                  rank_, size_, epochs_.size(), open_.size(), flushes_.size(), transport_flushes_,
-                 direct_.target, direct_.all ? " (lock_all)" : "",
                  static_cast<unsigned long long>(runs_));
-    for (const auto &epoch : epochs_) {
-        std::fprintf(out, "    epoch %llu %s %s%s failure %d\n",
+    // The at-once epoch first (it is not in the queue), then the queue in order.
+    std::vector<const Epoch *> epochs;
+    if (at_once_) epochs.push_back(at_once_);
+    for (const auto &epoch : epochs_) epochs.push_back(epoch.get());
+    for (const Epoch *epoch : epochs) {
+        std::fprintf(out, "    epoch %llu %s %s %s%s failure %d\n",
                      static_cast<unsigned long long>(epoch->id()), epoch_kind_name(epoch->kind()),
-                     engine_state_name(epoch->state()), epoch->open() ? " open" : " closed",
-                     static_cast<int>(epoch->failure()));
+                     epoch_path_name(epoch->path()), engine_state_name(epoch->state()),
+                     epoch->open() ? " open" : " closed", static_cast<int>(epoch->failure()));
         for (int rank = 0; rank < size_; ++rank) {
             const TargetState *state = epoch->find(rank);
             if (!state) continue;

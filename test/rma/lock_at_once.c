@@ -1,6 +1,6 @@
 /*
- * lock_at_once: lock epochs taken at once (one compare-and-swap, run inline outside the
- * epoch queue) keep every guarantee of an ordinary lock epoch. For each flavor
+ * lock_at_once: lock epochs taken at once (one compare-and-swap, run in the application's
+ * calls outside the epoch queue) keep every guarantee of a queued lock epoch. For each flavor
  * (all four, or those named on the command line):
  *
  *   mutual exclusion  every rank, many times, takes an exclusive lock on rank 0 and
@@ -11,8 +11,8 @@
  *   readers/writers   odd ranks write a pair (v, v) under exclusive locks on rank 0's
  *                     second cell pair; even ranks read it under shared locks and must
  *                     never see a torn pair.
- *   materialized      an epoch taken at once, then a second lock toward another rank
- *                     (the first becomes an ordinary epoch), puts into both, MPI_Rput and
+ *   beside            an epoch taken at once, then a second lock toward another rank
+ *                     opened beside it (queued; the first stays at once), puts into both, MPI_Rput and
  *                     MPIX_Win_iflush inside, unlock of both; then a chain of
  *                     MPIX_Win_ilock / put / MPIX_Win_iunlock epochs toward one target
  *                     issued without waiting (deferred behind each other), all waited at
@@ -127,7 +127,7 @@ static void lock_all_readers(rt_win_t *w)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-static void materialized(rt_win_t *w)
+static void beside(rt_win_t *w)
 {
     long long *cell = (long long *) w->base;
     const int a = (me + 1) % np, b = (me + 2) % np;
@@ -280,7 +280,7 @@ int main(int argc, char **argv)
         mutual_exclusion(&w);
         readers_writers(&w);
         lock_all_readers(&w);
-        materialized(&w);
+        beside(&w);
         errors(&w);
         rt_win_free(&w);
         reordered(f);
