@@ -51,6 +51,13 @@ static const char *group_names[NGROUPS] = {
     "odd ranks -> even ranks"
 };
 
+/* the request-based calls are not issued (-1: no slot) */
+static const rt_calls_t calls = {
+    .slots = SLOTS, .put = S_PUT, .acc = S_ACC, .gacc = S_GACC, .fop = S_FOP, .cas = S_CAS,
+    .rput = -1, .racc = -1, .rgacc = -1, .get = S_GET, .rget = -1,
+    .cas_nomatch = S_CAS_NOMATCH, .fop_noop = S_FOP_NOOP, .acc_replace = S_ACC_REPLACE
+};
+
 static int me, np;
 
 /* per-target origin buffers: they must stay valid until the epoch is closed */
@@ -62,41 +69,18 @@ static int *obuf, *rbuf, *cbuf;
 static int *acc, *expo;
 static int nacc, nexpo;
 
-static int init_val(int t, int o, int k)
-{
-    return 1000000 + 10000 * t + 100 * o + k;
-}
-
 static int put_val(int run, int t, int o, int k)
 {
     return 10000000 + 100000 * run + 10000 * t + 100 * o + k;
 }
 
-static int fetches(int k)
-{
-    return k == S_GACC || k == S_FOP || k == S_CAS || k == S_GET || k == S_CAS_NOMATCH ||
-        k == S_FOP_NOOP;
-}
-
 /* value expected at target t in origin o's block, slot k; touched: o accessed t */
 static int expected_target(int run, int t, int o, int k, int touched)
 {
-    int i = init_val(t, o, k), v = put_val(run, t, o, k);
+    int i = rt_init_block_val(t, o, k);
     if (!touched)
         return i;
-    switch (k) {
-    case S_PUT:
-    case S_PUT2:
-    case S_CAS:
-    case S_ACC_REPLACE:
-        return v;
-    case S_ACC:
-    case S_GACC:
-    case S_FOP:
-        return i + v;
-    default:
-        return i;
-    }
+    return rt_call_expected(&calls, k, i, put_val(run, t, o, k));
 }
 
 static void make_lists(int g)
@@ -146,44 +130,12 @@ static int in_list(const int *list, int n, int r)
     return 0;
 }
 
-static void init_target(rt_win_t *w)
-{
-    int *mem = (int *) w->base;
-    rt_lock_self(w);
-    for (int o = 0; o < np; o++)
-        for (int k = 0; k < SLOTS; k++)
-            mem[o * SLOTS + k] = init_val(me, o, k);
-    rt_unlock_self(w);
-    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
-}
-
 /* all operations of this origin toward target t */
 static void issue(rt_win_t *w, int run, int t)
 {
-    MPI_Win win = w->win;
-#define D(k) rt_disp(w, t, (MPI_Aint) me * SLOTS + (k))
-    for (int k = 0; k < SLOTS; k++) {
+    for (int k = 0; k < SLOTS; k++)
         OB(t, k) = put_val(run, t, me, k);
-        RB(t, k) = -1;
-    }
-    cbuf[t * 2] = init_val(t, me, S_CAS);
-    cbuf[t * 2 + 1] = init_val(t, me, S_CAS_NOMATCH) + 1; /* never matches */
-
-    MPI_CHK(MPI_Put(&OB(t, S_PUT), 2, MPI_INT, t, D(S_PUT), 2, MPI_INT, win));
-    MPI_CHK(MPI_Accumulate(&OB(t, S_ACC), 1, MPI_INT, t, D(S_ACC), 1, MPI_INT, MPI_SUM, win));
-    MPI_CHK(MPI_Get_accumulate(&OB(t, S_GACC), 1, MPI_INT, &RB(t, S_GACC), 1, MPI_INT, t,
-                               D(S_GACC), 1, MPI_INT, MPI_SUM, win));
-    MPI_CHK(MPI_Fetch_and_op(&OB(t, S_FOP), &RB(t, S_FOP), MPI_INT, t, D(S_FOP), MPI_SUM, win));
-    MPI_CHK(MPI_Compare_and_swap(&OB(t, S_CAS), &cbuf[t * 2], &RB(t, S_CAS), MPI_INT, t,
-                                 D(S_CAS), win));
-    MPI_CHK(MPI_Get(&RB(t, S_GET), 1, MPI_INT, t, D(S_GET), 1, MPI_INT, win));
-    MPI_CHK(MPI_Compare_and_swap(&OB(t, S_CAS_NOMATCH), &cbuf[t * 2 + 1], &RB(t, S_CAS_NOMATCH),
-                                 MPI_INT, t, D(S_CAS_NOMATCH), win));
-    MPI_CHK(MPI_Fetch_and_op(NULL, &RB(t, S_FOP_NOOP), MPI_INT, t, D(S_FOP_NOOP), MPI_NO_OP,
-                             win));
-    MPI_CHK(MPI_Accumulate(&OB(t, S_ACC_REPLACE), 1, MPI_INT, t, D(S_ACC_REPLACE), 1, MPI_INT,
-                           MPI_REPLACE, win));
-#undef D
+    rt_issue_calls(w, t, &calls, &OB(t, 0), &RB(t, 0), &cbuf[t * 2], NULL);
 }
 
 static void issue_all(rt_win_t *w, int run)
@@ -192,17 +144,13 @@ static void issue_all(rt_win_t *w, int run)
         issue(w, run, acc[i]);
 }
 
-static void check_origin(int f, int y, int g)
+static void check_origin(const rt_win_t *w, int f, int y, int g)
 {
-    for (int i = 0; i < nacc; i++) {
-        int t = acc[i];
-        for (int k = 0; k < SLOTS; k++)
-            if (fetches(k))
-                CHECK(RB(t, k) == init_val(t, me, k),
-                      "%s/%s/%s: origin %d fetched %d from target %d slot %d, expected %d",
-                      rt_flavor_names[f], sync_names[y], group_names[g], me, RB(t, k), t, k,
-                      init_val(t, me, k));
-    }
+    char context[128];
+    snprintf(context, sizeof(context), "%s/%s/%s", rt_flavor_names[f], sync_names[y],
+             group_names[g]);
+    for (int i = 0; i < nacc; i++)
+        rt_check_fetched(w, acc[i], &calls, &RB(acc[i], 0), context);
 }
 
 /* target-side check of its own memory, right after its epoch closed */
@@ -236,7 +184,7 @@ static void run(rt_win_t *w, int f, int y, int g)
     int nreq = 0, flag = 0, r = y * NGROUPS + g;
 
     make_lists(g);
-    init_target(w);
+    rt_init_blocks(w, SLOTS);
     MPI_CHK(MPI_Win_get_group(win, &wgroup));
     if (nacc > 0)
         MPI_CHK(MPI_Group_incl(wgroup, nacc, acc, &ga));
@@ -379,7 +327,7 @@ static void run(rt_win_t *w, int f, int y, int g)
         break;
     }
 
-    check_origin(f, y, g);
+    check_origin(w, f, y, g);
     check_target_mem(w, f, y, g, r);
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 

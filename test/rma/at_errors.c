@@ -53,16 +53,6 @@ static rt_win_t w;
 static MPI_Group g_peer, g_outside = MPI_GROUP_NULL, g_mixed = MPI_GROUP_NULL;
 static int round_no = 0;
 
-static int init_val(int r, int k)
-{
-    return -(r * 100 + k) - 1;
-}
-
-static int verify_val(int round, int r, int k)
-{
-    return round * 1000 + r * 100 + k;
-}
-
 static int pscw_val(int round, int r)
 {
     return 500000 + round * 10 + r;
@@ -72,19 +62,14 @@ static int pscw_val(int round, int r)
 static void verify(const char *after)
 {
     int buf[VERIFY_INTS];
-    int *mem = (int *) w.base;
     round_no++;
     for (int k = 0; k < VERIFY_INTS; k++)
-        buf[k] = verify_val(round_no, me, k);
+        buf[k] = rt_verify_val(round_no, me, k);
     MPI_CHK(MPI_Win_fence(MPI_MODE_NOPRECEDE, w.win));
     MPI_CHK(MPI_Put(buf, VERIFY_INTS, MPI_INT, peer, rt_disp(&w, peer, 0), VERIFY_INTS,
                     MPI_INT, w.win));
     MPI_CHK(MPI_Win_fence(MPI_MODE_NOSUCCEED, w.win));
-    for (int k = 0; k < WIN_INTS; k++) {
-        int exp = k < VERIFY_INTS ? verify_val(round_no, peer, k) : init_val(me, k);
-        CHECK(mem[k] == exp, "%s after %s: window slot %d = %d, expected %d",
-              rt_flavor_names[w.flavor], after, k, mem[k], exp);
-    }
+    rt_check_verified(&w, WIN_INTS, VERIFY_INTS, round_no, peer, after);
     MPI_CHK(MPI_Barrier(comm));
 }
 
@@ -100,7 +85,7 @@ static void partner_exposes(int who, int expect_put)
               rt_flavor_names[w.flavor], who, PSCW_SLOT, mem[PSCW_SLOT], exp);
     }
     rt_lock_self(&w);
-    mem[PSCW_SLOT] = init_val(me, PSCW_SLOT);
+    mem[PSCW_SLOT] = rt_init_slot_val(me, PSCW_SLOT);
     rt_unlock_self(&w);
 }
 
@@ -251,7 +236,7 @@ static void case_outside_start_group(int who)
 {
     int buf, gbuf = -1;
     if (me == who) {
-        int rc, val = init_val(me, BAD_SLOT);
+        int rc, val = rt_init_slot_val(me, BAD_SLOT);
         MPI_CHK(MPI_Win_start(g_peer, 0, w.win)); /* group {peer}: me is not in it */
         rc = MPI_Put(&val, 1, MPI_INT, me, rt_disp(&w, me, BAD_SLOT), 1, MPI_INT, w.win);
         rt_expect_win_error(&w, rc, OUTSIDE_START_GROUP_CLASS, "MPI_Put", "put outside the start group");
@@ -271,7 +256,7 @@ static void case_outside_start_group(int who)
 /* ---- communication after the last fence ---- */
 static void case_after_nosucceed(int who)
 {
-    int val = init_val(peer, BAD_SLOT), rc;
+    int val = rt_init_slot_val(peer, BAD_SLOT), rc;
     MPI_Request r[2];
     MPI_CHK(MPI_Win_fence(MPI_MODE_NOPRECEDE, w.win));
     MPI_CHK(MPI_Win_fence(MPI_MODE_NOSUCCEED, w.win));
@@ -348,7 +333,7 @@ static void case_null_request(int who)
 static void case_request_ops(int who)
 {
 #ifndef NO_NBRMA /* MPICH accepts them */
-    int val = init_val(peer, BAD_SLOT), gbuf = -1, buf, rc;
+    int val = rt_init_slot_val(peer, BAD_SLOT), gbuf = -1, buf, rc;
     MPI_Request req[3] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL };
     MPI_CHK(MPI_Win_fence(MPI_MODE_NOPRECEDE, w.win));
     if (me == who) {
@@ -382,17 +367,10 @@ static void case_request_ops(int who)
 
 static void run_flavor(int flavor)
 {
-    MPI_Group wgroup;
     rt_win_create(flavor, sizeof(int) * WIN_INTS, sizeof(int), MPI_INFO_NULL, comm, &w);
-    MPI_CHK(MPI_Win_get_group(w.win, &wgroup));
-    MPI_CHK(MPI_Group_incl(wgroup, 1, &peer, &g_peer));
-    MPI_CHK(MPI_Group_free(&wgroup));
+    g_peer = rt_peer_group(&w); /* {peer} */
 
-    rt_lock_self(&w);
-    for (int k = 0; k < WIN_INTS; k++)
-        ((int *) w.base)[k] = init_val(me, k);
-    rt_unlock_self(&w);
-    MPI_CHK(MPI_Barrier(comm));
+    rt_init_slots(&w, WIN_INTS);
     verify("window creation");
 
     for (int who = 0; who < 2; who++) {
@@ -419,10 +397,7 @@ int main(int argc, char **argv)
 
     rt_init_world(&argc, &argv, &wme, &wnp);
     rt_max_print = 100;
-    if (wnp < 2) {
-        fprintf(stderr, "at_errors needs 2 or 3 processes\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    rt_require_procs(2, "at_errors needs 2 or 3 processes");
     rt_select_flavors(argc, argv, sel);
 
     /* the window lives on world ranks 0 and 1; groups naming world rank 2 (outside it)

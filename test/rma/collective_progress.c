@@ -151,10 +151,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "interrupt") == 0)
         setenv("NBRMA_PROGRESS", "interrupt", 1);
     rt_init_world(&argc, &argv, &me, &np);
-    if (np < 2) {
-        fprintf(stderr, "collective_progress needs 2 or more processes\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    rt_require_procs(2, "collective_progress needs 2 or more processes");
     int *base;
     MPI_Win win;
     MPI_CHK(MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,

@@ -25,16 +25,6 @@ static int me, np, peer, from;
 static rt_win_t w;
 static int round_no = 0;
 
-static int init_val(int r, int k)
-{
-    return -(r * 100 + k) - 1;
-}
-
-static int verify_val(int round, int r, int k)
-{
-    return round * 1000 + r * 100 + k;
-}
-
 /* A correct epoch toward the peer, then the target checks its whole window. */
 static void verify(const char *after)
 {
@@ -42,20 +32,16 @@ static void verify(const char *after)
     int *mem = (int *) w.base;
     round_no++;
     for (int k = 0; k < VERIFY_INTS; k++)
-        buf[k] = verify_val(round_no, me, k);
+        buf[k] = rt_verify_val(round_no, me, k);
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, w.win));
     MPI_CHK(MPI_Put(buf, VERIFY_INTS, MPI_INT, peer, rt_disp(&w, peer, 0), VERIFY_INTS,
                     MPI_INT, w.win));
     MPI_CHK(MPI_Win_unlock(peer, w.win));
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     rt_lock_self(&w);
-    for (int k = 0; k < WIN_INTS; k++) {
-        int exp = k < VERIFY_INTS ? verify_val(round_no, from, k) : init_val(me, k);
-        CHECK(mem[k] == exp, "%s after %s: window slot %d = %d, expected %d",
-              rt_flavor_names[w.flavor], after, k, mem[k], exp);
-        if (k >= VERIFY_INTS)
-            mem[k] = exp;   /* repair, so later cases are judged on their own */
-    }
+    rt_check_verified(&w, WIN_INTS, VERIFY_INTS, round_no, from, after);
+    for (int k = VERIFY_INTS; k < WIN_INTS; k++)
+        mem[k] = rt_init_slot_val(me, k);   /* repair, so later cases are judged on their own */
     rt_unlock_self(&w);
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
@@ -66,11 +52,7 @@ static void run_flavor(int flavor)
 
     rt_win_create(flavor, sizeof(int) * WIN_INTS, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                   &w);
-    rt_lock_self(&w);
-    for (int k = 0; k < WIN_INTS; k++)
-        ((int *) w.base)[k] = init_val(me, k);
-    rt_unlock_self(&w);
-    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    rt_init_slots(&w, WIN_INTS);
     verify("window creation");
 
     /* ---- no epoch ---- */

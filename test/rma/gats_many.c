@@ -60,23 +60,6 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 
 static int me, np;
 
-/* resident set size of this process in KiB, or -1 */
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, "VmRSS:", 6) == 0) {
-            v = strtol(line + 6, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 /* heap bytes in use (malloc arena + mmapped chunks) in KiB */
 static long heap_kib(void)
 {
@@ -145,17 +128,14 @@ int main(int argc, char **argv)
         (transport && strcmp(transport, "ucx") == 0) || getenv("NBRMA_VIRTUAL_NODES"))
         n = 3000;
     rt_win_t w;
-    MPI_Group wgroup, peer_g = MPI_GROUP_NULL;
+    MPI_Group peer_g;
     long rss[NBATCH], heap[NBATCH], all[3 * 2];
     double secs[NBATCH];
 
     rt_init_world(&argc, &argv, &me, &np);
     if (argc > 1 && atoi(argv[1]) > 0)
         n = atoi(argv[1]);
-    if (np < 2) {
-        fprintf(stderr, "gats_many needs 2 processes\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    rt_require_procs(2, "gats_many needs 2 processes");
 
     uint64_t *src = malloc(sizeof(uint64_t) * (size_t) n);
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t) n);
@@ -163,15 +143,11 @@ int main(int argc, char **argv)
 
     rt_win_create(RT_ALLOCATE, sizeof(uint64_t) * SLOTS, sizeof(uint64_t), MPI_INFO_NULL,
                   MPI_COMM_WORLD, &w);
-    MPI_CHK(MPI_Win_get_group(w.win, &wgroup));
-    if (me <= 1) {
-        int peer = 1 - me;
-        MPI_CHK(MPI_Group_incl(wgroup, 1, &peer, &peer_g));
-    }
+    peer_g = rt_peer_group(&w);
 
     for (int b = 0; b < NBATCH; b++) {
         secs[b] = batch(&w, b, n, peer_g, src, reqs, expected);
-        rss[b] = rss_kib();
+        rss[b] = rt_status_kib("VmRSS");
         heap[b] = heap_kib();
     }
 
@@ -219,7 +195,6 @@ int main(int argc, char **argv)
 
     if (peer_g != MPI_GROUP_NULL)
         MPI_CHK(MPI_Group_free(&peer_g));
-    MPI_CHK(MPI_Group_free(&wgroup));
     rt_win_free(&w);
     free(src);
     free(reqs);

@@ -33,11 +33,6 @@
 
 static int me, np, right, left;
 
-static int init_val(int r, int k)
-{
-    return -(r * 100 + k) - 1;
-}
-
 static int p1_val(int o, int k)
 {
     return 5000 + 100 * o + k;
@@ -53,16 +48,6 @@ static int empty_epoch(int j)
     return j % 5 == 4;
 }
 
-static void init_window(rt_win_t *w)
-{
-    int *mem = (int *) w->base;
-    rt_lock_self(w);
-    for (int k = 0; k < WIN_INTS; k++)
-        mem[k] = init_val(me, k);
-    rt_unlock_self(w);
-    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
-}
-
 #define D(w, k) rt_disp((w), right, (k))
 
 static void part1(rt_win_t *w, int f)
@@ -74,7 +59,7 @@ static void part1(rt_win_t *w, int f)
     int put0 = p1_val(me, A0), put1 = p1_val(me, A1), accv = me + 1;
     int g_a0 = -1, g_a1 = -1, g2[2] = { -1, -1 };
 
-    init_window(w);
+    rt_init_slots(w, WIN_INTS);
     MPI_CHK(MPIX_Win_ifence(MPI_MODE_NOPRECEDE | MPI_MODE_NOSTORE, win, &r[0]));
     MPI_CHK(MPI_Put(&put0, 1, MPI_INT, right, D(w, A0), 1, MPI_INT, win));
     MPI_CHK(MPIX_Win_ifence(MPI_MODE_NOSTORE, win, &r[1]));
@@ -96,7 +81,7 @@ static void part1(rt_win_t *w, int f)
           put0 + accv);
     CHECK(g2[1] == put1, "%s part 1: epoch 4 got %d from A1, expected %d", fn, g2[1], put1);
     for (int k = 0; k < WIN_INTS; k++) {
-        int exp = init_val(me, k);
+        int exp = rt_init_slot_val(me, k);
         if (k == A0)
             exp = p1_val(left, A0) + left + 1;
         else if (k == A1)
@@ -115,7 +100,7 @@ static void part2(rt_win_t *w, int f)
     int pbuf[NFENCE], abuf[NFENCE], gbuf[NFENCE], fbuf[NFENCE];
     int nreq = 0, last_put = -1, sum = 0, flag = 0;
 
-    init_window(w);
+    rt_init_slots(w, WIN_INTS);
     for (int j = 0; j <= NFENCE; j++) {
         int assert = j == 0 ? 0 : j == NFENCE ? MPI_MODE_NOSUCCEED : MPI_MODE_NOSTORE;
         if (j % 3 == 2)
@@ -149,7 +134,7 @@ static void part2(rt_win_t *w, int f)
     for (int j = 0; j < NFENCE; j++) {
         if (empty_epoch(j))
             continue;
-        int exp_f = init_val(right, ACC_SLOT) + sum;
+        int exp_f = rt_init_slot_val(right, ACC_SLOT) + sum;
         CHECK(fbuf[j] == exp_f, "%s part 2: epoch %d fetched %d from the accumulate slot, "
               "expected %d", fn, j, fbuf[j], exp_f);
         if (last_put >= 0)
@@ -160,7 +145,7 @@ static void part2(rt_win_t *w, int f)
         last_put = j;
     }
     for (int k = 0; k < WIN_INTS; k++) {
-        int exp = init_val(me, k);
+        int exp = rt_init_slot_val(me, k);
         if (k == ACC_SLOT)
             exp += sum;
         if (k >= RING0 && k < RING0 + RING_N)

@@ -18,7 +18,6 @@
  * 2 processes (more are allowed and stay idle).
  */
 #define _GNU_SOURCE
-#include <time.h>
 #include <unistd.h>
 
 #include "rmatest.h"
@@ -34,13 +33,6 @@ static const char *round_names[NROUNDS] = { "istart/put/icomplete",
 
 static int me, np;
 static volatile unsigned long sink;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 /* a little computation standing for the application's work */
 static void work(void)
@@ -88,7 +80,7 @@ static void run_round(rt_win_t *w, MPI_Group peer_g, int r)
             MPI_CHK(MPI_Get(&gbuf, 1, MPI_INT, 1, rt_disp(w, 1, 2), 1, MPI_INT, w->win));
         }
         MPI_CHK(MPIX_Win_icomplete(w->win, &close));
-        t_ret = now();
+        t_ret = rt_now();
         MPI_CHK(MPI_Wait(&open, MPI_STATUS_IGNORE)); /* an opening request: complete */
         for (;;) {
             MPI_CHK(MPI_Test(&close, &flag, MPI_STATUS_IGNORE));
@@ -98,7 +90,7 @@ static void run_round(rt_win_t *w, MPI_Group peer_g, int r)
             iters++;
         }
         MPI_CHK(MPI_Wait(&close, MPI_STATUS_IGNORE));
-        t_done = now();
+        t_done = rt_now();
         MPI_CHK(MPI_Recv(&t_post, 1, MPI_DOUBLE, 1, TIME_TAG, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE));
 #ifndef NO_NBRMA
@@ -120,7 +112,7 @@ static void run_round(rt_win_t *w, MPI_Group peer_g, int r)
     } else if (me == 1) {
         double t_post;
         usleep(DELAY_MS * 1000);
-        t_post = now();
+        t_post = rt_now();
         MPI_CHK(MPI_Win_post(peer_g, 0, w->win));
         MPI_CHK(MPI_Win_wait(w->win));
         for (int k = 0; k < WIN_INTS; k++) {
@@ -140,27 +132,18 @@ static void run_round(rt_win_t *w, MPI_Group peer_g, int r)
 int main(int argc, char **argv)
 {
     rt_win_t w;
-    MPI_Group wgroup, peer_g = MPI_GROUP_NULL;
 
     rt_init_world(&argc, &argv, &me, &np);
-    if (np < 2) {
-        fprintf(stderr, "late_post needs 2 processes\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    rt_require_procs(2, "late_post needs 2 processes");
 
     rt_win_create(RT_ALLOCATE, sizeof(int) * WIN_INTS, sizeof(int), MPI_INFO_NULL,
                   MPI_COMM_WORLD, &w);
-    MPI_CHK(MPI_Win_get_group(w.win, &wgroup));
-    if (me <= 1) {
-        int peer = 1 - me;
-        MPI_CHK(MPI_Group_incl(wgroup, 1, &peer, &peer_g));
-    }
+    MPI_Group peer_g = rt_peer_group(&w);
     for (int r = 0; r < NROUNDS; r++)
         run_round(&w, peer_g, r);
 
     if (peer_g != MPI_GROUP_NULL)
         MPI_CHK(MPI_Group_free(&peer_g));
-    MPI_CHK(MPI_Group_free(&wgroup));
     rt_win_free(&w);
     return rt_finalize();
 }

@@ -37,21 +37,11 @@ static int nreqs;
 #define OB(t, k) obuf[(t) * SLOTS + (k)]
 #define RB(t, k) rbuf[(t) * SLOTS + (k)]
 
-static int init_val(int t, int o, int k)
-{
-    return 1000000 + 10000 * t + 100 * o + k;
-}
-
-static int put_val(int m, int t, int o, int k)
-{
-    return 2000000 + 100000 * m + 10000 * t + 100 * o + k;
-}
-
 /* expected value in target t, origin o's block, slot k; extra/later: 1 = written,
  * 0 = not yet, -1 = don't care */
 static int check_slot(int m, int t, int o, int k, int extra, int later, int val)
 {
-    int i = init_val(t, o, k), v = put_val(m, t, o, k);
+    int i = rt_init_block_val(t, o, k), v = rt_put_val(m, t, o, k);
     switch (k) {
     case S_PUT:
     case S_RPUT:
@@ -68,23 +58,12 @@ static int check_slot(int m, int t, int o, int k, int extra, int later, int val)
     }
 }
 
-static void init_target(rt_win_t *w)
-{
-    int *mem = (int *) w->base;
-    rt_lock_self(w);
-    for (int o = 0; o < np; o++)
-        for (int k = 0; k < SLOTS; k++)
-            mem[o * SLOTS + k] = init_val(me, o, k);
-    rt_unlock_self(w);
-    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
-}
-
 #define D(w, t, k) rt_disp((w), (t), (MPI_Aint) me * SLOTS + (k))
 
 static void issue(rt_win_t *w, int m, int t)
 {
     for (int k = 0; k < SLOTS; k++) {
-        OB(t, k) = put_val(m, t, me, k);
+        OB(t, k) = rt_put_val(m, t, me, k);
         RB(t, k) = -1;
     }
     MPI_CHK(MPI_Put(&OB(t, S_PUT), 1, MPI_INT, t, D(w, t, S_PUT), 1, MPI_INT, w->win));
@@ -100,15 +79,16 @@ static void issue(rt_win_t *w, int m, int t)
 static void put_slot(rt_win_t *w, int m, int t, int k)
 {
     int *buf = (k == S_EXTRA) ? &xbuf[t] : &lbuf[t];
-    *buf = put_val(m, t, me, k);
+    *buf = rt_put_val(m, t, me, k);
     MPI_CHK(MPI_Put(buf, 1, MPI_INT, t, D(w, t, k), 1, MPI_INT, w->win));
 }
 
 static void check_origin(int f, int m, int t)
 {
-    CHECK(RB(t, S_GET) == init_val(t, me, S_GET), "%s/%s: Get from %d returned %d",
+    CHECK(RB(t, S_GET) == rt_init_block_val(t, me, S_GET), "%s/%s: Get from %d returned %d",
           rt_flavor_names[f], mode_names[m], t, RB(t, S_GET));
-    CHECK(RB(t, S_FOP) == init_val(t, me, S_FOP), "%s/%s: Fetch_and_op from %d returned %d",
+    CHECK(RB(t, S_FOP) == rt_init_block_val(t, me, S_FOP),
+          "%s/%s: Fetch_and_op from %d returned %d",
           rt_flavor_names[f], mode_names[m], t, RB(t, S_FOP));
 }
 
@@ -149,7 +129,7 @@ static void run_mode(rt_win_t *w, int f, int m)
     MPI_Request req;
     int t, extra = 0, later = 0;
 
-    init_target(w);
+    rt_init_blocks(w, SLOTS);
     nreqs = 0;
 
     switch (m) {
@@ -308,14 +288,6 @@ static void run_mode(rt_win_t *w, int f, int m)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-/* Every mode on a window of one flavor. */
-static void run_modes(rt_win_t *w, int f, void *arg)
-{
-    (void) arg;
-    for (int m = 0; m < NMODES; m++)
-        run_mode(w, f, m);
-}
-
 int main(int argc, char **argv)
 {
     rt_init_world(&argc, &argv, &me, &np);
@@ -326,8 +298,8 @@ int main(int argc, char **argv)
     lbuf = malloc(sizeof(int) * (size_t) np);
     reqs = malloc(sizeof(MPI_Request) * (8 * (size_t) np + 8));
 
-    rt_each_flavor(argc, argv, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), run_modes,
-                   NULL);
+    rt_each_flavor_mode(argc, argv, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), NMODES,
+                        run_mode);
 
     free(obuf);
     free(rbuf);

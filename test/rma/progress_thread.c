@@ -516,10 +516,7 @@ int main(int argc, char **argv)
         rt_init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (np < 2) {
-        fprintf(stderr, "progress_thread needs 2 processes\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    rt_require_procs(2, "progress_thread needs 2 processes");
     if (mode == M_BOGUS) {
         bogus();
         return rt_finalize();

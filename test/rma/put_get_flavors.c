@@ -29,50 +29,25 @@ static const char *mode_names[NMODES] = {
     "lock_all+flush"
 };
 
+static const rt_calls_t calls = {
+    .slots = SLOTS, .put = S_PUT, .acc = S_ACC, .gacc = S_GACC, .fop = S_FOP, .cas = S_CAS,
+    .rput = S_RPUT, .racc = S_RACC, .rgacc = S_RGACC, .get = S_GET, .rget = S_RGET,
+    .cas_nomatch = S_CAS_NOMATCH, .fop_noop = S_FOP_NOOP, .acc_replace = S_ACC_REPLACE
+};
+
 static int me, np;
-
-static int init_val(int t, int o, int k)
-{
-    return 1000000 + 10000 * t + 100 * o + k;
-}
-
-static int put_val(int m, int t, int o, int k)
-{
-    return 2000000 + 100000 * m + 10000 * t + 100 * o + k;
-}
 
 static int extra_val(int m, int t, int o)
 {
-    return put_val(m, t, o, S_PUT2) + 50;
+    return rt_put_val(m, t, o, S_PUT2) + 50;
 }
 
 /* value expected at target t in origin o's block, slot k, after mode m */
 static int expected_target(int m, int t, int o, int k, int extra_done)
 {
-    int i = init_val(t, o, k), v = put_val(m, t, o, k);
-    switch (k) {
-    case S_PUT:
-    case S_CAS:
-    case S_RPUT:
-    case S_ACC_REPLACE:
-        return v;
-    case S_PUT2:
-        return extra_done ? extra_val(m, t, o) : v;
-    case S_ACC:
-    case S_GACC:
-    case S_FOP:
-    case S_RACC:
-    case S_RGACC:
-        return i + v;
-    default:
-        return i;
-    }
-}
-
-static int fetches(int k)
-{
-    return k == S_GACC || k == S_FOP || k == S_CAS || k == S_RGACC || k == S_GET ||
-        k == S_RGET || k == S_CAS_NOMATCH || k == S_FOP_NOOP;
+    if (k == S_PUT2 && extra_done)
+        return extra_val(m, t, o);
+    return rt_call_expected(&calls, k, rt_init_block_val(t, o, k), rt_put_val(m, t, o, k));
 }
 
 /* per-target origin buffers: they must stay valid until the operations complete */
@@ -80,50 +55,12 @@ static int *obuf, *rbuf, *cbuf, *xbuf;
 #define OB(t, k) obuf[(t) * SLOTS + (k)]
 #define RB(t, k) rbuf[(t) * SLOTS + (k)]
 
-static void init_target(rt_win_t *w)
-{
-    int *mem = (int *) w->base;
-    rt_lock_self(w);
-    for (int o = 0; o < np; o++)
-        for (int k = 0; k < SLOTS; k++)
-            mem[o * SLOTS + k] = init_val(me, o, k);
-    rt_unlock_self(w);
-    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
-}
-
 /* issue all operations of this origin toward target t; 4 requests go to reqs[0..3] */
 static void issue(rt_win_t *w, int m, int t, MPI_Request *reqs)
 {
-    MPI_Win win = w->win;
-#define D(k) rt_disp(w, t, (MPI_Aint) me * SLOTS + (k))
-    for (int k = 0; k < SLOTS; k++) {
-        OB(t, k) = put_val(m, t, me, k);
-        RB(t, k) = -1;
-    }
-    cbuf[t * 2] = init_val(t, me, S_CAS);
-    cbuf[t * 2 + 1] = init_val(t, me, S_CAS_NOMATCH) + 1;      /* never matches */
-
-    MPI_CHK(MPI_Put(&OB(t, S_PUT), 2, MPI_INT, t, D(S_PUT), 2, MPI_INT, win));
-    MPI_CHK(MPI_Accumulate(&OB(t, S_ACC), 1, MPI_INT, t, D(S_ACC), 1, MPI_INT, MPI_SUM, win));
-    MPI_CHK(MPI_Get_accumulate(&OB(t, S_GACC), 1, MPI_INT, &RB(t, S_GACC), 1, MPI_INT, t,
-                               D(S_GACC), 1, MPI_INT, MPI_SUM, win));
-    MPI_CHK(MPI_Fetch_and_op(&OB(t, S_FOP), &RB(t, S_FOP), MPI_INT, t, D(S_FOP), MPI_SUM, win));
-    MPI_CHK(MPI_Compare_and_swap(&OB(t, S_CAS), &cbuf[t * 2], &RB(t, S_CAS), MPI_INT, t,
-                                 D(S_CAS), win));
-    MPI_CHK(MPI_Rput(&OB(t, S_RPUT), 1, MPI_INT, t, D(S_RPUT), 1, MPI_INT, win, &reqs[0]));
-    MPI_CHK(MPI_Raccumulate(&OB(t, S_RACC), 1, MPI_INT, t, D(S_RACC), 1, MPI_INT, MPI_SUM,
-                            win, &reqs[1]));
-    MPI_CHK(MPI_Rget_accumulate(&OB(t, S_RGACC), 1, MPI_INT, &RB(t, S_RGACC), 1, MPI_INT, t,
-                                D(S_RGACC), 1, MPI_INT, MPI_SUM, win, &reqs[2]));
-    MPI_CHK(MPI_Get(&RB(t, S_GET), 1, MPI_INT, t, D(S_GET), 1, MPI_INT, win));
-    MPI_CHK(MPI_Rget(&RB(t, S_RGET), 1, MPI_INT, t, D(S_RGET), 1, MPI_INT, win, &reqs[3]));
-    MPI_CHK(MPI_Compare_and_swap(&OB(t, S_CAS_NOMATCH), &cbuf[t * 2 + 1], &RB(t, S_CAS_NOMATCH),
-                                 MPI_INT, t, D(S_CAS_NOMATCH), win));
-    MPI_CHK(MPI_Fetch_and_op(NULL, &RB(t, S_FOP_NOOP), MPI_INT, t, D(S_FOP_NOOP), MPI_NO_OP,
-                             win));
-    MPI_CHK(MPI_Accumulate(&OB(t, S_ACC_REPLACE), 1, MPI_INT, t, D(S_ACC_REPLACE), 1, MPI_INT,
-                           MPI_REPLACE, win));
-#undef D
+    for (int k = 0; k < SLOTS; k++)
+        OB(t, k) = rt_put_val(m, t, me, k);
+    rt_issue_calls(w, t, &calls, &OB(t, 0), &RB(t, 0), &cbuf[t * 2], reqs);
 }
 
 static void extra_put(rt_win_t *w, int m, int t)
@@ -133,13 +70,11 @@ static void extra_put(rt_win_t *w, int m, int t)
                     MPI_INT, w->win));
 }
 
-static void check_origin(int f, int m, int t)
+static void check_origin(const rt_win_t *w, int f, int m, int t)
 {
-    for (int k = 0; k < SLOTS; k++)
-        if (fetches(k))
-            CHECK(RB(t, k) == init_val(t, me, k),
-                  "%s/%s: origin %d fetched %d from target %d slot %d, expected %d",
-                  rt_flavor_names[f], mode_names[m], me, RB(t, k), t, k, init_val(t, me, k));
+    char context[64];
+    snprintf(context, sizeof(context), "%s/%s", rt_flavor_names[f], mode_names[m]);
+    rt_check_fetched(w, t, &calls, &RB(t, 0), context);
 }
 
 static void clobber(int t)
@@ -168,7 +103,7 @@ static void run_mode(rt_win_t *w, int f, int m)
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * 4 * (size_t) np);
     int t;
 
-    init_target(w);
+    rt_init_blocks(w, SLOTS);
 
     switch (m) {
     case M_LOCK_EXCL:
@@ -180,12 +115,12 @@ static void run_mode(rt_win_t *w, int f, int m)
             MPI_CHK(MPI_Waitall(4, &reqs[4 * t], MPI_STATUSES_IGNORE));
             if (m == M_EXCL_FLUSH) {
                 MPI_CHK(MPI_Win_flush(t, win));
-                check_origin(f, m, t);
+                check_origin(w, f, m, t);
                 extra_put(w, m, t);
             }
             MPI_CHK(MPI_Win_unlock(t, win));
             if (m == M_LOCK_EXCL)
-                check_origin(f, m, t);
+                check_origin(w, f, m, t);
         }
         break;
     case M_LOCK_SHARED:
@@ -198,7 +133,7 @@ static void run_mode(rt_win_t *w, int f, int m)
         if (m == M_SHARED_FLUSH_LOCAL) {
             for (t = 0; t < np; t++) {
                 MPI_CHK(MPI_Win_flush_local(t, win));
-                check_origin(f, m, t);
+                check_origin(w, f, m, t);
                 clobber(t);
                 extra_put(w, m, t);
             }
@@ -207,7 +142,7 @@ static void run_mode(rt_win_t *w, int f, int m)
             MPI_CHK(MPI_Win_unlock(t, win));
         if (m == M_LOCK_SHARED)
             for (t = 0; t < np; t++)
-                check_origin(f, m, t);
+                check_origin(w, f, m, t);
         break;
     case M_LOCK_ALL:
         MPI_CHK(MPI_Win_lock_all(0, win));
@@ -218,7 +153,7 @@ static void run_mode(rt_win_t *w, int f, int m)
          * have to be completed (and are already complete) */
         MPI_CHK(MPI_Waitall(4 * np, reqs, MPI_STATUSES_IGNORE));
         for (t = 0; t < np; t++)
-            check_origin(f, m, t);
+            check_origin(w, f, m, t);
         break;
     case M_ALL_FLUSH_ALL:
     case M_ALL_FLUSH:
@@ -235,7 +170,7 @@ static void run_mode(rt_win_t *w, int f, int m)
         else
             MPI_CHK(MPI_Win_flush_local_all(win));
         for (t = 0; t < np; t++)
-            check_origin(f, m, t);
+            check_origin(w, f, m, t);
         if (m == M_ALL_FLUSH_LOCAL_ALL) {
             for (t = 0; t < np; t++)
                 clobber(t);
@@ -260,14 +195,6 @@ static void run_mode(rt_win_t *w, int f, int m)
     free(reqs);
 }
 
-/* Every mode on a window of one flavor. */
-static void run_modes(rt_win_t *w, int f, void *arg)
-{
-    (void) arg;
-    for (int m = 0; m < NMODES; m++)
-        run_mode(w, f, m);
-}
-
 int main(int argc, char **argv)
 {
     rt_init_world(&argc, &argv, &me, &np);
@@ -277,8 +204,8 @@ int main(int argc, char **argv)
     cbuf = malloc(sizeof(int) * 2 * (size_t) np);
     xbuf = malloc(sizeof(int) * (size_t) np);
 
-    rt_each_flavor(argc, argv, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), run_modes,
-                   NULL);
+    rt_each_flavor_mode(argc, argv, (MPI_Aint) sizeof(int) * SLOTS * np, sizeof(int), NMODES,
+                        run_mode);
 
     free(obuf);
     free(rbuf);

@@ -46,16 +46,12 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "inline";
     rt_win_t w;
     MPI_Group world_g, g0, g1;
-    int r0 = 0, r1 = 1, np;
+    int r0 = 0, r1 = 1;
 
     setenv("NBRMA_PROGRESS", mode, 1);
     rt_init(&argc, &argv);
     me = rt_rank();
-    np = rt_nprocs();
-    if (np < 2) {
-        fprintf(stderr, "request_get_status needs 2 processes\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    rt_require_procs(2, "request_get_status needs 2 processes");
     MPI_Comm_group(MPI_COMM_WORLD, &world_g);
     MPI_Group_incl(world_g, 1, &r0, &g0);
     MPI_Group_incl(world_g, 1, &r1, &g1);

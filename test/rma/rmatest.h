@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* MPICH's MPI_STATUS(ES)_IGNORE are small non-NULL constants that recent GCC mistakes
  * for zero-sized arrays passed to MPI_Waitall & co. */
@@ -133,6 +134,16 @@ static inline void rt_init_world(int *argc, char ***argv, int *rank, int *size)
     rt_init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
+/* Aborts the job, after printing `message` on every rank, unless MPI_COMM_WORLD has at
+ * least `min` processes. */
+static inline void rt_require_procs(int min, const char *message)
+{
+    if (rt_nprocs() < min) {
+        fprintf(stderr, "%s\n", message);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 }
 
 /* Sum the errors over all ranks, report from rank 0, finalize. Use as
@@ -265,6 +276,15 @@ static inline long rt_status_kib(const char *field)
     return kib;
 }
 
+/* CLOCK_MONOTONIC in seconds: one clock for every process of the node (MPI_Wtime need not
+ * be global, and is an MPI call). */
+static inline double rt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
 /* A window over the caller's memory [base, base + size) on MPI_COMM_WORLD:
  * MPI_Win_create with disp_unit, or (dynamic) MPI_Win_create_dynamic + MPI_Win_attach.
  * bases[r] (room for every rank) is where rank r's memory starts as a displacement:
@@ -376,6 +396,26 @@ static inline void rt_each_flavor(int argc, char **argv, MPI_Aint size, int disp
     }
 }
 
+/* Runs body(&w, flavor, mode) for every mode from 0 to nmodes - 1 in turn on a window of
+ * each flavor the command line selects, made as rt_each_flavor makes them. */
+typedef void (*rt_mode_body_t)(rt_win_t *w, int flavor, int mode);
+typedef struct {
+    int nmodes;
+    rt_mode_body_t body;
+} rt_modes_t_;
+static inline void rt_modes_(rt_win_t *w, int flavor, void *arg)
+{
+    const rt_modes_t_ *m = (const rt_modes_t_ *) arg;
+    for (int mode = 0; mode < m->nmodes; mode++)
+        m->body(w, flavor, mode);
+}
+static inline void rt_each_flavor_mode(int argc, char **argv, MPI_Aint size, int disp_unit,
+                                       int nmodes, rt_mode_body_t body)
+{
+    rt_modes_t_ m = { nmodes, body };
+    rt_each_flavor(argc, argv, size, disp_unit, rt_modes_, &m);
+}
+
 /* Open/close an exclusive epoch on this rank's own window memory, for initializing or
  * reading it while other ranks may access it with RMA (MPI unified model). */
 static inline void rt_lock_self(const rt_win_t *w)
@@ -390,6 +430,192 @@ static inline void rt_unlock_self(const rt_win_t *w)
     int me;
     MPI_Comm_rank(w->comm, &me);
     MPI_CHK(MPI_Win_unlock(me, w->win));
+}
+
+/* For ranks 0 and 1 of the window, the group (from the window's group) of the other one
+ * of the two, their partner in PSCW epochs; MPI_GROUP_NULL on the other ranks. Free it
+ * with MPI_Group_free. */
+static inline MPI_Group rt_peer_group(const rt_win_t *w)
+{
+    MPI_Group wgroup, peer_g = MPI_GROUP_NULL;
+    int me;
+    MPI_Comm_rank(w->comm, &me);
+    MPI_CHK(MPI_Win_get_group(w->win, &wgroup));
+    if (me <= 1) {
+        int peer = 1 - me;
+        MPI_CHK(MPI_Group_incl(wgroup, 1, &peer, &peer_g));
+    }
+    MPI_CHK(MPI_Group_free(&wgroup));
+    return peer_g;
+}
+
+/* ------------------------------------------------------------------ a window of int slots */
+/* Initial content of int slot k of rank r's window memory. */
+static inline int rt_init_slot_val(int r, int k)
+{
+    return -(r * 100 + k) - 1;
+}
+
+/* Fills the first n ints of this rank's window memory with rt_init_slot_val(rank, k), in
+ * an epoch on itself, then waits for the window's other ranks to do the same (barrier). */
+static inline void rt_init_slots(const rt_win_t *w, int n)
+{
+    int me, *mem = (int *) w->base;
+    MPI_Comm_rank(w->comm, &me);
+    rt_lock_self(w);
+    for (int k = 0; k < n; k++)
+        mem[k] = rt_init_slot_val(me, k);
+    rt_unlock_self(w);
+    MPI_CHK(MPI_Barrier(w->comm));
+}
+
+/* What rank r puts into slot k in verification round `round`: a correct epoch after an
+ * erroneous call, which shows that the window still moves the right data. */
+static inline int rt_verify_val(int round, int r, int k)
+{
+    return round * 1000 + r * 100 + k;
+}
+
+/* Checks this rank's first n int slots after verification round `round`, in which rank
+ * `from` put rt_verify_val(round, from, k) into slots [0, nput): those must hold it, the
+ * others still rt_init_slot_val. The caller synchronizes; `after` names the case the
+ * round follows, for the messages. */
+static inline void rt_check_verified(const rt_win_t *w, int n, int nput, int round, int from,
+                                     const char *after)
+{
+    int me;
+    const int *mem = (const int *) w->base;
+    MPI_Comm_rank(w->comm, &me);
+    for (int k = 0; k < n; k++) {
+        int exp = k < nput ? rt_verify_val(round, from, k) : rt_init_slot_val(me, k);
+        CHECK(mem[k] == exp, "%s after %s: window slot %d = %d, expected %d",
+              rt_flavor_names[w->flavor], after, k, mem[k], exp);
+    }
+}
+
+/* ------------------------------------------------------------------ blocks of int slots */
+/* A target's window memory holds one block of int slots for each origin rank, so that
+ * concurrent origins never touch the same slot. */
+
+/* Initial content of slot k of origin o's block at target t. */
+static inline int rt_init_block_val(int t, int o, int k)
+{
+    return 1000000 + 10000 * t + 100 * o + k;
+}
+
+/* What origin o writes into slot k of its block at target t in mode m. */
+static inline int rt_put_val(int m, int t, int o, int k)
+{
+    return 2000000 + 100000 * m + 10000 * t + 100 * o + k;
+}
+
+/* Fills this rank's window memory, one block of `slots` ints for each rank of the window,
+ * with rt_init_block_val(rank, o, k), in an epoch on itself, then waits for the window's
+ * other ranks to do the same (barrier). */
+static inline void rt_init_blocks(const rt_win_t *w, int slots)
+{
+    int me, *mem = (int *) w->base;
+    MPI_Comm_rank(w->comm, &me);
+    rt_lock_self(w);
+    for (int o = 0; o < w->nprocs; o++)
+        for (int k = 0; k < slots; k++)
+            mem[o * slots + k] = rt_init_block_val(me, o, k);
+    rt_unlock_self(w);
+    MPI_CHK(MPI_Barrier(w->comm));
+}
+
+/* Where rt_issue_calls puts each communication call in an origin's block: a slot index,
+ * or -1 (no slot) for a request-based call that is not issued. */
+typedef struct {
+    int slots;                  /* ints in an origin's block */
+    int put;                    /* MPI_Put of 2 ints: slots put and put + 1 */
+    int acc, gacc, fop;         /* Accumulate, Get_accumulate, Fetch_and_op, all MPI_SUM */
+    int cas;                    /* Compare_and_swap whose compare value matches */
+    int rput, racc, rgacc;      /* Rput, Raccumulate, Rget_accumulate (MPI_SUM) */
+    int get, rget;              /* Get, Rget */
+    int cas_nomatch;            /* Compare_and_swap whose compare value never matches */
+    int fop_noop, acc_replace;  /* Fetch_and_op(MPI_NO_OP), Accumulate(MPI_REPLACE) */
+} rt_calls_t;
+
+/* Issues every communication call of layout c from this rank toward target t, each on its
+ * own slot of this rank's block at t (c->slots ints from element rank * c->slots on), in
+ * this order: Put, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap, [Rput,
+ * Raccumulate, Rget_accumulate], Get, [Rget], the never matching Compare_and_swap,
+ * Fetch_and_op(MPI_NO_OP), Accumulate(MPI_REPLACE). The bracketed request-based calls are
+ * issued only when reqs is not NULL (passive target), their requests into reqs[0..3].
+ * ob[k] holds the value for slot k; rb[k] receives slot k's fetched value (set to -1
+ * first); cmp[0] and cmp[1] are set to the compare values of the two swaps, assuming the
+ * target's memory holds rt_init_block_val. The buffers must stay valid until the calls
+ * complete. */
+static inline void rt_issue_calls(const rt_win_t *w, int t, const rt_calls_t *c, const int *ob,
+                                  int *rb, int *cmp, MPI_Request *reqs)
+{
+    const MPI_Win win = w->win;
+    int me;
+    MPI_Comm_rank(w->comm, &me);
+    const MPI_Aint block = (MPI_Aint) me * c->slots;
+    for (int k = 0; k < c->slots; k++)
+        rb[k] = -1;
+    cmp[0] = rt_init_block_val(t, me, c->cas);
+    cmp[1] = rt_init_block_val(t, me, c->cas_nomatch) + 1; /* never matches */
+#define RT_D_(k) rt_disp(w, t, block + (k))
+    MPI_CHK(MPI_Put(&ob[c->put], 2, MPI_INT, t, RT_D_(c->put), 2, MPI_INT, win));
+    MPI_CHK(MPI_Accumulate(&ob[c->acc], 1, MPI_INT, t, RT_D_(c->acc), 1, MPI_INT, MPI_SUM, win));
+    MPI_CHK(MPI_Get_accumulate(&ob[c->gacc], 1, MPI_INT, &rb[c->gacc], 1, MPI_INT, t,
+                               RT_D_(c->gacc), 1, MPI_INT, MPI_SUM, win));
+    MPI_CHK(MPI_Fetch_and_op(&ob[c->fop], &rb[c->fop], MPI_INT, t, RT_D_(c->fop), MPI_SUM, win));
+    MPI_CHK(MPI_Compare_and_swap(&ob[c->cas], &cmp[0], &rb[c->cas], MPI_INT, t, RT_D_(c->cas),
+                                 win));
+    if (reqs) {
+        MPI_CHK(MPI_Rput(&ob[c->rput], 1, MPI_INT, t, RT_D_(c->rput), 1, MPI_INT, win, &reqs[0]));
+        MPI_CHK(MPI_Raccumulate(&ob[c->racc], 1, MPI_INT, t, RT_D_(c->racc), 1, MPI_INT, MPI_SUM,
+                                win, &reqs[1]));
+        MPI_CHK(MPI_Rget_accumulate(&ob[c->rgacc], 1, MPI_INT, &rb[c->rgacc], 1, MPI_INT, t,
+                                    RT_D_(c->rgacc), 1, MPI_INT, MPI_SUM, win, &reqs[2]));
+    }
+    MPI_CHK(MPI_Get(&rb[c->get], 1, MPI_INT, t, RT_D_(c->get), 1, MPI_INT, win));
+    if (reqs)
+        MPI_CHK(MPI_Rget(&rb[c->rget], 1, MPI_INT, t, RT_D_(c->rget), 1, MPI_INT, win, &reqs[3]));
+    MPI_CHK(MPI_Compare_and_swap(&ob[c->cas_nomatch], &cmp[1], &rb[c->cas_nomatch], MPI_INT, t,
+                                 RT_D_(c->cas_nomatch), win));
+    MPI_CHK(MPI_Fetch_and_op(NULL, &rb[c->fop_noop], MPI_INT, t, RT_D_(c->fop_noop), MPI_NO_OP,
+                             win));
+    MPI_CHK(MPI_Accumulate(&ob[c->acc_replace], 1, MPI_INT, t, RT_D_(c->acc_replace), 1, MPI_INT,
+                           MPI_REPLACE, win));
+#undef RT_D_
+}
+
+/* Whether slot k of layout c receives a fetched value. */
+static inline int rt_call_fetches(const rt_calls_t *c, int k)
+{
+    return k == c->gacc || k == c->fop || k == c->cas || k == c->rgacc || k == c->get ||
+        k == c->rget || k == c->cas_nomatch || k == c->fop_noop;
+}
+
+/* The value slot k of layout c holds at the target once the calls completed, when it held
+ * `init` and the origin's value for it was `put`. */
+static inline int rt_call_expected(const rt_calls_t *c, int k, int init, int put)
+{
+    if (k == c->put || k == c->put + 1 || k == c->cas || k == c->rput || k == c->acc_replace)
+        return put;
+    if (k == c->acc || k == c->gacc || k == c->fop || k == c->racc || k == c->rgacc)
+        return init + put;
+    return init;
+}
+
+/* Checks, once the calls completed, the values this rank fetched from its block at
+ * target t: every fetching slot of layout c must have read rt_init_block_val. rb is
+ * rt_issue_calls' result buffer; messages start with `context`. */
+static inline void rt_check_fetched(const rt_win_t *w, int t, const rt_calls_t *c, const int *rb,
+                                    const char *context)
+{
+    int me;
+    MPI_Comm_rank(w->comm, &me);
+    for (int k = 0; k < c->slots; k++)
+        if (rt_call_fetches(c, k))
+            CHECK(rb[k] == rt_init_block_val(t, me, k),
+                  "%s: origin %d fetched %d from target %d slot %d, expected %d", context, me,
+                  rb[k], t, k, rt_init_block_val(t, me, k));
 }
 
 #endif /* RMATEST_H */

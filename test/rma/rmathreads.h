@@ -9,9 +9,8 @@
  *                       arguments sets NBRMA_PROGRESS=thread first (nbrma's progress
  *                       thread beside the application's threads).
  *   rt_has_arg(argc, argv, word)  whether one of the arguments is `word`.
- *   rt_now()            CLOCK_MONOTONIC in seconds: one clock for every process of the
- *                       node (MPI_Wtime need not be global, and is an MPI call).
- *   rt_compute(s)       burns the CPU for s seconds without any MPI call.
+ *   rt_compute(s)       burns the CPU for s seconds without any MPI call (timed with
+ *                       rmatest.h's rt_now()).
  *   rt_shared_page()    a page of memory shared by every process of MPI_COMM_WORLD
  *                       (POSIX shared memory, not an MPI window), for flags a process
  *                       reads while another computes without calling MPI. All the
@@ -70,13 +69,6 @@ static inline void rt_init_multiple(int *argc, char ***argv)
                 rt_rank(), provided);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-}
-
-static inline double rt_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
 static volatile unsigned long rt_sink;

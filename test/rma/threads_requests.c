@@ -501,10 +501,7 @@ int main(int argc, char **argv)
     rt_init_multiple(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    if (np < 2) {
-        fprintf(stderr, "threads_requests needs 2 processes\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    rt_require_procs(2, "threads_requests needs 2 processes");
     if (rt_has_arg(argc, argv, "same_window")) {
         run_blocked(1);
     } else {
