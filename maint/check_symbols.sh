@@ -40,9 +40,10 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/check_symbols.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 
-# ---- the table: "name handler [binding]" lines, # comments, blank lines ----
+# ---- the table: "name handler [binding]" lines, "= description" lines (gen_bindings.py
+# reads those), # comments, blank lines ----
 awk -v out="$work" '
-    /^[ \t]*(#|$)/ { next }
+    /^[ \t]*(#|$|=)/ { next }
     NF < 2 || ($2 != "nbrma" && $2 != "mpich") || (NF > 2 && $2 != "nbrma") {
         printf "rma_api.txt:%d: expected \"name nbrma|mpich\" (a binding after nbrma only): %s\n", NR, $0; bad = 1; next
     }

@@ -19,6 +19,14 @@ include/nbrma.h declares, as the header declares it. Checks:
     request    the MPI_Request *request argument must not be null (NBRMA_REQUEST_POINTER,
                after the window: MPICH checks the window first)
     disp_unit  a large-count window creation's MPI_Aint disp_unit must fit an int
+    proc_null=PARAM
+               PARAM == MPI_PROC_NULL: the call does nothing but check the window
+               (mpi::proc_null, src/mpi/bindings.hpp), handing back a complete request
+               where it has a `request` parameter
+
+A line `= text` after a function's line is its description: the generator writes it into
+the NAME line of the function's man page source (every MPIX_ function with a page must
+have one).
 
 Usage: gen_bindings.py [--check] [--srcdir DIR]
   writes the .inc files and the synopses (or, with --check, compares them with what it would write and
@@ -35,6 +43,7 @@ CHECKS = {
     "request": '    NBRMA_REQUEST_POINTER("{name}", win, request);\n',
     "disp_unit": '    if (disp_unit > INT32_MAX)\n'
                  '        return raise_comm("{name}", comm, Status::err_arg, "disp_unit too large");\n',
+    "proc_null": '    if ({param} == MPI_PROC_NULL) return nbrma::mpi::proc_null("{name}", win, {request});\n',
 }
 WIDTH = 100
 
@@ -45,15 +54,22 @@ def fail(message):
 
 
 def table(path):
-    """The bindings of the table: (name, file, checks, call) in table order."""
-    rows = []
+    """The bindings of the table, (name, file, checks, call) in table order, and the
+    descriptions: name -> the text of its `= ...` line."""
+    rows, descriptions, last = [], {}, None
     with open(path) as f:
         for number, line in enumerate(f, 1):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            fields = line.split(None, 2)
             where = "rma_api.txt:%d: " % number
+            if line.startswith("="):
+                if last is None or last in descriptions:
+                    fail(where + "a description that follows no function, or a second one")
+                descriptions[last] = line[1:].strip()
+                continue
+            fields = line.split(None, 2)
+            last = fields[0]
             if len(fields) == 2 and fields[1] == "nbrma":
                 fail(where + fields[0] + ": an nbrma function without a binding")
             if len(fields) < 3:
@@ -68,10 +84,11 @@ def table(path):
             if not words:
                 fail(where + name + ": no file")
             for check in words[1:]:
-                if check not in CHECKS:
+                if check.split("=")[0] not in CHECKS or ("=" in check) != (
+                        check.startswith("proc_null")):
                     fail(where + name + ": unknown check " + check)
             rows.append((name, words[0], words[1:], call.strip()))
-    return rows
+    return rows, descriptions
 
 
 def prototypes(text):
@@ -129,12 +146,19 @@ def function(name, checks, call, prototype):
     head = "%s %s(" % (kind, name)
     signature = wrap(head, [p.strip() for p in params.split(",")] if params else [], ") {",
                      len(head))
-    body = "".join(CHECKS[check].format(name=name) for check in checks)
+    names = params_of(params)
+    body = ""
+    for check in checks:
+        kind, _, param = check.partition("=")
+        if param and param not in names:
+            fail("%s: check %s names no parameter of %s" % (name, check, name))
+        body += CHECKS[kind].format(name=name, param=param,
+                                    request="request" if "request" in names else "nullptr")
     expression = call.replace("NAME", '"%s"' % name)
     # every lower-case name the call uses that is not a function, a template, a member
     # of a scope (Flavor::create) or a literal must be a parameter
-    names = re.findall(r"(?<![:\w])([a-z_]\w*)\b(?!\s*[(<:])", expression)
-    unknown = set(names) - set(params_of(params)) - {"nullptr", "true", "false", "int"}
+    unknown = set(re.findall(r"(?<![:\w])([a-z_]\w*)\b(?!\s*[(<:])", expression)) - set(
+        params_of(params)) - {"nullptr", "true", "false", "int"}
     if unknown:
         fail("%s: the call names %s, not a parameter of %s" % (name, ", ".join(sorted(unknown)),
                                                                name))
@@ -179,9 +203,14 @@ def declarations(header):
     return found
 
 
-def synopsis(path, name, declaration):
-    """The man page source at `path` with its SYNOPSIS prototype set to `declaration`."""
+def synopsis(path, name, declaration, description):
+    """The man page source at `path` with its NAME line set to `description` and its
+    SYNOPSIS prototype to `declaration`."""
     text = open(path).read()
+    if description is not None:
+        if not text.startswith("NAME "):
+            fail("%s: no NAME line first" % path)
+        text = "NAME %s - %s%s" % (name, description, text[text.index("\n"):])
     match = re.search(r"^SYNOPSIS\n(?:.*\n)*?(?=^[a-z][a-z ]* \**%s\()" % re.escape(name), text,
                       re.MULTILINE)
     end = text.find("\nDESCRIPTION\n")
@@ -195,7 +224,7 @@ def main():
     check = "--check" in args
     srcdir = args[args.index("--srcdir") + 1] if "--srcdir" in args else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..")
-    rows = table(os.path.join(srcdir, "maint", "rma_api.txt"))
+    rows, descriptions = table(os.path.join(srcdir, "maint", "rma_api.txt"))
     declared = prototypes(mpich_text())
     with open(os.path.join(srcdir, "include", "nbrma.h")) as f:
         declared.update(prototypes(f.read()))
@@ -221,8 +250,10 @@ def main():
         if not os.path.exists(path):
             continue  # maint/check_man.sh reports a missing page
         pages += 1
+        if name.startswith("MPIX_") and name not in descriptions:
+            fail("%s: a man page but no `= description` line in rma_api.txt" % name)
         old = open(path).read()
-        text = synopsis(path, name, declaration)
+        text = synopsis(path, name, declaration, descriptions.get(name))
         if check and old != text:
             stale.append(path)
         elif not check and old != text:
@@ -231,8 +262,8 @@ def main():
     count = len(rows)
     if stale:
         fail("stale (run `python3 maint/gen_bindings.py`): " + " ".join(stale))
-    print("gen_bindings: %d functions in %d files, %d man page synopses: %s" %
-          (count, len(files), pages, "ok" if check else "written"))
+    print("gen_bindings: %d functions in %d files, %d man page synopses, %d descriptions: %s" %
+          (count, len(files), pages, len(descriptions), "ok" if check else "written"))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/datatype.hpp"
+#include "mpi/bindings.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
@@ -67,14 +68,6 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
     char why[320];
     WindowState *state = window_find(win);
     if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
-    if (wants_request && !request)
-        return raise(call_name, win, Status::err_request, "null request pointer");
-    if (call.target == MPI_PROC_NULL) {
-        if (!wants_request) return MPI_SUCCESS;
-        engine::Request *done = engine::Request::create();
-        done->finish(Status::ok);
-        return request_wrap(done, request);
-    }
     engine::Request *pending = nullptr;
     const char *cause = nullptr;  // the argument check's exact cause, if it refused the call
     Status status =

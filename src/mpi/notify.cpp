@@ -3,6 +3,7 @@
 // communication.cpp.
 #include <cstdio>
 
+#include "mpi/bindings.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/state.hpp"
 #include "nbrma.h"

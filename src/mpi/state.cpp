@@ -13,6 +13,7 @@
 #include "common/yield.hpp"
 #include "engine/datatype.hpp"
 #include "engine/reduce.hpp"
+#include "mpi/bindings.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/mpich.hpp"
 #include "progress/progress.hpp"
@@ -216,6 +217,11 @@ int complete_request(MPI_Request *request) {
     if (builtin && last.exchange(*request, std::memory_order_relaxed) == *request)
         detail::proc_null_receive.store(*request, std::memory_order_relaxed);
     return MPI_SUCCESS;
+}
+
+int proc_null(const char *call, MPI_Win win, MPI_Request *request) {
+    if (!window_find(win)) return raise(call, MPI_WIN_NULL, Status::err_win);
+    return request ? complete_request(request) : MPI_SUCCESS;
 }
 
 int request_wrap(engine::Request *request, MPI_Request *handle, engine::Window *cancellable) {

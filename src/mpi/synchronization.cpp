@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "mpi/bindings.hpp"
 #include "mpi/errors.hpp"
 #include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
@@ -20,13 +21,6 @@ namespace {
     WindowState *state = window_find(win);                             \
     do {                                                               \
         if (!state) return raise(call, MPI_WIN_NULL, Status::err_win); \
-    } while (0)
-
-// A bad window is reported first (it is what MPICH checks first).
-#define NBRMA_REQUEST_POINTER(call, win, request)                                               \
-    do {                                                                                        \
-        if (!(request) && !window_find(win)) return raise(call, MPI_WIN_NULL, Status::err_win); \
-        if (!(request)) return raise(call, win, Status::err_request, "null request pointer");   \
     } while (0)
 
 // Closing/flush calls: hand back a request, or wait for it. No request: the call
@@ -113,16 +107,7 @@ int wait(const char *call, MPI_Win win, MPI_Request *request) {
     return finish(call, win, status, pending, request);
 }
 
-// Lock, unlock and flush toward MPI_PROC_NULL do nothing, as in MPICH (RMA calls
-// toward it are no-ops too); a nonblocking twin hands back a complete request.
-int proc_null(const char *call, MPI_Win win, MPI_Request *request) {
-    NBRMA_WINDOW(call, win, state);
-    (void)state;
-    return request ? complete_request(request) : MPI_SUCCESS;
-}
-
 int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI_Request *request) {
-    if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     NBRMA_WINDOW(call, win, state);
     Status status = locked([&] { return state->engine->lock(lock_type, rank, assert); });
     if (status == Status::err_rank)
@@ -135,7 +120,6 @@ int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI
 }
 
 int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
-    if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->unlock(rank, &pending); });
@@ -164,8 +148,9 @@ int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
 }
 
 // local: flush_local (completion at the origin), else completion at the target.
-// `rank` -1 flushes every target (flush_all): MPI_PROC_NULL (also -1 in MPICH) is
-// filtered out by target_flush first.
+// `rank` -1 flushes every target (flush_all): MPI_PROC_NULL (also -1 in MPICH) never
+// gets here (the entry point's proc_null check), nor does another negative rank
+// (target_flush).
 int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool local = false) {
     NBRMA_WINDOW(call, win, state);
     engine::Request *pending = nullptr;
@@ -179,7 +164,6 @@ int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool lo
 
 int target_flush(const char *call, int rank, MPI_Win win, MPI_Request *request,
                  bool local = false) {
-    if (rank == MPI_PROC_NULL) return proc_null(call, win, request);
     if (rank < 0) {  // not "every target"
         const WindowState *state = window_find(win);
         return raise(call, win, Status::err_rank,

@@ -5,7 +5,8 @@
  *     signed 8-bit integer (MPI_SIGNED_CHAR / MPI_UNSIGNED_CHAR alike)
  *   lock / unlock / flush / flush_local toward MPI_PROC_NULL, blocking and MPIX_
  *     nonblocking (an already complete request), inside and outside epochs; every
- *     RMA call toward MPI_PROC_NULL is a no-op
+ *     RMA call toward MPI_PROC_NULL is a no-op; a request form with a null request
+ *     pointer -> MPI_ERR_REQUEST even toward MPI_PROC_NULL
  *   MPI_Win_shared_query of a rank with 0 bytes: size 0, NULL; of MPI_PROC_NULL:
  *     the first rank with memory (shared flavor)
  *   MPI_Win_get_info reports every MPI-4.0 window key with the value in effect
@@ -15,8 +16,8 @@
  *     null datatype or op is still refused)
  *   MPI_Accumulate / MPI_Raccumulate with MPI_NO_OP -> MPI_ERR_OP; MPI_Compare_and_swap
  *     on floating point, complex, pair or derived types -> MPI_ERR_TYPE
- *   a freed window: MPI_Win_free again and every call on it -> MPI_ERR_WIN through
- *     MPI_COMM_WORLD's error handler
+ *   a freed window: MPI_Win_free again and every call on it (also toward
+ *     MPI_PROC_NULL) -> MPI_ERR_WIN through MPI_COMM_WORLD's error handler
  *   accumulates with different basic types on the origin, target or result side
  *     (MPI_INT with MPI_FLOAT) -> MPI_ERR_TYPE naming the cause; derived types of one
  *     basic type, types MPICH treats alike (MPI_INT / MPI_INT32_T) and an ignored
@@ -163,6 +164,14 @@ static void proc_null(void)
         expect_complete(&req, "MPIX_Win_iflush_local");
         MPI_CHK(MPIX_Win_iunlock(MPI_PROC_NULL, w.win, &req));
         expect_complete(&req, "MPIX_Win_iunlock");
+        {   /* a request form still needs its request pointer */
+            int v = 7;
+            rt_expect_win_error(&w, MPI_Rput(&v, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, w.win,
+                                             NULL),
+                                MPI_ERR_REQUEST, "MPI_Rput", "MPI_PROC_NULL, null request");
+            rt_expect_win_error(&w, MPIX_Win_ilock(MPI_LOCK_SHARED, MPI_PROC_NULL, 0, w.win, NULL),
+                                MPI_ERR_REQUEST, "MPIX_Win_ilock", "MPI_PROC_NULL, null request");
+        }
         /* inside a real epoch toward rank 1 */
         MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, w.win));
         MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, MPI_PROC_NULL, 0, w.win));
@@ -444,6 +453,10 @@ static void freed_window(void)
                         "MPI_Win_lock", "freed window, MPI_PROC_NULL");
     rt_expect_win_error(&v, MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, freed), MPI_ERR_WIN,
                         "MPI_Put", "freed window");
+    rt_expect_win_error(&v, MPI_Put(&value, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, freed),
+                        MPI_ERR_WIN, "MPI_Put", "freed window, MPI_PROC_NULL");
+    rt_expect_win_error(&v, MPIX_Win_iflush(MPI_PROC_NULL, freed, &req), MPI_ERR_WIN,
+                        "MPIX_Win_iflush", "freed window, MPI_PROC_NULL");
     rt_expect_win_error(&v, MPI_Win_fence(0, freed), MPI_ERR_WIN, "MPI_Win_fence",
                         "freed window");
     rt_expect_win_error(&v, MPIX_Win_iflush(0, freed, NULL), MPI_ERR_WIN, "MPIX_Win_iflush",
