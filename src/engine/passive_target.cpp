@@ -7,7 +7,6 @@
 #include "common/log.hpp"
 #include "common/threads.hpp"
 #include "engine/window.hpp"
-#include "progress/interrupt.hpp"
 
 namespace nbrma::engine {
 
@@ -178,7 +177,7 @@ void Window::join_queue() {
 // is held for one sweep. The bound keeps it from starving behind queued requests.
 bool Window::polite_locks() const {
     return config_.reorder[access_after_access] && completes_inline_ &&
-           !interrupt::attached();
+           !sweep_link_.sweeps_on_bells;
 }
 
 bool Window::advance_passive(Epoch &epoch) {

@@ -13,7 +13,6 @@
 
 #include "common/log.hpp"
 #include "common/threads.hpp"
-#include "progress/progress.hpp"
 
 namespace nbrma::engine {
 
@@ -43,7 +42,7 @@ Window::Window(transport::Transport &transport, const layout::ControlLayout &lay
 Window::~Window() = default;
 
 void Window::queued() {
-    if (sweep_link_.registered && !sweep_link_.listed) detail::progress_list(this);
+    if (sweep_link_.registered && !sweep_link_.listed) sweep_link_.list(this);
 }
 
 std::unique_ptr<Epoch> Window::spare_epoch() {

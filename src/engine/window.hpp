@@ -168,6 +168,11 @@ class Window {
         bool registered = false;
         bool listed = false;
         bool pinned = false;
+        // What the progress engine gives the window when it registers it: how the window
+        // puts itself on the sweep list, and whether sweeps wait for a bell (the
+        // SmartInterrupts client, NBRMA_PROGRESS=interrupt; a lock word rings none).
+        void (*list)(Window *) = nullptr;
+        bool sweeps_on_bells = false;
     };
     SweepLink &sweep_link() { return sweep_link_; }
 

@@ -112,6 +112,8 @@ void progress_register(Window *window) {
     Window::SweepLink &link = window->sweep_link();
     link.registered = true;
     link.pinned = window->transport().capabilities().needs_target_progress;
+    link.list = &detail::progress_list;
+    link.sweeps_on_bells = interrupt::attached();
     if (link.pinned || !window->idle()) detail::progress_list(window);
     if (window->transport().capabilities().needs_target_progress) ++serving;
     if (window->transport().event_fd() >= 0) {
