@@ -18,6 +18,7 @@
 #include "layout/control_region.hpp"
 #include "progress/progress.hpp"
 #include "transport/shm/cross_memory.hpp"
+#include "transport/shm/peer_memory.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/shm/user_memory.hpp"
 #include "transport/transport.hpp"

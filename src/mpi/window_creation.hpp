@@ -14,6 +14,7 @@
 
 #include "mpi/state.hpp"
 #include "progress/progress.hpp"
+#include "transport/shm/peer_memory.hpp"
 #include "transport/shm/segment_cache.hpp"
 #include "transport/shm/user_memory.hpp"
 

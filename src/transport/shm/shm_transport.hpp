@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "transport/directory.hpp"
+#include "transport/shm/peer_memory.hpp"
 #include "transport/shm/user_memory.hpp"
 #include "transport/transport.hpp"
 

@@ -8,9 +8,9 @@
 // Opted in, the window's whole pages are moved into a memfd at creation: the content is
 // copied into the memfd and the memfd is mremap()ed over the same addresses, so the
 // user's pointers, the content and the protection (read-write) stay what they were; peers
-// open the memfd as /proc/<pid>/fd/<n> and map it. At MPI_Win_free the pages go back to
-// private anonymous memory the same way. Only private anonymous, writable memory is moved
-// (heap, anonymous mmap, .bss): a file or shared mapping is left alone
+// open the memfd as /proc/<pid>/fd/<n> and map it (peer_memory.hpp). At MPI_Win_free the
+// pages go back to private anonymous memory the same way. Only private anonymous, writable memory
+// is moved (heap, anonymous mmap, .bss): a file or shared mapping is left alone
 // (madvise(MADV_WIPEONFORK) answers which it is in one call), so is read-only memory
 // (MADV_POPULATE_WRITE fails there), the calling thread's stack, and memory that is
 // locked or huge-page backed (/proc/self/smaps).
@@ -90,31 +90,6 @@ class UserMemoryClaim {
     bool shared_ = false;
 };
 
-// A node-local peer's window memory, mapped from the memfd it offered.
-class PeerMemoryMap {
-  public:
-    PeerMemoryMap() = default;
-    PeerMemoryMap(const PeerMemoryMap &) = delete;
-    PeerMemoryMap &operator=(const PeerMemoryMap &) = delete;
-    ~PeerMemoryMap();
-    // Maps the pages holding [offset, offset + size) of memfd `descriptor` of process
-    // `pid`; address() is where offset lies.
-    Status open(pid_t pid, int descriptor, std::uint64_t offset, std::uint64_t size);
-    // Maps the whole memfd (its size now: a memfd moved pages live in never changes size).
-    Status open_file(pid_t pid, int descriptor);
-    std::uint8_t *address() const { return address_; }
-    // Where [offset, offset + size) of the file lies, nullptr if not all of it is mapped.
-    std::uint8_t *at(std::uint64_t offset, std::uint64_t size) const;
-    std::size_t length() const { return length_; }
-
-  private:
-    Status map(pid_t pid, int descriptor, std::uint64_t first, std::uint64_t length);
-    void *mapping_ = nullptr;
-    std::size_t length_ = 0;
-    std::uint64_t first_ = 0;  // the file offset mapping_ shows
-    std::uint8_t *address_ = nullptr;
-};
-
 // Node-shareable memory nbrma owns (MPI_Alloc_mem's arena): `length` bytes (rounded up
 // to pages) of a fresh memfd named like moved pages' (a fork child gets private copies),
 // mapped shared at a multiple of `alignment` (at least a page) and registered, so that
@@ -135,26 +110,6 @@ bool user_memory_find(const void *base, std::size_t size, int *descriptor,
 // Moved ranges no window claims any more go back to private memory now (they are kept
 // moved, up to 4, for the next window over the same memory).
 void user_memory_uncache();
-
-// The peers' memfds this process keeps mapped (the last 8 whole memfds a window
-// creation mapped, of any size: an owner that gives its memfd up punches its pages out
-// first, so a stale mapping holds no memory), each with its owner's pid and identity:
-// windows created and freed over one buffer map the peer's memfd once. A creation takes
-// them (peer_memory_held) before its exchange, so that it can tell its peers which it
-// will find (a concurrent creation may drop them from the cache meanwhile).
-struct HeldPeerMemory {
-    pid_t pid;
-    std::uint64_t identity;
-    std::shared_ptr<PeerMemoryMap> map;
-};
-std::vector<HeldPeerMemory> peer_memory_held();
-
-// Node-local peer `pid`'s memfd `descriptor` (whose identity is `identity`), mapped
-// whole: one of `held` with that pid and identity, or the cache's, or mapped now (and
-// cached). A mapping the cache drops stays valid while a window holds it.
-std::shared_ptr<PeerMemoryMap> peer_memory_map(const std::vector<HeldPeerMemory> &held, pid_t pid,
-                                               int descriptor, std::uint64_t identity,
-                                               Status *status);
 
 // Registered ranges of the user's pages, and how many of them are moved (tests; nbrma's
 // own memory of user_memory_map_owned is not counted).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "transport/shm/memory_arena.hpp"
+#include "transport/shm/peer_memory.hpp"
 #include "transport/shm/user_memory.hpp"
 
 namespace nbrma::transport::shm {

@@ -11,11 +11,12 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include "transport/shm/peer_memory.hpp"
 #include "transport/shm/user_memory.hpp"
 
 namespace nbrma::transport::shm {
