@@ -117,7 +117,15 @@ class Epoch {
     [[gnu::always_inline]] void reset(std::uint64_t id, EpochKind kind, int target,
                                       sync::LockMode mode, int assertions) {
         // The target states stay where they are; the new id makes them untouched (find()).
-        touched_.clear();
+        // A lock epoch made a lock epoch again keeps its one state touched, made new (every
+        // lock epoch touches its target when it activates).
+        if (kind_ == EpochKind::lock && kind == EpochKind::lock && !touched_.empty()) {
+            one_->reset();
+            one_->epoch = id;
+            touched_.front() = target;
+        } else {
+            touched_.clear();
+        }
         id_ = id;
         kind_ = kind;
         target_ = target;

@@ -74,13 +74,18 @@ inline bool Window::close_at_once() {
         return false;
     }
     bool all_released = true;
-    for (int rank : epoch.touched()) {
-        TargetState &state = *epoch.find(rank);
-        if (state.phase != TargetPhase::held) continue;
-        if (nocheck || sync::release_at_once(transport_, rank, epoch.mode()))
-            state.phase = TargetPhase::released;
-        else
-            all_released = false;
+    if (epoch.kind() == EpochKind::lock) {  // its one target, held (its state stays so
+        all_released =                      // if it must be handed over)
+            nocheck || sync::release_at_once(transport_, epoch.target(), epoch.mode());
+    } else {
+        for (int rank : epoch.touched()) {
+            TargetState &state = *epoch.find(rank);
+            if (state.phase != TargetPhase::held) continue;
+            if (nocheck || sync::release_at_once(transport_, rank, LockMode::shared))
+                state.phase = TargetPhase::released;
+            else
+                all_released = false;
+        }
     }
     if (!all_released) {
         join_queue();
