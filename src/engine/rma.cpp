@@ -171,7 +171,7 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
                            bool tried_at_once) {
     if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
-    if (!tried_at_once && at_once_ && at_once_covers(call.target)) {  // an R-call
+    if (!tried_at_once && at_once_ && ready_at_once(call.target)) {  // an R-call
         Status status;
         if (run_at_once(call, &status)) {
             if (request) (*request = Request::create())->finish(status);

@@ -105,7 +105,7 @@ class Window {
         // Inline, a blocking call of the at-once epoch that rma_contiguous or rma_atomic
         // runs now; the rest, and what they turn down, in rma_general.
         if (!request && at_once_ && call.target >= 0 && call.target < size() &&
-            at_once_covers(call.target)) {
+            ready_at_once(call.target)) {
             Status status;
             if (run_at_once(call, &status)) {
                 if (cause) *cause = nullptr;
@@ -232,9 +232,11 @@ class Window {
                                                     int assertions);
     [[gnu::always_inline]] inline bool take_at_once(Epoch &epoch);
     bool polite_locks() const;
-    // Whether a call toward `target` belongs to the at-once epoch (at_once_ set): its lock's
-    // target, a lock_all target held, or one whose shared lock take_target gets now.
-    bool at_once_covers(int target) {
+    // Readies the at-once epoch (at_once_ set) for a call toward `target`: true if it holds
+    // the target's lock — its lock's target, or a lock_all target whose shared lock it
+    // holds or takes now, at the first call toward it (take_target); false if the call is
+    // not the at-once epoch's (take_target may have handed the epoch to the queue).
+    bool ready_at_once(int target) {
         if (target == at_once_->target()) return true;
         if (at_once_->kind() != EpochKind::lock_all) return false;
         return at_once_->find(target) != nullptr || take_target(target);
