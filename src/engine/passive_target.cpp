@@ -5,7 +5,6 @@
 #include <mpi.h>
 
 #include "common/log.hpp"
-#include "common/threads.hpp"
 #include "engine/window.hpp"
 
 namespace nbrma::engine {

@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "common/log.hpp"
-#include "common/threads.hpp"
 
 namespace nbrma::engine {
 
