@@ -19,7 +19,11 @@ using sync::LockMode;
 inline bool Window::take_at_once(Epoch &epoch) {
     if (!flushes_.empty() || transport_flushes_ != 0) return false;
     if (!epochs_.empty()) {
-        progress();  // retire what completed; grants that arrived start their epochs
+        // Passing active epochs (access_after_access_reorder) is worth a sweep first:
+        // grants that arrived start their epochs. Otherwise the queue is judged as it is
+        // (completed epochs never hold a candidate back), and a lock that cannot be taken
+        // at once is swept only once, by progress_opened.
+        if (config_.reorder[access_after_access]) progress();
         if (!may_activate(epoch, epochs_.size())) return false;
     }
     const int target = epoch.target();
