@@ -81,6 +81,25 @@ void Epoch::finish_active_request() {
 }
 
 // complete()'s rarer part: the log line, the requests.
+void Epoch::make_targets() { targets_.resize(static_cast<std::size_t>(nranks_)); }
+
+// (out of line: the common reset has nothing pending, and its callers stay small)
+[[gnu::noinline]] void TargetState::clear_pending() { pending.clear(); }
+
+namespace {
+[[gnu::noinline]] std::unique_ptr<TargetState> new_target_state() {
+    return std::make_unique<TargetState>();
+}
+}  // namespace
+
+TargetState &Epoch::touch(std::unique_ptr<TargetState> &state, int rank) {
+    if (!state) state = new_target_state();
+    state->reset();
+    state->epoch = id_;
+    touched_.push_back(rank);
+    return *state;
+}
+
 void Epoch::finish_requests() {
     if (verbose_level() >= 2)  // skip the varargs call in the common case
         log(2, "epoch %llu (%s) completed", static_cast<unsigned long long>(id_),

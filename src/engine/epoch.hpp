@@ -97,12 +97,14 @@ struct TargetState {
         phase = TargetPhase::none;
         // operation: acquire() and release() set up everything they use
         match_id = 0;
-        notices = Notices();
+        notices.outstanding = 0;
+        notices.failure = Status::ok;
         flush_upto = 0;
         polling = false;
         polls = 0;
-        if (!pending.empty()) pending.clear();  // a completed epoch ran all its calls
+        if (!pending.empty()) clear_pending();  // a completed epoch ran all its calls
     }
+    void clear_pending();
 };
 
 class Epoch {
@@ -138,7 +140,7 @@ class Epoch {
         failure_ = Status::ok;
         calls_ = 0;
         // (A completed epoch has handed both its requests back: they are null.)
-        if (!beside_.empty()) beside_.clear();
+        beside_.clear();
         if (!passive()) {  // what only active-target epochs read
             barrier_round_ = 0;
             sequence_ = 0;
@@ -196,7 +198,7 @@ class Epoch {
     void complete() {
         state_ = EngineState::completed;
         ++counters().epochs_completed;
-        if (verbose_level() >= 2 || active_request_ || close_request_) finish_requests();
+        if (active_request_ || close_request_ || verbose_level() >= 2) finish_requests();
     }
     void fail(Status status) {
         if (!is_error(failure_)) failure_ = status;
@@ -217,12 +219,10 @@ class Epoch {
     [[gnu::always_inline]] TargetState &at(int rank) {
         std::unique_ptr<TargetState> &state = slot(rank);
         if (state && state->epoch == id_) return *state;
-        if (!state) state = std::make_unique<TargetState>();
-        state->reset();
-        state->epoch = id_;
-        touched_.push_back(rank);
-        return *state;
+        return touch(state, rank);
     }
+    // at(rank) where find(rank) is null: its state first touched now.
+    TargetState &first_touch(int rank) { return touch(slot(rank), rank); }
     // null if never touched
     TargetState *find(int rank) const {
         const TargetState *state = kind_ == EpochKind::lock
@@ -239,9 +239,12 @@ class Epoch {
     // time they touch one (kept when the epoch is reused).
     [[gnu::always_inline]] std::unique_ptr<TargetState> &slot(int rank) {
         if (kind_ == EpochKind::lock) return one_;
-        if (targets_.empty()) targets_.resize(static_cast<std::size_t>(nranks_));
+        if (targets_.empty()) make_targets();
         return targets_[rank];
     }
+    void make_targets();
+    // `rank`'s state (in `state`, its slot) made this epoch's, first touched now.
+    TargetState &touch(std::unique_ptr<TargetState> &state, int rank);
     void finish_active_request();
     void finish_requests();
 

@@ -41,21 +41,25 @@ inline bool Window::take_at_once(Epoch &epoch) {
 }
 
 inline void Window::open_passive(EpochKind kind, int target, LockMode mode, int assertions) {
-    std::unique_ptr<Epoch> queued_epoch;
     if (!at_once_ && completes_inline_) {
         if (!at_once_home_) at_once_home_ = spare_epoch();
-        begin_epoch(*at_once_home_, kind, target, mode, assertions);
-        if (take_at_once(*at_once_home_)) {
-            at_once_ = at_once_home_.get();
+        Epoch &epoch = *at_once_home_;
+        begin_epoch(epoch, kind, target, mode, assertions);
+        if (take_at_once(epoch)) {
+            at_once_ = &epoch;
             return;
         }
-        queued_epoch = std::move(at_once_home_);  // the same epoch, queued
+        queue_opened(std::move(at_once_home_));  // the same epoch, queued
     } else {
-        queued_epoch = make_epoch(kind, target, mode, assertions);
+        queue_opened(make_epoch(kind, target, mode, assertions));
     }
-    const std::uint64_t id = queued_epoch->id();
-    enqueue(std::move(queued_epoch));
-    progress_opened(id);  // (acquisition starts now, not lazily at unlock)
+}
+
+// An opened epoch into the queue, its acquisition started now (not lazily at unlock).
+void Window::queue_opened(std::unique_ptr<Epoch> epoch) {
+    const std::uint64_t id = epoch->id();
+    enqueue(std::move(epoch));
+    progress_opened(id);
 }
 
 // Over a transport that completes inline, every call of the epoch is at its target; a
@@ -106,11 +110,13 @@ Status Window::lock(int lock_type, int target, int assertions) {
     if (target < 0 || target >= size()) return Status::err_rank;
     if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
     if (config_.no_locks) return Status::err_sync;
-    if (open_of(EpochKind::lock_all) || open_lock(target) || open_of(EpochKind::access))
-        return Status::err_sync;  // already locked, or an active-target access epoch
-    if (target == rank() && open_of(EpochKind::exposure))
-        return Status::err_conflict;  // a window is never locked and exposed at once
-    if (Status status = end_unused_fence(); is_error(status)) return status;
+    if (!open_.empty()) {  // (the usual lock opens beside no other epoch)
+        if (open_of(EpochKind::lock_all) || open_lock(target) || open_of(EpochKind::access))
+            return Status::err_sync;  // already locked, or an active-target access epoch
+        if (target == rank() && open_of(EpochKind::exposure))
+            return Status::err_conflict;  // a window is never locked and exposed at once
+        if (Status status = end_unused_fence(); is_error(status)) return status;
+    }
     open_passive(EpochKind::lock, target,
                  lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared,
                  assertions);
@@ -156,7 +162,7 @@ bool Window::take_target(int target) {
         }
         ++counters().lock_grants;
     }
-    at_once_->at(target).phase = TargetPhase::held;
+    at_once_->first_touch(target).phase = TargetPhase::held;  // (ready_at_once found none)
     return true;
 }
 

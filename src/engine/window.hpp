@@ -231,6 +231,7 @@ class Window {
     [[gnu::always_inline]] inline void open_passive(EpochKind kind, int target, sync::LockMode mode,
                                                     int assertions);
     [[gnu::always_inline]] inline bool take_at_once(Epoch &epoch);
+    void queue_opened(std::unique_ptr<Epoch> epoch);
     bool polite_locks() const;
     // Readies the at-once epoch (at_once_ set) for a call toward `target`: true if it holds
     // the target's lock — its lock's target, or a lock_all target whose shared lock it
