@@ -10,9 +10,9 @@
 #   (c) an `mpich` entry is defined by libnbrma.so (the table is stale),
 #   (d) include/nbrma.h declares an MPIX_ function the table does not list,
 #   (e) an MPI_ function libnbrma.so defines lacks its PMPI_ twin at the same address,
-#       or a PMPI_ function it defines has no MPI_ one (src/mpi/pmpi.hpp),
+#       or a PMPI_ function it defines has no MPI_ one (src/mpich/pmpi.hpp),
 #   (f) src/ names the PMPI_ twin of a function libnbrma.so defines (that is nbrma
-#       itself again: MPICH's implementation is nbrma::mpich::name, src/mpi/mpich.hpp),
+#       itself again: MPICH's implementation is nbrma::mpich::name, src/mpich/entry_points.hpp),
 # or when the table itself is malformed (bad handler, duplicate name).
 # For testing, NBRMA_SO / MPICH_SO may name other shared objects.
 set -u
@@ -110,7 +110,7 @@ else
         grep -rnE "\b($interposed)\b" "$top_srcdir/src" --include='*.cpp' --include='*.hpp' |
             grep -vE '^[^:]*:[0-9]+:[[:space:]]*(//|\*)' > "$work/direct_calls"
         while IFS=: read -r file number code; do
-            problem "(f) ${file#"$top_srcdir"/}:$number: calls nbrma's own PMPI_ name (use nbrma::mpich::, src/mpi/mpich.hpp):$code"
+            problem "(f) ${file#"$top_srcdir"/}:$number: calls nbrma's own PMPI_ name (use nbrma::mpich::, src/mpich/entry_points.hpp):$code"
         done < "$work/direct_calls"
     fi
 fi

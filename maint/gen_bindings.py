@@ -12,7 +12,7 @@ compile together, as hand-written ones did). The function's prototype is the one
 mpi.h (MPI_ names) or include/nbrma.h (MPIX_ names) declares, parameter names included;
 its body runs the checks, then returns `call`, an expression over those parameter names
 in which NAME stands for the function's name as a string. An MPI_ function also gets its
-PMPI_ twin (NBRMA_PMPI, src/mpi/pmpi.hpp). It also writes the prototype in the SYNOPSIS
+PMPI_ twin (NBRMA_PMPI, src/mpich/pmpi.hpp). It also writes the prototype in the SYNOPSIS
 of every section-3 man page source (maint/man/<function>.3.txt) of a function
 include/nbrma.h declares, as the header declares it. Checks:
 
@@ -189,7 +189,7 @@ def render(file, rows, declared):
     out.append('}  // extern "C"')
     twins = sorted(name[len("MPI_"):] for name, _, _, _ in rows if name.startswith("MPI_"))
     if twins:
-        out += ["", "// The profiling names (src/mpi/pmpi.hpp)."]
+        out += ["", "// The profiling names (src/mpich/pmpi.hpp)."]
         out += ["NBRMA_PMPI(%s)" % twin for twin in twins]
     return "\n".join(out) + "\n"
 

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "mpi/errors.hpp"
-#include "mpi/mpich.hpp"
-#include "mpi/pmpi.hpp"
+#include "mpich/entry_points.hpp"
+#include "mpich/pmpi.hpp"
 #include "transport/shm/memory_arena.hpp"
 
 namespace nbrma::mpi {

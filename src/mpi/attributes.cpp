@@ -7,9 +7,9 @@
 #include "common/threads.hpp"
 #include "mpi/counter_table.hpp"
 #include "mpi/errors.hpp"
-#include "mpi/mpich.hpp"
-#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
+#include "mpich/entry_points.hpp"
+#include "mpich/pmpi.hpp"
 #include "nbrma.h"
 
 using namespace nbrma;

@@ -6,8 +6,8 @@
 #include "engine/datatype.hpp"
 #include "mpi/bindings.hpp"
 #include "mpi/errors.hpp"
-#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
+#include "mpich/pmpi.hpp"
 #include "progress/progress.hpp"
 
 using namespace nbrma;

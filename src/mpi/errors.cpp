@@ -1,13 +1,13 @@
 #include "mpi/errors.hpp"
 
-#include "mpi/mpich.hpp"
-#include "mpi/state.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "mpi/state.hpp"
+#include "mpich/entry_points.hpp"
 
 // MPIX_ERR_INVALID_NOTIFICATION (nbrma.h): a class of its own, added at MPI_Init.
 extern "C" {

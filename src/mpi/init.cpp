@@ -9,15 +9,15 @@
 #include <string>
 
 #include "common/log.hpp"
-#include "common/mpich_version.hpp"
 #include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "mpi/counter_table.hpp"
 #include "mpi/errors.hpp"
-#include "mpi/mpich.hpp"
-#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
+#include "mpich/entry_points.hpp"
+#include "mpich/pmpi.hpp"
+#include "mpich/version.hpp"
 #include "progress/assist.hpp"
 #include "progress/interrupt.hpp"
 #include "progress/progress.hpp"
@@ -133,7 +133,7 @@ void setup_interrupt() {
     }
 }
 
-// Another MPICH series than the one nbrma was built for (common/mpich_version.hpp) is
+// Another MPICH series than the one nbrma was built for (mpich/version.hpp) is
 // refused before nbrma does anything: one line on stderr naming both versions, and the
 // job aborted (every rank finds it).
 void refuse_other_mpich() {

@@ -16,6 +16,7 @@
 #include "engine/request.hpp"
 #include "engine/window.hpp"
 #include "layout/control_region.hpp"
+#include "mpich/complete_request.hpp"
 #include "progress/progress.hpp"
 #include "transport/shm/cross_memory.hpp"
 #include "transport/shm/peer_memory.hpp"
@@ -108,26 +109,6 @@ inline WindowState *window_find(MPI_Win win) {
 }
 void window_insert(WindowState *state);
 void window_erase(MPI_Win win);
-
-// An MPI_Request that is complete already, with an empty status: what opening calls
-// return (SC14 §VII-C), and closing calls whose epoch ended inside the call.
-int complete_request(MPI_Request *request);
-namespace detail {
-// MPICH's handle for a receive from MPI_PROC_NULL, once two of them came back equal (a
-// built-in handle: nothing allocated, nothing to free); MPI_REQUEST_NULL until then.
-__attribute__((visibility("hidden"))) inline std::atomic<MPI_Request> proc_null_receive{
-    MPI_REQUEST_NULL};
-}  // namespace detail
-// The built-in handle complete_request hands out once known (a complete receive from
-// MPI_PROC_NULL, which a wait ignoring statuses may simply set to MPI_REQUEST_NULL), else
-// MPI_REQUEST_NULL.
-inline MPI_Request complete_request_handle() {
-    return detail::proc_null_receive.load(std::memory_order_relaxed);
-}
-// `request` is that handle.
-inline bool is_complete_request(MPI_Request request) {
-    return request != MPI_REQUEST_NULL && request == complete_request_handle();
-}
 
 // Hands an engine request to the application as an MPI_Request (a generalized request
 // completed by nbrma's progress). Takes the MPI-side reference of `request`. A

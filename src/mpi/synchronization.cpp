@@ -6,8 +6,8 @@
 
 #include "mpi/bindings.hpp"
 #include "mpi/errors.hpp"
-#include "mpi/pmpi.hpp"
 #include "mpi/state.hpp"
+#include "mpich/pmpi.hpp"
 #include "nbrma.h"
 #include "progress/progress.hpp"
 
@@ -28,7 +28,7 @@ namespace {
 int finish(const char *call, MPI_Win win, Status status, engine::Request *request,
            MPI_Request *handle) {
     if (is_error(status)) return raise(call, win, status);
-    if (!request) return handle ? complete_request(handle) : MPI_SUCCESS;
+    if (!request) return handle ? mpich::complete_request(handle) : MPI_SUCCESS;
     if (handle) return request_wrap(request, handle);
     return raise(call, win, request_wait(request));
 }
@@ -75,7 +75,7 @@ int start(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Reques
                                  "an access epoch (start, lock, or a fence epoch with calls) "
                                  "is already open",
                                  nullptr));
-    return request ? complete_request(request) : MPI_SUCCESS;
+    return request ? mpich::complete_request(request) : MPI_SUCCESS;
 }
 
 int complete(const char *call, MPI_Win win, MPI_Request *request) {
@@ -96,7 +96,7 @@ int post(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Request
                      sync_detail(status, "an exposure epoch is already open",
                                  "the window is locked (a window is never locked and "
                                  "exposed at once)"));
-    return request ? complete_request(request) : MPI_SUCCESS;
+    return request ? mpich::complete_request(request) : MPI_SUCCESS;
 }
 
 int wait(const char *call, MPI_Win win, MPI_Request *request) {
@@ -116,7 +116,7 @@ int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI
         return raise(
             call, win, status,
             status == Status::err_sync ? "an epoch toward that rank is already open" : nullptr);
-    return request ? complete_request(request) : MPI_SUCCESS;
+    return request ? mpich::complete_request(request) : MPI_SUCCESS;
 }
 
 int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
@@ -136,7 +136,7 @@ int lock_all(const char *call, int assert, MPI_Win win, MPI_Request *request) {
     if (is_error(status))
         return raise(call, win, status,
                      status == Status::err_sync ? "another passive epoch is open" : nullptr);
-    return request ? complete_request(request) : MPI_SUCCESS;
+    return request ? mpich::complete_request(request) : MPI_SUCCESS;
 }
 
 int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {

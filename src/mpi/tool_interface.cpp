@@ -46,8 +46,8 @@
 #include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "mpi/counter_table.hpp"
-#include "mpi/mpich.hpp"
-#include "mpi/pmpi.hpp"
+#include "mpich/entry_points.hpp"
+#include "mpich/pmpi.hpp"
 
 using namespace nbrma;
 using namespace nbrma::mpi;

@@ -15,9 +15,9 @@
 #include "common/settings.hpp"
 #include "common/threads.hpp"
 #include "mpi/counter_table.hpp"
-#include "mpi/mpich.hpp"
-#include "mpi/pmpi.hpp"
 #include "mpi/tool_interface.hpp"
+#include "mpich/entry_points.hpp"
+#include "mpich/pmpi.hpp"
 
 using namespace nbrma;
 using namespace nbrma::mpi;

@@ -16,7 +16,7 @@
 // for its collectives.
 //
 // The other direction (MPICH progresses while nbrma blocks) is the poke in
-// engine::wait_request and the generalized requests' poll_fn (state.cpp).
+// engine::wait_request and the generalized requests' poll_fn (src/mpi/state.cpp).
 //
 // Collectives run in one form on every member of a communicator, whatever each rank's
 // state: MPI forbids matching a blocking collective with a nonblocking one (and MPICH
@@ -31,9 +31,9 @@
 
 #include "common/threads.hpp"
 #include "common/yield.hpp"
-#include "mpi/mpich.hpp"
-#include "mpi/pmpi.hpp"
-#include "mpi/state.hpp"
+#include "mpich/complete_request.hpp"
+#include "mpich/entry_points.hpp"
+#include "mpich/pmpi.hpp"
 #include "progress/assist.hpp"
 #include "progress/collective_form.hpp"
 #include "progress/progress.hpp"
@@ -50,7 +50,7 @@ namespace {
 bool mpich_may_block() { return !progress_wanted() && !nbrma::oversubscribed(); }
 
 // MPICH's test (`test()`), then one sweep of nbrma, unless the test swept: MPICH's tests
-// run the poll_fn of nbrma's own requests (state.cpp), which sweeps (and, finding nothing
+// run the poll_fn of nbrma's own requests (src/mpi/state.cpp), which sweeps (and, finding nothing
 // to do on an oversubscribed node, yields). Either way one sweep per call. *idle: this
 // call's sweep moved nothing (false where poll_fn swept: it paced the loop itself).
 template <class Test>
@@ -93,7 +93,7 @@ int finish(int error, MPI_Request *request, MPI_Status *status = MPI_STATUS_IGNO
 // MPIR_REQUEST_KIND__SEND || ... RECV") when all its requests are complete and the last
 // of the batches it takes them in (MPIR_CVAR_REQUEST_BATCH_SIZE, 64) holds no
 // generalized request while an earlier one does: an array of nbrma's requests mixes
-// generalized ones with complete receives from MPI_PROC_NULL (state.cpp). Its
+// generalized ones with complete receives from MPI_PROC_NULL (src/mpi/state.cpp). Its
 // MPI_Waitall does not: over more than a few requests, nbrma's MPI_Testall asks each
 // request (MPICH's MPI_Request_get_status, which frees nothing; nbrma's sweeps complete
 // its generalized requests) and, when all are complete, lets MPICH's MPI_Waitall free
@@ -146,8 +146,8 @@ namespace {
 
 int wait_impl(MPI_Request *request, MPI_Status *status) {
     // What nbrma's opening calls and closing calls that completed inside them return:
-    // complete, nothing to free (state.cpp, complete_request).
-    if (status == MPI_STATUS_IGNORE && request && nbrma::mpi::is_complete_request(*request)) {
+    // complete, nothing to free (src/mpich/complete_request.cpp).
+    if (status == MPI_STATUS_IGNORE && request && nbrma::mpich::is_complete_request(*request)) {
         *request = MPI_REQUEST_NULL;
         return MPI_SUCCESS;
     }
@@ -159,7 +159,7 @@ int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
     // its call return, a batch of them in a nonblocking-epoch loop): set to
     // MPI_REQUEST_NULL as MPICH would, without asking it (about 9 ns a transaction in
     // the transactions benchmark). Not with statuses: MPICH writes its own for them.
-    const MPI_Request complete = nbrma::mpi::complete_request_handle();
+    const MPI_Request complete = nbrma::mpich::complete_request_handle();
     if (statuses == MPI_STATUSES_IGNORE && complete != MPI_REQUEST_NULL && count > 0 && requests) {
         bool open = false;
         for (int i = 0; i < count; ++i) {
@@ -205,7 +205,7 @@ int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status status
             ? test_then_sweep([&] { return testall(count, requests, flag, statuses); })
             : testall(count, requests, flag, statuses);
     // An application polling in a loop shares the CPU on an oversubscribed node, as it
-    // does where MPICH's MPI_Testall runs the generalized requests' poll_fn (state.cpp).
+    // does where MPICH's MPI_Testall runs the generalized requests' poll_fn (src/mpi/state.cpp).
     if (error == MPI_SUCCESS && !*flag && count > 8 && nbrma::oversubscribed()) sched_yield();
     return error;
 }

@@ -37,8 +37,8 @@
 #include "rmatest.h"
 #include "rmathreads.h"
 
-/* MPICH's own MPI_T counts: nbrma defines the PMPI_ names too (src/mpi/pmpi.hpp), so
- * they are looked up in libmpich.so itself, as nbrma does (src/mpi/mpich.cpp). */
+/* MPICH's own MPI_T counts: nbrma defines the PMPI_ names too (src/mpich/pmpi.hpp), so
+ * they are looked up in libmpich.so itself, as nbrma does (src/mpich/entry_points.cpp). */
 static int (*mpich_T_category_get_num)(int *);
 static int (*mpich_T_cvar_get_num)(int *);
 static int (*mpich_T_pvar_get_num)(int *);

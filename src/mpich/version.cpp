@@ -1,4 +1,4 @@
-#include "common/mpich_version.hpp"
+#include "mpich/version.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -1,8 +1,8 @@
-// The MPICH series check MPI_Init makes (src/common/mpich_version.hpp): the version in
+// The MPICH series check MPI_Init makes (src/mpich/version.hpp): the version in
 // MPI_Get_library_version's text, and whether it is of the series nbrma was built for.
 #include <gtest/gtest.h>
 
-#include "common/mpich_version.hpp"
+#include "mpich/version.hpp"
 
 using nbrma::mpich_mismatch;
 using nbrma::mpich_version_of;

@@ -3,8 +3,8 @@
 // names, recognises one of MPICH's built-in request handles and builds error codes with
 // MPICH's MPIR_Err_create_code. Another series may differ in any of these, so MPI_Init
 // refuses it with a message naming both versions (src/mpi/init.cpp).
-#ifndef NBRMA_COMMON_MPICH_VERSION_HPP
-#define NBRMA_COMMON_MPICH_VERSION_HPP
+#ifndef NBRMA_MPICH_VERSION_HPP
+#define NBRMA_MPICH_VERSION_HPP
 
 #include <string>
 

@@ -1,17 +1,17 @@
 // MPICH's own implementation of the MPI functions nbrma defines, for nbrma to call.
 //
 // nbrma defines every MPI_ function it interposes under its profiling name PMPI_ too
-// (src/mpi/pmpi.hpp), because MPICH's Fortran bindings (mpi_f08) and its ROMIO call
+// (src/mpich/pmpi.hpp), because MPICH's Fortran bindings (mpi_f08) and its ROMIO call
 // the PMPI_ names. Inside nbrma, PMPI_Win_free would therefore be nbrma's own
 // MPI_Win_free again: nbrma reaches MPICH's through nbrma::mpich::Win_free instead, a
-// pointer resolved once when libnbrma is loaded (src/mpi/mpich.cpp), before any thread
+// pointer resolved once when libnbrma is loaded (src/mpich/entry_points.cpp), before any thread
 // or MPI call can run. A call through it costs what the PLT call to PMPI_Win_free cost.
 // maint/check_symbols.sh fails if src/ calls an interposed PMPI_ name directly.
 //
 // The functions of MPICH that nbrma does not define are called by their PMPI_ names
 // as before (PMPI_Comm_rank, PMPI_Type_get_envelope, ...).
-#ifndef NBRMA_MPI_MPICH_HPP
-#define NBRMA_MPI_MPICH_HPP
+#ifndef NBRMA_MPICH_ENTRY_POINTS_HPP
+#define NBRMA_MPICH_ENTRY_POINTS_HPP
 
 #include <mpi.h>
 
@@ -60,4 +60,4 @@ bool process_resolves_to_nbrma();
 
 }  // namespace nbrma::mpich
 
-#endif  // NBRMA_MPI_MPICH_HPP
+#endif  // NBRMA_MPICH_ENTRY_POINTS_HPP

@@ -1,4 +1,4 @@
-// Resolves nbrma::mpich (src/mpi/mpich.hpp): MPICH's own definitions of the functions
+// Resolves nbrma::mpich (src/mpich/entry_points.hpp): MPICH's own definitions of the functions
 // nbrma interposes, looked up once when libnbrma is loaded.
 //
 // They are looked up in MPICH's library itself, not with RTLD_NEXT: the library is found
@@ -9,7 +9,7 @@
 // libraries libnbrma depends on (libmpich among them) are relocated and before main,
 // any thread or any MPI call, so the pointers are written once, before anything can
 // read them, and never change: no lock and no check on the calls.
-#include "mpi/mpich.hpp"
+#include "mpich/entry_points.hpp"
 
 #include <dlfcn.h>
 
