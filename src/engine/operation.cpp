@@ -335,16 +335,13 @@ Status Operation::execute_accumulate(const TargetView &view) {
     Status status;
     AtomicOp atomic_op;
     bool operand_zero = false;
-    // 8-byte elements as 64-bit atomics, 4-byte ones as 32-bit atomics where the
-    // transport has them. Every word aligned, too: the transport's atomics need it, and
-    // MPI does not (a window may start anywhere, a displacement may be any byte). A
-    // word's alignment is the same for every origin, so accumulates to it never mix the
-    // two ways.
+    // Elements of 8, 4, 2 or 1 bytes as the transport's atomics of that width where it
+    // has them. Every word aligned, too: the transport's atomics need it, and MPI does not
+    // (a window may start anywhere, a displacement may be any byte). A word's alignment
+    // is the same for every origin, so accumulates to it never mix the two ways.
     const std::size_t width = target->basic_size;
     const bool word_sized =
-        width == 8   ? view.transport->supports_atomics(call_.target, Region::window)
-        : width == 4 ? view.transport->supports_atomics32(call_.target, Region::window)
-                     : false;
+        view.transport->supports_atomics_of_width(call_.target, Region::window, width);
     bool use_atomics =
         view.hardware_atomics && word_sized &&
         type_for_each_segment(
@@ -357,8 +354,8 @@ Status Operation::execute_accumulate(const TargetView &view) {
             });
     if (call_.kind == RmaKind::compare_and_swap) {
         atomic_op = AtomicOp::compare_swap;
-        // 4-byte floats keep the accumulate lock, as their accumulates do
-        if (width == 4)
+        // floats of 4 bytes keep the accumulate lock, as their accumulates do
+        if (width != 8)
             use_atomics = use_atomics && reduce_as_atomic(MPI_SUM, target->basic, nullptr, nullptr);
     } else if (use_atomics) {
         use_atomics = reduce_as_atomic(call_.op, target->basic, &atomic_op, &operand_zero);
@@ -378,7 +375,7 @@ Status Operation::execute_accumulate(const TargetView &view) {
     return Status::ok;
 }
 
-// One transport atomic per element of `width` bytes (8 or 4).
+// One transport atomic per element of `width` bytes (8, 4, 2 or 1).
 Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, bool operand_zero,
                                           const TypeLayout &target, std::size_t width,
                                           std::uint8_t *origin_packed, std::uint8_t *fetched) {
@@ -397,13 +394,8 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, b
                     std::memcpy(&operand, origin_packed + cursor, width);
                 const RemoteAddress address{Region::window, view.byte_offset + offset + word};
                 void *previous = fetched ? fetched + cursor : nullptr;
-                const Status posted =
-                    width == 8 ? transport.atomic(call_.target, op, address, operand, compare,
-                                                  static_cast<std::uint64_t *>(previous), &pending)
-                               : transport.atomic32(
-                                     call_.target, op, address, static_cast<std::uint32_t>(operand),
-                                     static_cast<std::uint32_t>(compare),
-                                     static_cast<std::uint32_t *>(previous), &pending);
+                const Status posted = transport.atomic_of_width(
+                    call_.target, op, address, width, operand, compare, previous, &pending);
                 if (is_error(pending.track(posted)))
                     return false;  // stop at the first refused word
             }

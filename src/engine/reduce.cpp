@@ -474,11 +474,12 @@ bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic
         const TypeInfo *info = type_info(basic);
         if (check(kind, info) != Status::ok) return false;
         // Two's complement add and the bitwise ops are the same on signed and unsigned
-        // words, so every 8-byte (4-byte) integer type maps to the transport's uint64
-        // (uint32) atomics.
+        // words, so every integer type of 8, 4, 2 or 1 bytes maps to the transport's
+        // unsigned atomics of its width.
         const bool integer = info->cls == Class::c_integer || info->cls == Class::f_integer ||
                              info->cls == Class::multi;
-        if (!integer || (info->size != 8 && info->size != 4) || info->fn == nullptr) return false;
+        const bool word = info->size == 8 || info->size == 4 || info->size == 2 || info->size == 1;
+        if (!integer || !word || info->fn == nullptr) return false;
         transport::AtomicOp mapped;
         switch (kind) {
             case OpKind::sum:

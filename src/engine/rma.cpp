@@ -3,8 +3,6 @@
 // paths (a contiguous copy or 64-bit atomics), and the general path that
 // issues an operation to the transport, or records it in its epoch until the epoch is
 // active and the target's lock held, then replays it (run_pending).
-#include "engine/window.hpp"
-
 #include <mpi.h>
 
 #include <algorithm>
@@ -13,6 +11,8 @@
 
 #include "common/log.hpp"
 #include "engine/reduce.hpp"
+#include "engine/window.hpp"
+#include "transport/cpu_atomics.hpp"
 
 namespace nbrma::engine {
 
@@ -103,12 +103,13 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     return true;
 }
 
-// fetch_and_op, compare_and_swap, or an accumulate of up to 16 elements, as 64-bit
-// atomics (one an element) in the at-once epoch: a shape Operation::check accepted before
-// (atomic_shape_), 8-byte data the transport does atomically in the window (what the
-// general path's accumulates do element by element; MPI promises accumulates atomicity
-// per element only). false, with nothing done, for anything else (the general path
-// checks and runs it).
+// fetch_and_op, compare_and_swap, or an accumulate of up to 16 elements, as the
+// transport's atomics (one an element, of the element's width: 8, 4, 2 or 1 bytes) in
+// the at-once epoch: a shape Operation::check accepted before (atomic_shape_), integer
+// data (or any 8-byte data, compare_and_swap) the transport does atomically in the
+// window at that width, as the general path's accumulates do element by element (MPI
+// promises accumulates atomicity per element only). false, with nothing done, for
+// anything else (the general path checks and runs it).
 bool Window::rma_atomic(const RmaCall &call, Status *status) {
     constexpr int most_elements = 16;
     const bool swap = call.kind == RmaKind::compare_and_swap;
@@ -118,52 +119,71 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
         !config_.hardware_atomics || elements < 1 || elements > most_elements ||
         call.origin_count != elements || call.target_count != elements ||
         call.origin_type != call.target_type ||
-        (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)) ||
-        !transport_.supports_atomics(call.target, Region::window))
+        (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)))
         return false;
     AtomicShape &shape = atomic_shape_;
     if (shape.kind != call.kind || shape.type != call.target_type ||
         (!swap && shape.op != call.op)) {
-        shape = AtomicShape{call.kind, call.op, call.target_type,
-                            nullptr,   false,   transport::AtomicOp::compare_swap,
+        shape = AtomicShape{call.kind,
+                            call.op,
+                            call.target_type,
+                            nullptr,
+                            0,
+                            false,
+                            transport::AtomicOp::compare_swap,
                             false};
         bool empty = false;
         const TypeLayout *layout;
-        shape.usable = !is_error(Operation::check(call, &empty, nullptr)) && !empty &&
-                       !is_error(type_layout_get(call.target_type, &layout)) &&
-                       layout->size == 8 && layout->basic == call.target_type &&
-                       layout->basic_size == 8 &&
-                       (swap || reduce_as_atomic(call.op, layout->basic, &shape.atomic,
-                                                 &shape.operand_zero));
-        if (shape.usable) shape.layout = layout;
+        shape.usable =
+            !is_error(Operation::check(call, &empty, nullptr)) && !empty &&
+            !is_error(type_layout_get(call.target_type, &layout)) &&
+            layout->basic == call.target_type && layout->size == layout->basic_size &&
+            (swap ? layout->size == 8 || reduce_as_atomic(MPI_SUM, layout->basic, nullptr, nullptr)
+                  : reduce_as_atomic(call.op, layout->basic, &shape.atomic, &shape.operand_zero));
+        if (shape.usable) {
+            shape.layout = layout;
+            shape.width = layout->size;
+        }
     }
-    if (!shape.usable) return false;
-    const std::size_t bytes = 8 * static_cast<std::size_t>(elements);
+    if (!shape.usable ||
+        !transport_.supports_atomics_of_width(call.target, Region::window, shape.width))
+        return false;
+    const std::size_t width = shape.width;
+    const std::size_t bytes = width * static_cast<std::size_t>(elements);
     std::uintptr_t end = 0;
     if ((!shape.operand_zero &&
          __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.origin), bytes, &end)) ||
         (!accumulate &&
-         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), 8, &end)) ||
-        (swap && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), 8, &end)))
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), width, &end)) ||
+        (swap &&
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), width, &end)))
         return false;
     std::uint64_t offset = 0;  // every element in range before the first is touched
     if (is_error(check_range(call, *shape.layout, &offset)) ||
-        !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, 8))
+        !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, width))
         return false;
-    std::uint64_t compare = 0, previous = 0;
-    if (swap) std::memcpy(&compare, call.compare, 8);
+    const std::uint64_t compare = swap ? transport::load_of_width(call.compare, width) : 0;
+    std::uint64_t previous = 0;
     ++next_age_;
     ++counters().rma_ops;
     const auto *origin = static_cast<const unsigned char *>(call.origin);
+    // Where the transport maps the elements, the CPU atomics it would do, done here.
+    std::uint8_t *mapped = transport_.mapped_window(call.target, offset, bytes);
+    *status = Status::ok;
     for (int i = 0; i < elements; ++i) {
-        std::uint64_t operand = 0;
-        if (!shape.operand_zero) std::memcpy(&operand, origin + 8 * i, 8);
-        *status = transport_.atomic(call.target, shape.atomic,
-                                    RemoteAddress{Region::window, offset + 8 * i}, operand,
-                                    compare, &previous, nullptr);
+        const std::uint64_t operand =
+            shape.operand_zero ? 0 : transport::load_of_width(origin + width * i, width);
+        if (mapped) {
+            previous = transport::apply_atomic_of_width(mapped + width * i, width, shape.atomic,
+                                                        operand, compare);
+            continue;
+        }
+        *status = transport_.atomic_of_width(call.target, shape.atomic,
+                                             RemoteAddress{Region::window, offset + width * i},
+                                             width, operand, compare, &previous, nullptr);
         if (is_error(*status)) return true;
     }
-    if (!accumulate) std::memcpy(call.result, &previous, 8);
+    if (!accumulate) transport::store_of_width(call.result, width, previous);
     return true;
 }
 

@@ -385,6 +385,7 @@ class Window {
         MPI_Op op = MPI_OP_NULL;
         MPI_Datatype type = MPI_DATATYPE_NULL;
         const TypeLayout *layout = nullptr;  // of type, when usable
+        std::size_t width = 0;               // of an element, when usable: 8, 4, 2 or 1
         bool usable = false;
         transport::AtomicOp atomic = transport::AtomicOp::fetch_add;
         bool operand_zero = false;  // MPI_NO_OP: add 0, the origin is not read

@@ -107,7 +107,52 @@ class Transport {
         return false;
     }
 
-    // Whether the remote word of `width` bytes (8 or 4) at `address` is aligned to its
+    // The same on a 2- or 1-byte word (`width`: accumulates of short and char integers,
+    // as OSU's benchmarks do with MPI_CHAR), where the transport does them on the CPU:
+    // operand and compare in their low `width` bytes, the previous value's `width` bytes
+    // to *result. As for supports_atomics32: the same answer for every origin.
+    virtual Status atomic_small(int peer, AtomicOp op, RemoteAddress target, std::size_t width,
+                                std::uint32_t operand, std::uint32_t compare, void *result,
+                                Completion *completion) {
+        (void)peer, (void)op, (void)target, (void)width, (void)operand, (void)compare, (void)result,
+            (void)completion;
+        return Status::err_unsupported;
+    }
+    virtual bool supports_atomics_small(int peer, Region region) const {
+        (void)peer, (void)region;
+        return false;
+    }
+
+    // atomic(), atomic32() or atomic_small() by the word's `width` (8, 4, 2 or 1 bytes):
+    // *result (may be null) gets the previous value's `width` bytes.
+    Status atomic_of_width(int peer, AtomicOp op, RemoteAddress target, std::size_t width,
+                           std::uint64_t operand, std::uint64_t compare, void *result,
+                           Completion *completion) {
+        if (width == 8)
+            return atomic(peer, op, target, operand, compare, static_cast<std::uint64_t *>(result),
+                          completion);
+        if (width == 4)
+            return atomic32(peer, op, target, static_cast<std::uint32_t>(operand),
+                            static_cast<std::uint32_t>(compare),
+                            static_cast<std::uint32_t *>(result), completion);
+        return atomic_small(peer, op, target, width, static_cast<std::uint32_t>(operand),
+                            static_cast<std::uint32_t>(compare), result, completion);
+    }
+    bool supports_atomics_of_width(int peer, Region region, std::size_t width) const {
+        switch (width) {
+            case 8:
+                return supports_atomics(peer, region);
+            case 4:
+                return supports_atomics32(peer, region);
+            case 2:
+            case 1:
+                return supports_atomics_small(peer, region);
+            default:
+                return false;
+        }
+    }
+
+    // Whether the remote word of `width` bytes (8, 4, 2 or 1) at `address` is aligned to its
     // width, as atomic() and atomic32() need: the peer's base address and the offset
     // together (a window of MPI_Win_create may start anywhere). The engine applies an
     // accumulate to a word that is not aligned under the accumulate lock instead.
@@ -135,10 +180,11 @@ class Transport {
     }
 
     // [offset, offset + length) of peer's window memory as a local address, when a copy
-    // there is exactly what put() or get() would do (mapped, completes inline, rings no
-    // bell), after the transport's own bounds check: the engine's contiguous fast path
-    // then copies itself. Null otherwise (and for an access out of bounds: put() and
-    // get() refuse it).
+    // there is exactly what put() or get() would do, and a CPU atomic (cpu_atomics.hpp) of
+    // a width supports_atomics_of_width allows exactly what the atomics would do (mapped,
+    // completes inline, rings no bell), after the transport's own bounds check: the
+    // engine's at-once fast paths then copy and add themselves. Null otherwise (and for an
+    // access out of bounds: put() and get() refuse it).
     virtual std::uint8_t *mapped_window(int peer, std::uint64_t offset, std::size_t length) {
         (void)peer;
         (void)offset;

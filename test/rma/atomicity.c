@@ -8,6 +8,11 @@
  *          (ACC_PER_EPOCH per epoch); the final value is exact.
  * Phase 3: CAS_ITER increments per rank done by an MPI_Compare_and_swap spin loop
  *          under lock_all; the final value is exact.
+ * Phase 4: the same three on words narrower than 4 bytes (8- and 16-bit atomics where
+ *          the transport has them, the accumulate lock where not): fetch_and_op +1 on an
+ *          MPI_UNSIGNED_SHORT (exact, fetched values distinct), accumulate +1 on an
+ *          MPI_CHAR and the compare-and-swap loop on an MPI_UNSIGNED_CHAR (exact modulo
+ *          256), each byte between two sentinel bytes that must stay as they were.
  *
  * Usage: atomicity [ITER]   (default 10000; 2000 where peers go through UCX:
  *        NBRMA_TRANSPORT=ucx or NBRMA_VIRTUAL_NODES, as in runtests-ucx/-mixed)
@@ -37,10 +42,21 @@ int main(int argc, char **argv)
     cas_iter = iter / 20 > 0 ? iter / 20 : 1;
 
     /* rank 0's window: [0] int64 FOP counter, [1] int accumulate counter (low half),
-     * [2] int64 CAS counter */
-    rt_win_create(RT_ALLOCATE, me == 0 ? 3 * sizeof(int64_t) : 0, 1, MPI_INFO_NULL,
+     * [2] int64 CAS counter, then phase 4's: a 16-bit FOP counter at +24, and the char
+     * accumulate and CAS counters at +33 and +37, each between sentinel bytes */
+    rt_win_create(RT_ALLOCATE, me == 0 ? 5 * sizeof(int64_t) : 0, 1, MPI_INFO_NULL,
                   MPI_COMM_WORLD, &w);
     const MPI_Aint d_fop = 0, d_acc = sizeof(int64_t), d_cas = 2 * sizeof(int64_t);
+    const MPI_Aint d_fop16 = 24, d_acc8 = 33, d_cas8 = 37;
+    const unsigned char sentinel = 0x5a;
+    if (me == 0) {
+        rt_lock_self(&w);
+        for (MPI_Aint d = 32; d < 40; d++)
+            w.base[d] = (char) sentinel;
+        w.base[d_acc8] = w.base[d_cas8] = 0;
+        rt_unlock_self(&w);
+    }
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
 
     /* ---- phase 1: fetch_and_op ---- */
     int64_t *fetched = malloc(sizeof(int64_t) * (size_t) iter);
@@ -103,6 +119,77 @@ int main(int argc, char **argv)
         }
     }
     MPI_CHK(MPI_Win_unlock_all(w.win));
+
+    /* ---- phase 4: words of 2 and 1 bytes ---- */
+    const long small_iter = iter * np < 65536 ? iter : 65535 / np;
+    unsigned short *fetched16 = malloc(sizeof(unsigned short) * (size_t) small_iter);
+    const unsigned short one16 = 1;
+    const char one8 = 1;
+    MPI_CHK(MPI_Win_lock_all(0, w.win));
+    for (long i = 0; i < small_iter; i++) {
+        MPI_CHK(MPI_Fetch_and_op(&one16, &fetched16[i], MPI_UNSIGNED_SHORT, 0, d_fop16, MPI_SUM,
+                                 w.win));
+        MPI_CHK(MPI_Accumulate(&one8, 1, MPI_CHAR, 0, d_acc8, 1, MPI_CHAR, MPI_SUM, w.win));
+        MPI_CHK(MPI_Win_flush(0, w.win));
+    }
+    for (long i = 0; i < cas_iter; i++) {
+        unsigned char cur, next, old;
+        MPI_CHK(MPI_Fetch_and_op(NULL, &cur, MPI_UNSIGNED_CHAR, 0, d_cas8, MPI_NO_OP, w.win));
+        MPI_CHK(MPI_Win_flush(0, w.win));
+        for (;;) {
+            next = (unsigned char) (cur + 1);
+            MPI_CHK(MPI_Compare_and_swap(&next, &cur, &old, MPI_UNSIGNED_CHAR, 0, d_cas8, w.win));
+            MPI_CHK(MPI_Win_flush(0, w.win));
+            if (old == cur)
+                break;
+            cur = old;
+        }
+    }
+    MPI_CHK(MPI_Win_unlock_all(w.win));
+    for (long i = 1; i < small_iter; i++)
+        CHECK(fetched16[i] > fetched16[i - 1], "rank %d: 16-bit fetched values not increasing: "
+              "[%ld]=%u then %u", me, i - 1, fetched16[i - 1], fetched16[i]);
+    unsigned short *all16 = NULL;
+    if (me == 0)
+        all16 = malloc(sizeof(unsigned short) * (size_t) small_iter * (size_t) np);
+    MPI_CHK(MPI_Gather(fetched16, (int) small_iter, MPI_UNSIGNED_SHORT, all16, (int) small_iter,
+                       MPI_UNSIGNED_SHORT, 0, MPI_COMM_WORLD));
+    if (me == 0) {
+        const long total = small_iter * np;
+        char *seen = calloc((size_t) total, 1);
+        long dup = 0, range = 0;
+        for (long i = 0; i < total; i++) {
+            if (all16[i] >= total)
+                range++;
+            else if (seen[all16[i]]++)
+                dup++;
+        }
+        CHECK(dup == 0 && range == 0, "16-bit fetch_and_op: %ld duplicate and %ld out-of-range "
+              "fetched values", dup, range);
+        free(seen);
+        free(all16);
+    }
+
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 0) {
+        rt_lock_self(&w);
+        const unsigned short fop16 = *(unsigned short *) (w.base + d_fop16);
+        const unsigned char acc8 = (unsigned char) w.base[d_acc8];
+        const unsigned char cas8 = (unsigned char) w.base[d_cas8];
+        CHECK(fop16 == (unsigned short) (small_iter * np), "16-bit fetch_and_op counter %u, "
+              "expected %ld", fop16, small_iter * np);
+        CHECK(acc8 == (unsigned char) (small_iter * np), "char accumulate counter %u, expected "
+              "%ld modulo 256 = %u", acc8, small_iter * np, (unsigned char) (small_iter * np));
+        CHECK(cas8 == (unsigned char) (cas_iter * np), "char compare_and_swap counter %u, "
+              "expected %ld modulo 256 = %u", cas8, cas_iter * np, (unsigned char) (cas_iter * np));
+        for (MPI_Aint d = 32; d < 40; d++)
+            if (d != d_acc8 && d != d_cas8)
+                CHECK((unsigned char) w.base[d] == sentinel, "sentinel byte +%ld is 0x%02x, "
+                      "not 0x%02x: a narrow atomic wrote beside its word", (long) d,
+                      (unsigned char) w.base[d], sentinel);
+        rt_unlock_self(&w);
+    }
+    free(fetched16);
 
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     if (me == 0) {

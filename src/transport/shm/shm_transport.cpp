@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "layout/control_region.hpp"
+#include "transport/cpu_atomics.hpp"
 
 namespace nbrma::transport::shm {
 
@@ -156,37 +157,6 @@ bool ShmTransport::peek_control(int peer, std::uint64_t offset, std::uint64_t *v
     return true;
 }
 
-namespace {
-// One CPU atomic on a word of T; returns the previous value.
-template <typename T>
-T apply_atomic(T *word, AtomicOp op, T operand, T compare) {
-    T previous = 0;
-    switch (op) {
-        case AtomicOp::fetch_add:
-            previous = __atomic_fetch_add(word, operand, __ATOMIC_SEQ_CST);
-            break;
-        case AtomicOp::compare_swap:
-            previous = compare;
-            __atomic_compare_exchange_n(word, &previous, operand, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST);
-            break;
-        case AtomicOp::swap:
-            previous = __atomic_exchange_n(word, operand, __ATOMIC_SEQ_CST);
-            break;
-        case AtomicOp::fetch_and:
-            previous = __atomic_fetch_and(word, operand, __ATOMIC_SEQ_CST);
-            break;
-        case AtomicOp::fetch_or:
-            previous = __atomic_fetch_or(word, operand, __ATOMIC_SEQ_CST);
-            break;
-        case AtomicOp::fetch_xor:
-            previous = __atomic_fetch_xor(word, operand, __ATOMIC_SEQ_CST);
-            break;
-    }
-    return previous;
-}
-}  // namespace
-
 // One CPU atomic on the word of sizeof(T) bytes at target, aligned to its width, where
 // this process reaches it: mapped, or (dynamic windows) moved into the arena.
 template <typename T>
@@ -215,6 +185,19 @@ Status ShmTransport::atomic(int peer, AtomicOp op, RemoteAddress target, std::ui
 Status ShmTransport::atomic32(int peer, AtomicOp op, RemoteAddress target, std::uint32_t operand,
                               std::uint32_t compare, std::uint32_t *result, Completion *) {
     return atomic_word(peer, op, target, operand, compare, result);
+}
+
+Status ShmTransport::atomic_small(int peer, AtomicOp op, RemoteAddress target, std::size_t width,
+                                  std::uint32_t operand, std::uint32_t compare, void *result,
+                                  Completion *) {
+    if (width == 2)
+        return atomic_word(peer, op, target, static_cast<std::uint16_t>(operand),
+                           static_cast<std::uint16_t>(compare),
+                           static_cast<std::uint16_t *>(result));
+    if (width == 1)
+        return atomic_word(peer, op, target, static_cast<std::uint8_t>(operand),
+                           static_cast<std::uint8_t>(compare), static_cast<std::uint8_t *>(result));
+    return Status::err_arg;
 }
 
 bool ShmTransport::supports_atomics(int peer, Region region) const {

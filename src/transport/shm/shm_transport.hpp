@@ -54,6 +54,12 @@ class ShmTransport final : public Transport {
     bool supports_atomics32(int peer, Region region) const override {
         return supports_atomics(peer, region);
     }
+    Status atomic_small(int peer, AtomicOp op, RemoteAddress target, std::size_t width,
+                        std::uint32_t operand, std::uint32_t compare, void *result,
+                        Completion *completion) override;
+    bool supports_atomics_small(int peer, Region region) const override {
+        return supports_atomics(peer, region);
+    }
     bool atomic_aligned(int peer, RemoteAddress address, std::size_t width) override;
     bool peek_control(int peer, std::uint64_t offset, std::uint64_t *value) override;
     std::uint64_t *mapped_control_word(int peer, std::uint64_t offset) override {

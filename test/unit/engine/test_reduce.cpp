@@ -220,7 +220,9 @@ TEST(ReduceCheck, CharIsASignedEightBitInteger) {
               (std::vector<signed char>{0x3c}));
     AtomicOp a;
     bool zero;
-    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_CHAR, &a, &zero));  // 1 byte: under the lock
+    EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_CHAR, &a, &zero));  // 1 byte: an 8-bit atomic
+    EXPECT_EQ(a, AtomicOp::fetch_add);
+    EXPECT_FALSE(reduce_as_atomic(MPI_MAX, MPI_CHAR, &a, &zero));  // no such atomic: the lock
 }
 
 TEST(ReduceCheck, OpAlone) {
@@ -384,7 +386,19 @@ TEST(ReduceAtomic, Mapping) {
     EXPECT_TRUE(reduce_as_atomic(MPI_REPLACE, MPI_INT32_T, &a, &zero));
     EXPECT_EQ(a, AtomicOp::swap);
 
-    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_SHORT, &a, &zero));
+    // 2- and 1-byte integers map to the transport's 16- and 8-bit atomics
+    EXPECT_TRUE(reduce_as_atomic(MPI_SUM, MPI_SHORT, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_add);
+    EXPECT_TRUE(reduce_as_atomic(MPI_BAND, MPI_UNSIGNED_SHORT, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_and);
+    EXPECT_TRUE(reduce_as_atomic(MPI_BOR, MPI_INT8_T, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::fetch_or);
+    EXPECT_TRUE(reduce_as_atomic(MPI_NO_OP, MPI_UNSIGNED_CHAR, &a, &zero));
+    EXPECT_TRUE(zero);
+    EXPECT_TRUE(reduce_as_atomic(MPI_REPLACE, MPI_SIGNED_CHAR, &a, &zero));
+    EXPECT_EQ(a, AtomicOp::swap);
+
+    EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_BYTE, &a, &zero));  // no arithmetic on MPI_BYTE
     EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_FLOAT, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_REPLACE, MPI_FLOAT, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_MAX, MPI_INT, &a, &zero));
