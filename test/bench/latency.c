@@ -457,9 +457,25 @@ static int check_lock_data(const char *series, enum sync_style style, unsigned c
 
 /* ---- The OSU one-sided set (8 B) --------------------------------------------------- */
 
-enum osu_op { OSU_PUT, OSU_GET, OSU_ACC, OSU_FOP, OSU_CAS, NUM_OSU_OPS };
+/* The ops on one 8-byte MPI_INT64_T word, then the stock benchmarks' own shapes (OSU 7's
+ * default datatype MPI_CHAR): an accumulate of 8 MPI_CHAR sums, and a fetch_and_op sum
+ * and a compare_and_swap of 1 MPI_CHAR (rows osu_acc_char_<sync>, ...; allocate windows
+ * only). */
+enum osu_op {
+    OSU_PUT,
+    OSU_GET,
+    OSU_ACC,
+    OSU_FOP,
+    OSU_CAS,
+    OSU_ACC_CHAR,
+    OSU_FOP_CHAR,
+    OSU_CAS_CHAR,
+    NUM_OSU_OPS
+};
+#define NUM_WORD_OSU_OPS OSU_ACC_CHAR /* the ops of the flavor rows */
 enum osu_sync { OSU_LOCK, OSU_FLUSH, OSU_LOCK_ALL, OSU_FENCE, OSU_PSCW, NUM_OSU_SYNCS };
-static const char *osu_op_names[] = {"put", "get", "acc", "fop", "cas"};
+static const char *osu_op_names[] = {"put",      "get",      "acc",     "fop",
+                                     "cas",      "acc_char", "fop_char", "cas_char"};
 static const char *osu_sync_names[] = {"lock", "flush", "lock_all", "fence", "pscw"};
 
 static void osu_name(char *name, size_t size, int op, int sync) {
@@ -492,6 +508,9 @@ struct osu_run {
     char why[160];
 };
 
+/* A stock-shape (MPI_CHAR) op: its bytes are the low bytes of the word's slots. */
+static int osu_chars(const struct osu_run *run) { return run->op >= OSU_ACC_CHAR; }
+
 /* What put stores in iteration i, and the constant get must read. */
 static int64_t osu_stamp(const struct osu_run *run, long i) {
     return (int64_t)(((uint64_t)(run->salt & 0xff) << 56) | ((uint64_t)i & 0xffffffffffffULL)) + 1;
@@ -511,6 +530,29 @@ static void osu_mismatch(struct osu_run *run, const char *what, long index, long
 /* Issues the op of iteration i, into slot i & 1. */
 static void osu_issue(struct osu_run *run, long i) {
     int slot = (int)(i & 1);
+    char *source = (char *)&run->source[slot], *result = (char *)&run->result[slot];
+    switch (run->op) {
+        case OSU_ACC_CHAR:
+            memset(source, 1, sizeof run->source[slot]);
+            BENCH_MPI(MPI_Accumulate(source, WORD_BYTES, MPI_CHAR, TARGET, run->disp, WORD_BYTES,
+                                     MPI_CHAR, MPI_SUM, run->win));
+            return;
+        case OSU_FOP_CHAR:
+            source[0] = 1;
+            result[0] = -1;
+            BENCH_MPI(MPI_Fetch_and_op(source, result, MPI_CHAR, TARGET, run->disp, MPI_SUM,
+                                       run->win));
+            return;
+        case OSU_CAS_CHAR:
+            *(char *)&run->compare[slot] = (char)i;
+            source[0] = (char)(i + 1);
+            result[0] = -1;
+            BENCH_MPI(MPI_Compare_and_swap(source, &run->compare[slot], result, MPI_CHAR, TARGET,
+                                           run->disp, run->win));
+            return;
+        default:
+            break;
+    }
     switch (run->op) {
         case OSU_PUT:
             run->source[slot] = osu_stamp(run, i);
@@ -550,6 +592,12 @@ static void osu_issue(struct osu_run *run, long i) {
 /* Once the op of iteration i is complete: what it returned. */
 static void osu_verify(struct osu_run *run, long i) {
     int64_t seen = run->result[i & 1];
+    if (run->op == OSU_FOP_CHAR || run->op == OSU_CAS_CHAR) {
+        unsigned char byte = *(unsigned char *)&run->result[i & 1];
+        if (byte != (unsigned char)i)
+            osu_mismatch(run, osu_op_names[run->op], i, byte, (unsigned char)i);
+        return;
+    }
     if (run->op == OSU_GET && seen != osu_initial(run))
         osu_mismatch(run, "get", i, seen, osu_initial(run));
     else if ((run->op == OSU_FOP || run->op == OSU_CAS) && seen != i)
@@ -558,6 +606,11 @@ static void osu_verify(struct osu_run *run, long i) {
 
 /* The target's word once `total` ops are complete. */
 static int64_t osu_final(const struct osu_run *run, long total) {
+    if (osu_chars(run)) { /* each char of the op counts the ops, modulo 256 */
+        int64_t word = 0;
+        memset(&word, (unsigned char)total, run->op == OSU_ACC_CHAR ? WORD_BYTES : 1);
+        return word;
+    }
     switch (run->op) {
         case OSU_PUT:
             return total > 0 ? osu_stamp(run, total - 1) : osu_initial(run);
@@ -1078,7 +1131,7 @@ void bench_list_latency(void) {
         }
     for (int flavor = FLAVOR_CREATE; flavor <= FLAVOR_ALLOC_MEM; flavor++)
         for (int sync = OSU_LOCK; sync <= OSU_FLUSH; sync++)
-            for (int op = 0; op < NUM_OSU_OPS; op++) {
+            for (int op = 0; op < NUM_WORD_OSU_OPS; op++) {
                 osu_flavor_name(name, sizeof name, op, sync, (enum win_flavor)flavor);
                 bench_row(name, bytes, "usec");
             }
@@ -1117,7 +1170,7 @@ static int run_flavor_series(const char *series, enum win_flavor flavor, int ran
     int wanted = 0;
     char name[48];
     for (int sync = OSU_LOCK; sync <= OSU_FLUSH; sync++)
-        for (int op = 0; op < NUM_OSU_OPS; op++) {
+        for (int op = 0; op < NUM_WORD_OSU_OPS; op++) {
             osu_flavor_name(name, sizeof name, op, sync, flavor);
             wanted |= bench_selected(options, name);
         }
@@ -1146,7 +1199,7 @@ static int run_flavor_series(const char *series, enum win_flavor flavor, int ran
     }
     int all_ok = 1;
     for (int sync = OSU_LOCK; sync <= OSU_FLUSH; sync++)
-        for (int op = 0; op < NUM_OSU_OPS; op++)
+        for (int op = 0; op < NUM_WORD_OSU_OPS; op++)
             all_ok &= run_osu_passive(series, SYNC_BLOCKING, (enum osu_op)op, (enum osu_sync)sync,
                                       win, (int64_t *)memory, rank, 80 + 4 * op + sync, options,
                                       flavor, disp);
