@@ -9,6 +9,7 @@
 #include "common/yield.hpp"
 #include "engine/reduce.hpp"
 #include "layout/control_region.hpp"
+#include "transport/cpu_atomics.hpp"
 
 namespace nbrma::engine {
 
@@ -352,15 +353,23 @@ Status Operation::execute_accumulate(const TargetView &view) {
                            call_.target, RemoteAddress{Region::window, view.byte_offset + offset},
                            width);
             });
+    // One atomic an element where the op is one (integer sums, bitwise ops, ...), else a
+    // compare-and-swap loop an element (floating-point sums, MPI_MAX, ...): every predefined
+    // type of those widths but the pairs takes no lock, whatever the op, so a word never
+    // sees both.
+    bool by_compare_swap = false;
     if (call_.kind == RmaKind::compare_and_swap) {
         atomic_op = AtomicOp::compare_swap;
-        // floats of 4 bytes keep the accumulate lock, as their accumulates do
-        if (width != 8)
-            use_atomics = use_atomics && reduce_as_atomic(MPI_SUM, target->basic, nullptr, nullptr);
-    } else if (use_atomics) {
-        use_atomics = reduce_as_atomic(call_.op, target->basic, &atomic_op, &operand_zero);
+        use_atomics = use_atomics && reduce_by_compare_swap(MPI_REPLACE, target->basic);
+    } else if (use_atomics &&
+               !reduce_as_atomic(call_.op, target->basic, &atomic_op, &operand_zero)) {
+        use_atomics = reduce_by_compare_swap(call_.op, target->basic);
+        by_compare_swap = true;
     }
-    if (use_atomics)
+    if (use_atomics && by_compare_swap)
+        status =
+            accumulate_by_compare_swap(view, *target, width, origin_packed.data(), fetched.data());
+    else if (use_atomics)
         status = accumulate_with_atomics(view, atomic_op, operand_zero, *target, width,
                                          origin_packed.data(), fetched.data());
     else
@@ -402,6 +411,38 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, b
             return true;
         });
     return pending.wait(transport);
+}
+
+// A compare-and-swap loop per element (reduce_by_swapping), each atomic completed before
+// the next: the swaps that took are complete at the target, so no flush is owed.
+Status Operation::accumulate_by_compare_swap(const TargetView &view, const TypeLayout &target,
+                                             std::size_t width, const std::uint8_t *origin_packed,
+                                             std::uint8_t *fetched) {
+    transport::Transport &transport = *view.transport;
+    needs_flush_ = false;
+    Status status = Status::ok;
+    std::size_t cursor = 0;
+    type_for_each_segment(
+        target, static_cast<std::size_t>(call_.target_count),
+        [&](std::int64_t offset, std::size_t length) {
+            for (std::size_t word = 0; word < length; word += width, cursor += width) {
+                const RemoteAddress address{Region::window, view.byte_offset + offset + word};
+                auto atomic = [&](AtomicOp op, std::uint64_t operand, std::uint64_t compare,
+                                  std::uint64_t *previous) {
+                    Pending pending;
+                    Status posted = pending.track(transport.atomic_of_width(
+                        call_.target, op, address, width, operand, compare, previous, &pending));
+                    return is_error(posted) ? posted : pending.wait(transport);
+                };
+                std::uint64_t before = 0;
+                status = reduce_by_swapping(call_.op, target.basic, origin_packed + cursor, atomic,
+                                            &before);
+                if (is_error(status)) return false;
+                if (fetched) transport::store_of_width(fetched + cursor, width, before);
+            }
+            return true;
+        });
+    return status;
 }
 
 // Element-wise atomicity for what one 64-bit atomic cannot do: a per-target

@@ -11,6 +11,7 @@
 
 #include "common/status.hpp"
 #include "engine/datatype.hpp"
+#include "engine/reduce.hpp"
 #include "engine/request.hpp"
 #include "transport/transport.hpp"
 
@@ -100,6 +101,9 @@ class Operation {
     Status accumulate_with_atomics(const TargetView &view, transport::AtomicOp op,
                                    bool operand_zero, const TypeLayout &target, std::size_t width,
                                    std::uint8_t *origin_packed, std::uint8_t *fetched);
+    Status accumulate_by_compare_swap(const TargetView &view, const TypeLayout &target,
+                                      std::size_t width, const std::uint8_t *origin_packed,
+                                      std::uint8_t *fetched);
     Status accumulate_under_lock(const TargetView &view, const TypeLayout &target,
                                  const std::uint8_t *origin_packed, std::uint8_t *fetched);
 
@@ -121,6 +125,28 @@ class Operation {
     const TypeLayout *target_layout_ = nullptr;
     const TypeLayout *result_layout_ = nullptr;
 };
+
+// One element of an accumulate by compare-and-swap (reduce_by_compare_swap): the element
+// read (`atomic` fetch_add 0), reduced with *operand, and swapped in if it is unchanged,
+// again from the value found if not. `atomic(op, operand, compare, &previous)` is one
+// completed atomic of the element's width on the element; *before gets its value before
+// the update.
+template <typename Atomic>
+Status reduce_by_swapping(MPI_Op op, MPI_Datatype basic, const void *operand, Atomic atomic,
+                          std::uint64_t *before) {
+    std::uint64_t current = 0;  // (little-endian: the element in the low bytes)
+    Status status = atomic(transport::AtomicOp::fetch_add, 0, 0, &current);
+    while (!is_error(status)) {
+        std::uint64_t desired = current, seen = 0;
+        status = reduce_apply(op, basic, operand, &desired, 1);
+        if (is_error(status)) break;
+        status = atomic(transport::AtomicOp::compare_swap, desired, current, &seen);
+        if (is_error(status) || seen == current) break;
+        current = seen;
+    }
+    *before = current;
+    return status;
+}
 
 }  // namespace nbrma::engine
 

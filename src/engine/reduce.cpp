@@ -467,6 +467,17 @@ Status reduce_check_compare_swap(MPI_Datatype basic) {
     }
 }
 
+bool reduce_by_compare_swap(MPI_Op op, MPI_Datatype basic) {
+    try {
+        const TypeInfo *info = type_info(basic);
+        if (check(op_kind(op), info) != Status::ok) return false;
+        const bool word = info->size == 8 || info->size == 4 || info->size == 2 || info->size == 1;
+        return word && info->cls != Class::pair && info->cls != Class::other;
+    } catch (...) {
+        return false;
+    }
+}
+
 bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op,
                       bool *operand_zero) {
     try {

@@ -65,6 +65,14 @@ namespace nbrma::engine {
 bool reduce_as_atomic(MPI_Op op, MPI_Datatype basic, transport::AtomicOp *atomic_op,
                       bool *operand_zero);
 
+// True when op on `basic` can be done element by element with a compare-and-swap of the
+// element's width (read it, reduce, swap the result in if the element is unchanged, again
+// if not: floating-point sums, MPI_MAX, MPI_PROD, logical ops, ...): every predefined type
+// of 8, 4, 2 or 1 bytes but the pairs (MPI_2INT, ...), with an op reduce_check accepts.
+// A superset of reduce_as_atomic; with MPI_REPLACE, the types whose compare-and-swap may
+// be the transport's.
+bool reduce_by_compare_swap(MPI_Op op, MPI_Datatype basic);
+
 }  // namespace nbrma::engine
 
 #endif

@@ -104,12 +104,12 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
 }
 
 // fetch_and_op, compare_and_swap, or an accumulate of up to 16 elements, as the
-// transport's atomics (one an element, of the element's width: 8, 4, 2 or 1 bytes) in
-// the at-once epoch: a shape Operation::check accepted before (atomic_shape_), integer
-// data (or any 8-byte data, compare_and_swap) the transport does atomically in the
-// window at that width, as the general path's accumulates do element by element (MPI
-// promises accumulates atomicity per element only). false, with nothing done, for
-// anything else (the general path checks and runs it).
+// transport's atomics of the element's width (8, 4, 2 or 1 bytes) in the at-once epoch:
+// one an element where one does the op, a compare-and-swap loop an element where not
+// (reduce_by_swapping), exactly as the general path's accumulates do (MPI promises
+// accumulates atomicity per element only), for a shape Operation::check accepted before
+// (atomic_shape_). false, with nothing done, for anything else (the general path checks
+// and runs it).
 bool Window::rma_atomic(const RmaCall &call, Status *status) {
     constexpr int most_elements = 16;
     const bool swap = call.kind == RmaKind::compare_and_swap;
@@ -122,29 +122,8 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
         (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)))
         return false;
     AtomicShape &shape = atomic_shape_;
-    if (shape.kind != call.kind || shape.type != call.target_type ||
-        (!swap && shape.op != call.op)) {
-        shape = AtomicShape{call.kind,
-                            call.op,
-                            call.target_type,
-                            nullptr,
-                            0,
-                            false,
-                            transport::AtomicOp::compare_swap,
-                            false};
-        bool empty = false;
-        const TypeLayout *layout;
-        shape.usable =
-            !is_error(Operation::check(call, &empty, nullptr)) && !empty &&
-            !is_error(type_layout_get(call.target_type, &layout)) &&
-            layout->basic == call.target_type && layout->size == layout->basic_size &&
-            (swap ? layout->size == 8 || reduce_as_atomic(MPI_SUM, layout->basic, nullptr, nullptr)
-                  : reduce_as_atomic(call.op, layout->basic, &shape.atomic, &shape.operand_zero));
-        if (shape.usable) {
-            shape.layout = layout;
-            shape.width = layout->size;
-        }
-    }
+    if (shape.kind != call.kind || shape.type != call.target_type || (!swap && shape.op != call.op))
+        shape = atomic_shape(call);
     if (!shape.usable ||
         !transport_.supports_atomics_of_width(call.target, Region::window, shape.width))
         return false;
@@ -170,21 +149,67 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     // Where the transport maps the elements, the CPU atomics it would do, done here.
     std::uint8_t *mapped = transport_.mapped_window(call.target, offset, bytes);
     *status = Status::ok;
-    for (int i = 0; i < elements; ++i) {
-        const std::uint64_t operand =
-            shape.operand_zero ? 0 : transport::load_of_width(origin + width * i, width);
-        if (mapped) {
-            previous = transport::apply_atomic_of_width(mapped + width * i, width, shape.atomic,
-                                                        operand, compare);
-            continue;
+    if (shape.by_compare_swap) {
+        for (int i = 0; i < elements && !is_error(*status); ++i) {
+            auto atomic = [&](transport::AtomicOp op, std::uint64_t operand, std::uint64_t compare,
+                              std::uint64_t *before) {
+                if (mapped) {
+                    *before = transport::apply_atomic_of_width(mapped + width * i, width, op,
+                                                               operand, compare);
+                    return Status::ok;
+                }
+                return transport_.atomic_of_width(call.target, op,
+                                                  RemoteAddress{Region::window, offset + width * i},
+                                                  width, operand, compare, before, nullptr);
+            };
+            *status = reduce_by_swapping(call.op, shape.layout->basic, origin + width * i, atomic,
+                                         &previous);
         }
-        *status = transport_.atomic_of_width(call.target, shape.atomic,
-                                             RemoteAddress{Region::window, offset + width * i},
-                                             width, operand, compare, &previous, nullptr);
-        if (is_error(*status)) return true;
+    } else {
+        for (int i = 0; i < elements; ++i) {
+            const std::uint64_t operand =
+                shape.operand_zero ? 0 : transport::load_of_width(origin + width * i, width);
+            if (mapped) {
+                previous = transport::apply_atomic_of_width(mapped + width * i, width, shape.atomic,
+                                                            operand, compare);
+                continue;
+            }
+            *status = transport_.atomic_of_width(call.target, shape.atomic,
+                                                 RemoteAddress{Region::window, offset + width * i},
+                                                 width, operand, compare, &previous, nullptr);
+            if (is_error(*status)) return true;
+        }
     }
-    if (!accumulate) transport::store_of_width(call.result, width, previous);
+    if (!accumulate && !is_error(*status)) transport::store_of_width(call.result, width, previous);
     return true;
+}
+
+// The atomic shape of `call` (rma_atomic): usable where Operation::check accepts the call,
+// it moves data, and its type is a predefined one the transport's atomics can do,
+// element by element (reduce_as_atomic, reduce_by_compare_swap).
+Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
+    const bool swap = call.kind == RmaKind::compare_and_swap;
+    AtomicShape shape;
+    shape.kind = call.kind;
+    shape.op = call.op;
+    shape.type = call.target_type;
+    bool empty = false;
+    const TypeLayout *layout;
+    if (is_error(Operation::check(call, &empty, nullptr)) || empty ||
+        is_error(type_layout_get(call.target_type, &layout)) || layout->basic != call.target_type ||
+        layout->size != layout->basic_size)
+        return shape;
+    if (swap) {
+        shape.atomic = transport::AtomicOp::compare_swap;
+        shape.usable = reduce_by_compare_swap(MPI_REPLACE, layout->basic);
+    } else if (reduce_as_atomic(call.op, layout->basic, &shape.atomic, &shape.operand_zero)) {
+        shape.usable = true;
+    } else {
+        shape.usable = shape.by_compare_swap = reduce_by_compare_swap(call.op, layout->basic);
+    }
+    shape.layout = layout;
+    shape.width = layout->size;
+    return shape;
 }
 
 Status Window::rma_general(const RmaCall &call, Request **request, const char **cause,

@@ -388,9 +388,11 @@ class Window {
         std::size_t width = 0;               // of an element, when usable: 8, 4, 2 or 1
         bool usable = false;
         transport::AtomicOp atomic = transport::AtomicOp::fetch_add;
-        bool operand_zero = false;  // MPI_NO_OP: add 0, the origin is not read
+        bool operand_zero = false;     // MPI_NO_OP: add 0, the origin is not read
+        bool by_compare_swap = false;  // no one atomic does the op: reduce_by_swapping
     };
     AtomicShape atomic_shape_;
+    static AtomicShape atomic_shape(const RmaCall &call);
     // Epochs of more than one application thread were queued (MPI_THREAD_MULTIPLE):
     // activation may then skip another thread's waiting epochs (may_activate).
     bool several_openers_ = false;

@@ -13,6 +13,11 @@
  *          MPI_UNSIGNED_SHORT (exact, fetched values distinct), accumulate +1 on an
  *          MPI_CHAR and the compare-and-swap loop on an MPI_UNSIGNED_CHAR (exact modulo
  *          256), each byte between two sentinel bytes that must stay as they were.
+ * Phase 5: ops no single atomic does (a compare-and-swap loop an element where the
+ *          transport has atomics of the width, the accumulate lock where not):
+ *          fetch_and_op +1.0 on an MPI_DOUBLE (exact, fetched values distinct),
+ *          accumulate +1.0f on an MPI_FLOAT (exact) and MPI_MAX on an MPI_INT (the largest
+ *          value any rank sent).
  *
  * Usage: atomicity [ITER]   (default 10000; 2000 where peers go through UCX:
  *        NBRMA_TRANSPORT=ucx or NBRMA_VIRTUAL_NODES, as in runtests-ucx/-mixed)
@@ -44,8 +49,9 @@ int main(int argc, char **argv)
     /* rank 0's window: [0] int64 FOP counter, [1] int accumulate counter (low half),
      * [2] int64 CAS counter, then phase 4's: a 16-bit FOP counter at +24, and the char
      * accumulate and CAS counters at +33 and +37, each between sentinel bytes */
-    rt_win_create(RT_ALLOCATE, me == 0 ? 5 * sizeof(int64_t) : 0, 1, MPI_INFO_NULL,
+    rt_win_create(RT_ALLOCATE, me == 0 ? 8 * sizeof(int64_t) : 0, 1, MPI_INFO_NULL,
                   MPI_COMM_WORLD, &w);
+    const MPI_Aint d_fopd = 40, d_accf = 48, d_max = 52; /* phase 5's */
     const MPI_Aint d_fop = 0, d_acc = sizeof(int64_t), d_cas = 2 * sizeof(int64_t);
     const MPI_Aint d_fop16 = 24, d_acc8 = 33, d_cas8 = 37;
     const unsigned char sentinel = 0x5a;
@@ -54,6 +60,7 @@ int main(int argc, char **argv)
         for (MPI_Aint d = 32; d < 40; d++)
             w.base[d] = (char) sentinel;
         w.base[d_acc8] = w.base[d_cas8] = 0;
+        *(int *) (w.base + d_max) = -1;
         rt_unlock_self(&w);
     }
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
@@ -190,6 +197,54 @@ int main(int argc, char **argv)
         rt_unlock_self(&w);
     }
     free(fetched16);
+
+    /* ---- phase 5: floating-point sums and MPI_MAX ---- */
+    double *fetchedd = malloc(sizeof(double) * (size_t) small_iter);
+    const double oned = 1.0;
+    const float onef = 1.0f;
+    MPI_CHK(MPI_Win_lock_all(0, w.win));
+    for (long i = 0; i < small_iter; i++) {
+        const int mine = (int) (i * np + me);
+        MPI_CHK(MPI_Fetch_and_op(&oned, &fetchedd[i], MPI_DOUBLE, 0, d_fopd, MPI_SUM, w.win));
+        MPI_CHK(MPI_Accumulate(&onef, 1, MPI_FLOAT, 0, d_accf, 1, MPI_FLOAT, MPI_SUM, w.win));
+        MPI_CHK(MPI_Accumulate(&mine, 1, MPI_INT, 0, d_max, 1, MPI_INT, MPI_MAX, w.win));
+        MPI_CHK(MPI_Win_flush(0, w.win));
+    }
+    MPI_CHK(MPI_Win_unlock_all(w.win));
+    for (long i = 1; i < small_iter; i++)
+        CHECK(fetchedd[i] > fetchedd[i - 1], "rank %d: double fetched values not increasing: "
+              "[%ld]=%g then %g", me, i - 1, fetchedd[i - 1], fetchedd[i]);
+    double *alld = NULL;
+    if (me == 0)
+        alld = malloc(sizeof(double) * (size_t) small_iter * (size_t) np);
+    MPI_CHK(MPI_Gather(fetchedd, (int) small_iter, MPI_DOUBLE, alld, (int) small_iter, MPI_DOUBLE,
+                       0, MPI_COMM_WORLD));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 0) {
+        const long total = small_iter * np;
+        char *seen = calloc((size_t) total, 1);
+        long dup = 0, range = 0;
+        for (long i = 0; i < total; i++) {
+            const long v = (long) alld[i];
+            if (alld[i] != (double) v || v < 0 || v >= total)
+                range++;
+            else if (seen[v]++)
+                dup++;
+        }
+        CHECK(dup == 0 && range == 0, "double fetch_and_op: %ld duplicate and %ld out-of-range "
+              "fetched values", dup, range);
+        free(seen);
+        free(alld);
+        rt_lock_self(&w);
+        const double fopd = *(double *) (w.base + d_fopd);
+        const float accf = *(float *) (w.base + d_accf);
+        const int max = *(int *) (w.base + d_max);
+        CHECK(fopd == (double) total, "double fetch_and_op counter %g, expected %ld", fopd, total);
+        CHECK(accf == (float) total, "float accumulate counter %g, expected %ld", accf, total);
+        CHECK(max == (int) (total - 1), "MPI_MAX accumulate %d, expected %ld", max, total - 1);
+        rt_unlock_self(&w);
+    }
+    free(fetchedd);
 
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     if (me == 0) {

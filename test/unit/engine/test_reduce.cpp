@@ -17,6 +17,7 @@
 using nbrma::Status;
 using nbrma::engine::reduce_apply;
 using nbrma::engine::reduce_as_atomic;
+using nbrma::engine::reduce_by_compare_swap;
 using nbrma::engine::reduce_check;
 using nbrma::engine::reduce_check_compare_swap;
 using nbrma::engine::reduce_check_op;
@@ -409,6 +410,27 @@ TEST(ReduceAtomic, Mapping) {
     EXPECT_FALSE(reduce_as_atomic(MPI_LAND, MPI_INT64_T, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_REPLACE, MPI_2INT, &a, &zero));
     EXPECT_FALSE(reduce_as_atomic(MPI_SUM, MPI_DATATYPE_NULL, &a, &zero));
+}
+
+TEST(ReduceByCompareSwap, EveryPredefinedTypeOfAWordButThePairs) {
+    // what no one atomic does, a compare-and-swap loop does
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_SUM, MPI_DOUBLE));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_SUM, MPI_FLOAT));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_MAX, MPI_DOUBLE));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_PROD, MPI_INT64_T));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_MIN, MPI_CHAR));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_LAND, MPI_C_BOOL));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_SUM, MPI_C_FLOAT_COMPLEX));  // 8 bytes
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_BOR, MPI_BYTE));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_REPLACE, MPI_DOUBLE));
+    EXPECT_TRUE(reduce_by_compare_swap(MPI_SUM, MPI_INT));  // a superset of reduce_as_atomic
+    // no word, or a pair, or an op the type does not take: the accumulate lock
+    EXPECT_FALSE(reduce_by_compare_swap(MPI_SUM, MPI_LONG_DOUBLE));
+    EXPECT_FALSE(reduce_by_compare_swap(MPI_SUM, MPI_C_DOUBLE_COMPLEX));
+    EXPECT_FALSE(reduce_by_compare_swap(MPI_MAXLOC, MPI_2INT));
+    EXPECT_FALSE(reduce_by_compare_swap(MPI_REPLACE, MPI_2INT));
+    EXPECT_FALSE(reduce_by_compare_swap(MPI_BAND, MPI_DOUBLE));
+    EXPECT_FALSE(reduce_by_compare_swap(MPI_SUM, MPI_DATATYPE_NULL));
 }
 
 // ---------------------------------------------------------------- MPICH-compatible types
