@@ -446,12 +446,13 @@ namespace {
 // A few CAS rounds against other holders coming and going; past them, the queue.
 constexpr int at_once_attempts = 4;
 
-// One inline compare-and-swap of the target's lock word (it swapped iff *seen, the
-// word found, is `expected`); false if the transport did not complete it.
-bool cas_word(transport::Transport &transport, int target, std::uint64_t expected,
-              std::uint64_t desired, std::uint64_t *seen) {
-    if (std::uint64_t *word = transport.mapped_control_word(target, ControlLayout::lock_word)) {
-        *seen = expected;
+// One inline compare-and-swap of the target's lock word: on `word` where the transport
+// maps it (mapped_control_word, looked up once a call), else by the transport (it swapped
+// iff *seen, the word found, is `expected`); false if the transport did not complete it.
+inline bool cas_word(transport::Transport &transport, std::uint64_t *word, int target,
+                     std::uint64_t expected, std::uint64_t desired, std::uint64_t *seen) {
+    *seen = expected;
+    if (word) {
         __atomic_compare_exchange_n(word, seen, desired, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST);
         return true;
@@ -461,11 +462,20 @@ bool cas_word(transport::Transport &transport, int target, std::uint64_t expecte
                             expected, seen, nullptr) == Status::ok;
 }
 
-}  // namespace
+// The word our hold alone makes: exclusive, our rank + 1 as the tail; shared, one reader.
+std::uint64_t held_alone(int rank, LockMode mode) {
+    LockWord held;
+    if (mode == LockMode::exclusive)
+        held.tail = static_cast<std::uint32_t>(rank + 1);
+    else
+        held.active = 1;
+    return held.encode();
+}
 
-bool acquire_at_once(transport::Transport &transport, int target, LockMode mode) {
-    std::uint64_t expected = 0;  // guess: free
-    for (int attempt = 0; attempt < at_once_attempts; ++attempt) {
+// acquire_at_once past its first guess (the word free): `expected`, the word found.
+[[gnu::noinline]] bool acquire_contended(transport::Transport &transport, std::uint64_t *word,
+                                         int target, LockMode mode, std::uint64_t expected) {
+    for (int attempt = 1; attempt < at_once_attempts; ++attempt) {
         LockWord old = LockWord::decode(expected);
         if (old.tail != 0) return false;  // an exclusive holder or requester: queue behind
         LockWord next = old;
@@ -476,34 +486,51 @@ bool acquire_at_once(transport::Transport &transport, int target, LockMode mode)
             next.active += 1;
         }
         std::uint64_t seen = 0;
-        if (!cas_word(transport, target, expected, next.encode(), &seen)) return false;
+        if (!cas_word(transport, word, target, expected, next.encode(), &seen)) return false;
         if (seen == expected) return true;
         expected = seen;
     }
     return false;
 }
 
-bool release_at_once(transport::Transport &transport, int target, LockMode mode) {
-    LockWord guess;  // nobody queued behind us
-    if (mode == LockMode::exclusive) {
-        guess.tail = static_cast<std::uint32_t>(transport.rank() + 1);
-        std::uint64_t seen = 0;
-        return cas_word(transport, target, guess.encode(), 0, &seen) && seen == guess.encode();
-    }
-    guess.active = 1;
-    std::uint64_t expected = guess.encode();
-    for (int attempt = 0; attempt < at_once_attempts; ++attempt) {
+// release_at_once of a shared hold past its first guess (we the only reader): `expected`,
+// the word found.
+[[gnu::noinline]] bool release_shared_contended(transport::Transport &transport,
+                                                std::uint64_t *word, int target,
+                                                std::uint64_t expected) {
+    for (int attempt = 1; attempt < at_once_attempts; ++attempt) {
         LockWord old = LockWord::decode(expected);
         if (old.active == 0) return false;                    // not a shared holder's word
         if (old.active == 1 && old.head != 0) return false;  // we would grant the head
         LockWord next = old;
         next.active -= 1;
         std::uint64_t seen = 0;
-        if (!cas_word(transport, target, expected, next.encode(), &seen)) return false;
+        if (!cas_word(transport, word, target, expected, next.encode(), &seen)) return false;
         if (seen == expected) return true;
         expected = seen;
     }
     return false;
+}
+
+}  // namespace
+
+// The common case first: the word free, ours by one compare-and-swap.
+bool acquire_at_once(transport::Transport &transport, int target, LockMode mode) {
+    std::uint64_t *word = transport.mapped_control_word(target, ControlLayout::lock_word);
+    std::uint64_t seen = 0;
+    if (!cas_word(transport, word, target, 0, held_alone(transport.rank(), mode), &seen))
+        return false;
+    return seen == 0 || acquire_contended(transport, word, target, mode, seen);
+}
+
+// The common case first: nobody queued behind us, nor (shared) beside us.
+bool release_at_once(transport::Transport &transport, int target, LockMode mode) {
+    std::uint64_t *word = transport.mapped_control_word(target, ControlLayout::lock_word);
+    const std::uint64_t alone = held_alone(transport.rank(), mode);
+    std::uint64_t seen = 0;
+    if (!cas_word(transport, word, target, alone, 0, &seen)) return false;
+    if (seen == alone) return true;
+    return mode == LockMode::shared && release_shared_contended(transport, word, target, seen);
 }
 
 }  // namespace nbrma::sync

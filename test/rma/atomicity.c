@@ -32,6 +32,24 @@
 
 #define ACC_PER_EPOCH 100
 
+/* The values a counter incremented by one `total` times handed back (-1: not a whole
+ * number): each of 0 .. total-1 exactly once. Frees `values`. */
+static void check_distinct(const char *what, long *values, long total)
+{
+    char *seen = calloc((size_t) total, 1);
+    long dup = 0, range = 0;
+    for (long i = 0; i < total; i++) {
+        if (values[i] < 0 || values[i] >= total)
+            range++;
+        else if (seen[values[i]]++)
+            dup++;
+    }
+    CHECK(dup == 0 && range == 0, "%s: %ld duplicate and %ld out-of-range fetched values", what,
+          dup, range);
+    free(seen);
+    free(values);
+}
+
 int main(int argc, char **argv)
 {
     int me, np;
@@ -85,17 +103,10 @@ int main(int argc, char **argv)
                        MPI_COMM_WORLD));
     if (me == 0) {
         const long total = iter * np;
-        char *seen = calloc((size_t) total, 1);
-        long dup = 0, range = 0;
-        for (long i = 0; i < total; i++) {
-            if (all[i] < 0 || all[i] >= total)
-                range++;
-            else if (seen[all[i]]++)
-                dup++;
-        }
-        CHECK(dup == 0 && range == 0, "fetch_and_op: %ld duplicate and %ld out-of-range "
-              "fetched values", dup, range);
-        free(seen);
+        long *values = malloc(sizeof(long) * (size_t) total);
+        for (long i = 0; i < total; i++)
+            values[i] = (long) all[i];
+        check_distinct("fetch_and_op", values, total);
         free(all);
     }
 
@@ -163,17 +174,10 @@ int main(int argc, char **argv)
                        MPI_UNSIGNED_SHORT, 0, MPI_COMM_WORLD));
     if (me == 0) {
         const long total = small_iter * np;
-        char *seen = calloc((size_t) total, 1);
-        long dup = 0, range = 0;
-        for (long i = 0; i < total; i++) {
-            if (all16[i] >= total)
-                range++;
-            else if (seen[all16[i]]++)
-                dup++;
-        }
-        CHECK(dup == 0 && range == 0, "16-bit fetch_and_op: %ld duplicate and %ld out-of-range "
-              "fetched values", dup, range);
-        free(seen);
+        long *values = malloc(sizeof(long) * (size_t) total);
+        for (long i = 0; i < total; i++)
+            values[i] = all16[i];
+        check_distinct("16-bit fetch_and_op", values, total);
         free(all16);
     }
 
@@ -222,18 +226,10 @@ int main(int argc, char **argv)
     MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
     if (me == 0) {
         const long total = small_iter * np;
-        char *seen = calloc((size_t) total, 1);
-        long dup = 0, range = 0;
-        for (long i = 0; i < total; i++) {
-            const long v = (long) alld[i];
-            if (alld[i] != (double) v || v < 0 || v >= total)
-                range++;
-            else if (seen[v]++)
-                dup++;
-        }
-        CHECK(dup == 0 && range == 0, "double fetch_and_op: %ld duplicate and %ld out-of-range "
-              "fetched values", dup, range);
-        free(seen);
+        long *values = malloc(sizeof(long) * (size_t) total);
+        for (long i = 0; i < total; i++)
+            values[i] = alld[i] == (double) (long) alld[i] ? (long) alld[i] : -1;
+        check_distinct("double fetch_and_op", values, total);
         free(alld);
         rt_lock_self(&w);
         const double fopd = *(double *) (w.base + d_fopd);
