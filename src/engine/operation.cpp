@@ -389,8 +389,9 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, b
                                           const TypeLayout &target, std::size_t width,
                                           std::uint8_t *origin_packed, std::uint8_t *fetched) {
     transport::Transport &transport = *view.transport;
-    std::uint64_t compare = 0;
-    if (call_.kind == RmaKind::compare_and_swap) std::memcpy(&compare, call_.compare, width);
+    const std::uint64_t compare = call_.kind == RmaKind::compare_and_swap
+                                      ? transport::load_of_width(call_.compare, width)
+                                      : 0;
     needs_flush_ = fetched == nullptr;
     Pending pending;
     std::size_t cursor = 0;
@@ -398,9 +399,10 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, b
         target, static_cast<std::size_t>(call_.target_count),
         [&](std::int64_t offset, std::size_t length) {
             for (std::size_t word = 0; word < length; word += width, cursor += width) {
-                std::uint64_t operand = 0;
-                if (!operand_zero && origin_packed)
-                    std::memcpy(&operand, origin_packed + cursor, width);
+                const std::uint64_t operand =
+                    !operand_zero && origin_packed
+                        ? transport::load_of_width(origin_packed + cursor, width)
+                        : 0;
                 const RemoteAddress address{Region::window, view.byte_offset + offset + word};
                 void *previous = fetched ? fetched + cursor : nullptr;
                 const Status posted = transport.atomic_of_width(
