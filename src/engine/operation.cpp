@@ -384,7 +384,9 @@ Status Operation::execute_accumulate(const TargetView &view) {
     return Status::ok;
 }
 
-// One transport atomic per element of `width` bytes (8, 4, 2 or 1).
+// One transport atomic per element of `width` bytes (8, 4, 2 or 1); narrow elements of
+// an accumulate into memory the transport maps, as the CPU atomics of
+// accumulate_elements (one per 8-byte word they fill).
 Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, bool operand_zero,
                                           const TypeLayout &target, std::size_t width,
                                           std::uint8_t *origin_packed, std::uint8_t *fetched) {
@@ -392,12 +394,24 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, b
     const std::uint64_t compare = call_.kind == RmaKind::compare_and_swap
                                       ? transport::load_of_width(call_.compare, width)
                                       : 0;
+    const bool lanes = width < 8 && !fetched && !operand_zero && origin_packed &&
+                       op != AtomicOp::compare_swap;
     needs_flush_ = fetched == nullptr;
     Pending pending;
     std::size_t cursor = 0;
     type_for_each_segment(
         target, static_cast<std::size_t>(call_.target_count),
         [&](std::int64_t offset, std::size_t length) {
+            std::uint8_t *mapped =
+                lanes && length > width
+                    ? transport.mapped_window(call_.target, view.byte_offset + offset, length)
+                    : nullptr;
+            if (mapped) {
+                transport::accumulate_elements(mapped, origin_packed + cursor, width,
+                                               length / width, op);
+                cursor += length;
+                return true;
+            }
             for (std::size_t word = 0; word < length; word += width, cursor += width) {
                 const std::uint64_t operand =
                     !operand_zero && origin_packed

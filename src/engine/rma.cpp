@@ -107,9 +107,10 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
 // transport's atomics of the element's width (8, 4, 2 or 1 bytes) in the at-once epoch:
 // one an element where one does the op, a compare-and-swap loop an element where not
 // (reduce_by_swapping), exactly as the general path's accumulates do (MPI promises
-// accumulates atomicity per element only), for a shape Operation::check accepted before
-// (atomic_shape_). false, with nothing done, for anything else (the general path checks
-// and runs it).
+// accumulates atomicity per element only); narrow elements accumulated into mapped
+// memory take one 64-bit atomic per word they fill (accumulate_elements). For a shape
+// Operation::check accepted before (atomic_shape_). false, with nothing done, for
+// anything else (the general path checks and runs it).
 bool Window::rma_atomic(const RmaCall &call, Status *status) {
     constexpr int most_elements = 16;
     const bool swap = call.kind == RmaKind::compare_and_swap;
@@ -165,6 +166,9 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
             *status = reduce_by_swapping(call.op, shape.layout->basic, origin + width * i, atomic,
                                          &previous);
         }
+    } else if (mapped && accumulate && width < 8 && elements > 1 && !shape.operand_zero) {
+        transport::accumulate_elements(mapped, origin, width, static_cast<std::size_t>(elements),
+                                       shape.atomic);
     } else {
         for (int i = 0; i < elements; ++i) {
             const std::uint64_t operand =

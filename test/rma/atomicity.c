@@ -12,7 +12,13 @@
  *          the transport has them, the accumulate lock where not): fetch_and_op +1 on an
  *          MPI_UNSIGNED_SHORT (exact, fetched values distinct), accumulate +1 on an
  *          MPI_CHAR and the compare-and-swap loop on an MPI_UNSIGNED_CHAR (exact modulo
- *          256), each byte between two sentinel bytes that must stay as they were.
+ *          256), each byte between two sentinel bytes that must stay as they were;
+ *          and accumulate +1 on 8 MPI_CHAR filling one aligned 8-byte word (one 64-bit
+ *          atomic on its lanes over shared memory) while fetch_and_op +1 on its fourth
+ *          byte runs beside it (every lane exact modulo 256: no carry into a neighbour,
+ *          no lost update); and +1 on 24 MPI_CHAR from an odd displacement (the
+ *          general path: whole words as one atomic, the bytes before and after one by
+ *          one), each exact modulo 256.
  * Phase 5: ops no single atomic does (a compare-and-swap loop an element where the
  *          transport has atomics of the width, the accumulate lock where not):
  *          fetch_and_op +1.0 on an MPI_DOUBLE (exact, fetched values distinct),
@@ -66,12 +72,13 @@ int main(int argc, char **argv)
 
     /* rank 0's window: [0] int64 FOP counter, [1] int accumulate counter (low half),
      * [2] int64 CAS counter, then phase 4's: a 16-bit FOP counter at +24, and the char
-     * accumulate and CAS counters at +33 and +37, each between sentinel bytes */
-    rt_win_create(RT_ALLOCATE, me == 0 ? 8 * sizeof(int64_t) : 0, 1, MPI_INFO_NULL,
+     * accumulate and CAS counters at +33 and +37, each between sentinel bytes, 8 char
+     * counters at +56 and 24 at +65 */
+    rt_win_create(RT_ALLOCATE, me == 0 ? 12 * sizeof(int64_t) : 0, 1, MPI_INFO_NULL,
                   MPI_COMM_WORLD, &w);
     const MPI_Aint d_fopd = 40, d_accf = 48, d_max = 52; /* phase 5's */
     const MPI_Aint d_fop = 0, d_acc = sizeof(int64_t), d_cas = 2 * sizeof(int64_t);
-    const MPI_Aint d_fop16 = 24, d_acc8 = 33, d_cas8 = 37;
+    const MPI_Aint d_fop16 = 24, d_acc8 = 33, d_cas8 = 37, d_lanes = 56, d_run = 65;
     const unsigned char sentinel = 0x5a;
     if (me == 0) {
         rt_lock_self(&w);
@@ -143,11 +150,17 @@ int main(int argc, char **argv)
     unsigned short *fetched16 = malloc(sizeof(unsigned short) * (size_t) small_iter);
     const unsigned short one16 = 1;
     const char one8 = 1;
+    char ones8[24];
+    memset(ones8, 1, sizeof ones8);
+    char lane_before;
     MPI_CHK(MPI_Win_lock_all(0, w.win));
     for (long i = 0; i < small_iter; i++) {
         MPI_CHK(MPI_Fetch_and_op(&one16, &fetched16[i], MPI_UNSIGNED_SHORT, 0, d_fop16, MPI_SUM,
                                  w.win));
         MPI_CHK(MPI_Accumulate(&one8, 1, MPI_CHAR, 0, d_acc8, 1, MPI_CHAR, MPI_SUM, w.win));
+        MPI_CHK(MPI_Accumulate(ones8, 8, MPI_CHAR, 0, d_lanes, 8, MPI_CHAR, MPI_SUM, w.win));
+        MPI_CHK(MPI_Fetch_and_op(&one8, &lane_before, MPI_CHAR, 0, d_lanes + 3, MPI_SUM, w.win));
+        MPI_CHK(MPI_Accumulate(ones8, 24, MPI_CHAR, 0, d_run, 24, MPI_CHAR, MPI_SUM, w.win));
         MPI_CHK(MPI_Win_flush(0, w.win));
     }
     for (long i = 0; i < cas_iter; i++) {
@@ -193,6 +206,17 @@ int main(int argc, char **argv)
               "%ld modulo 256 = %u", acc8, small_iter * np, (unsigned char) (small_iter * np));
         CHECK(cas8 == (unsigned char) (cas_iter * np), "char compare_and_swap counter %u, "
               "expected %ld modulo 256 = %u", cas8, cas_iter * np, (unsigned char) (cas_iter * np));
+        for (int lane = 0; lane < 8; lane++) {
+            const long sums = small_iter * np * (lane == 3 ? 2 : 1);
+            CHECK((unsigned char) w.base[d_lanes + lane] == (unsigned char) sums,
+                  "8 x MPI_CHAR accumulate: byte %d is %u, expected %ld modulo 256 = %u", lane,
+                  (unsigned char) w.base[d_lanes + lane], sums, (unsigned char) sums);
+        }
+        for (int i = 0; i < 24; i++)
+            CHECK((unsigned char) w.base[d_run + i] == (unsigned char) (small_iter * np),
+                  "24 x MPI_CHAR accumulate: byte %d is %u, expected %ld modulo 256 = %u", i,
+                  (unsigned char) w.base[d_run + i], small_iter * np,
+                  (unsigned char) (small_iter * np));
         for (MPI_Aint d = 32; d < 40; d++)
             if (d != d_acc8 && d != d_cas8)
                 CHECK((unsigned char) w.base[d] == sentinel, "sentinel byte +%ld is 0x%02x, "
