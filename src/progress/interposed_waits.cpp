@@ -63,19 +63,22 @@ int test_then_sweep(Test test, bool *idle = nullptr) {
     return error;
 }
 
-// Calls test(&done) and sweeps nbrma until done or an error; once MPICH may block,
-// finishes with block() (MPICH's blocking call) instead.
+// Calls test(&done) and sweeps nbrma until done or an error (a SelfProgress scope); once
+// MPICH may block, finishes with block() (MPICH's blocking call) instead, out of it.
 template <class Test, class Block>
 int progress_until(Test test, Block block) {
-    Backoff backoff;
-    for (;;) {
-        if (mpich_may_block()) return block();
-        int done = 0;
-        bool idle = false;
-        const int error = test_then_sweep([&] { return test(&done); }, &idle);
-        if (error != MPI_SUCCESS || done) return error;
-        if (idle) backoff.pause();
+    if (!mpich_may_block()) {
+        nbrma::engine::SelfProgress self;
+        Backoff backoff;
+        while (!mpich_may_block()) {
+            int done = 0;
+            bool idle = false;
+            const int error = test_then_sweep([&] { return test(&done); }, &idle);
+            if (error != MPI_SUCCESS || done) return error;
+            if (idle) backoff.pause();
+        }
     }
+    return block();
 }
 
 int wait_one(MPI_Request *request, MPI_Status *status) {

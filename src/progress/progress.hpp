@@ -52,8 +52,25 @@ void progress_set_external(void (*poke)());
 
 // Sweeps until `request` completes; returns its status (does not release it). Does not
 // hold the progress lock while it waits; on an application thread it runs the deferred
-// MPICH calls (threads::drain) as they come.
+// MPICH calls (threads::drain) as they come. Runs in a SelfProgress scope.
 Status wait_request(Request *request);
+
+// The scope of an application thread's loop that sweeps nbrma itself (wait_request, the
+// MPICH waits nbrma interposes). In NBRMA_PROGRESS=interrupt the rank counts as waiting
+// inside nbrma meanwhile: the helper leaves its progress thread asleep (a wake-up would
+// find the progress lock taken, or the work done). The last such scope to end sweeps
+// once more and publishes what still waits on peers (help wanted), or leaves the
+// progress thread idle. Elsewhere it does nothing.
+class SelfProgress {
+  public:
+    SelfProgress();
+    ~SelfProgress();
+    SelfProgress(const SelfProgress &) = delete;
+    SelfProgress &operator=(const SelfProgress &) = delete;
+
+  private:
+    bool counted_ = false;
+};
 
 // ---- the progress thread (NBRMA_PROGRESS=thread, doc/design.md §6)
 enum class ProgressMode { inline_mode, thread_mode, interrupt_mode };

@@ -210,36 +210,42 @@ bool progress_wanted() { return serving.load(std::memory_order_relaxed) > 0 || p
 
 void progress_set_external(void (*poke)()) { external_poke = poke; }
 
-Status wait_request(Request *request) {
-    Backoff backoff;
-    unsigned idle = 0;
-    // NBRMA_PROGRESS=interrupt: while we wait here, we progress ourselves: help is not
-    // wanted (the helper need not poll for us) and our thread is left alone.
-    const bool interrupt_mode = interrupt::attached();
-    if (interrupt_mode && interrupt::enter_wait() && threads::try_lock()) {
+SelfProgress::SelfProgress() {
+    if (!interrupt::attached()) return;
+    counted_ = true;
+    if (interrupt::enter_wait() && threads::try_lock()) {
         interrupt::unwant();
         threads::unlock();
     }
+}
 
-    while (!request->complete()) {
-        if (progress_sweep()) {
-            idle = 0;
-            continue;
-        }
-        if (++idle % 16 == 0 && external_poke) external_poke();
-        if (!request->complete()) backoff.pause();
+SelfProgress::~SelfProgress() {
+    if (!counted_ || !interrupt::leave_wait()) return;
+    // The last self-progressing thread leaves: one more sweep, then help is wanted for
+    // what still waits on peers (the bell read before that sweep), or the thread is idle.
+    threads::Guard guard;
+    const std::uint64_t seen = interrupt::my_slot()->bell.load(std::memory_order_seq_cst);
+    sweep_locked();
+    if (waiting_locked()) {
+        interrupt::want_at_most(seen);
+    } else {
+        interrupt::unwant();
+        detail::progress_thread_sleeping.store(true, std::memory_order_relaxed);  // idle
     }
-    if (interrupt_mode && interrupt::leave_wait()) {
-        // The last waiting thread leaves: one more sweep, then help is wanted for what
-        // still waits on peers (the bell read before that sweep), or the thread is idle.
-        threads::Guard guard;
-        const std::uint64_t seen = interrupt::my_slot()->bell.load(std::memory_order_seq_cst);
-        sweep_locked();
-        if (waiting_locked()) {
-            interrupt::want_at_most(seen);
-        } else {
-            interrupt::unwant();
-            detail::progress_thread_sleeping.store(true, std::memory_order_relaxed);  // idle
+}
+
+Status wait_request(Request *request) {
+    {
+        SelfProgress self;
+        Backoff backoff;
+        unsigned idle = 0;
+        while (!request->complete()) {
+            if (progress_sweep()) {
+                idle = 0;
+                continue;
+            }
+            if (++idle % 16 == 0 && external_poke) external_poke();
+            if (!request->complete()) backoff.pause();
         }
     }
     threads::drain();
