@@ -110,16 +110,17 @@ void Window::send_fence_round(Epoch &epoch) {
                epoch.barrier_notices());
 }
 
-// Whether round `round` of the fence barrier numbered `sequence` has heard from every
-// rank - j k^round.
-bool Window::fence_round_heard(int round, std::uint64_t sequence) const {
+// Of the notices of round `round` of the fence barrier numbered `sequence`, one from each
+// rank - j k^round, those not arrived.
+unsigned Window::fence_round_missing(int round, std::uint64_t sequence) const {
     const int radix = layout_.fence_radix();
     const std::int64_t distance = layout_.fence_distance(round);
+    unsigned missing = 0;
     for (int j = 1; j < radix && j * distance < size(); ++j)
-        if (control_word(layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j))) <
-            sequence)
-            return false;
-    return true;
+        missing +=
+            control_word(layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j))) <
+            sequence;
+    return missing;
 }
 
 bool Window::advance_fence(Epoch &epoch) {

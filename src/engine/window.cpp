@@ -135,18 +135,35 @@ Status Window::detach(const void *base) { return transport_.detach(base); }
 // deadlock correct programs (post; start; complete; wait). Fence epochs are never
 // concurrent with anything; a lock epoch admits a companion once its lock is held.
 // Beyond that, the reorder info keys let an epoch pass an earlier active one.
-bool Window::waiting() const {
-    if (!flushes_.empty() || transport_flushes_ != 0) return true;
+unsigned Window::rings_awaited() const {
+    if (!flushes_.empty() || transport_flushes_ != 0) return 1;
+    unsigned fewest = 0;
     for (const auto &epoch : epochs_) {
-        if (epoch->state() != EngineState::active || !epoch->open()) return true;
+        // An active fence epoch in its barrier moves only once the round's notices are in
+        // (its calls run after it), each a peer's ring; one whose round is heard waits
+        // for its own notices to complete (over UCX, which rings no bell).
+        if (epoch->kind() == EpochKind::fence && epoch->state() == EngineState::active &&
+            !epoch->barrier_passed()) {
+            const unsigned missing =
+                std::max(1u, fence_round_missing(epoch->barrier_round(), epoch->sequence()));
+            if (fewest == 0 || missing < fewest) fewest = missing;
+            continue;
+        }
+        // An epoch not yet active waits for earlier ones (the activation rule), not for
+        // a peer: behind a fence barrier, for what that barrier awaits.
+        if (epoch->state() != EngineState::active) {
+            if (fewest > 0) continue;
+            return 1;
+        }
+        if (!epoch->open()) return 1;
         for (int rank : epoch->touched()) {
             const TargetState *target = epoch->find(rank);
             if (!target->pending.empty() || target->phase == TargetPhase::acquiring ||
                 target->phase == TargetPhase::releasing || target->phase == TargetPhase::flushing)
-                return true;
+                return 1;
         }
     }
-    return false;
+    return fewest;
 }
 
 bool Window::may_activate(const Epoch &candidate, std::size_t before) const {

@@ -134,15 +134,18 @@ class Window {
     bool idle() const {
         return epochs_.empty() && flushes_.empty() && transport_flushes_ == 0 && !notify_.pending();
     }
-    // Something waits for a peer's write or a transport completion: an epoch not yet
-    // active or closed and not yet complete, a lock being acquired, released or
-    // flushed, calls queued, a flush. An open epoch that is active with nothing queued
-    // (between two fences, a granted lock) waits for the application only. So does a
-    // notification threshold: only an application thread can hand its completion to
-    // MPICH (MPI_Grequest_complete), in the wait or test that checks the counter
-    // anyway, so waking the progress thread for it (NBRMA_PROGRESS=interrupt) would
-    // be futile every time.
-    bool waiting() const;
+    // NBRMA_PROGRESS=interrupt: how many rings of this rank's bell at least (peers' writes
+    // into our control region, each ringing once) until a sweep can move what waits for
+    // a peer's write or a transport completion; 0 when nothing does. One for an epoch
+    // closed and not yet complete, a lock being acquired, released or flushed, calls
+    // queued, a flush; for a fence barrier, a notice from each peer of its round not
+    // heard from yet (an epoch queued behind it waits for the same). An open epoch that
+    // is active with nothing queued (between two fences, a granted lock) waits for the
+    // application only. So does a notification threshold: only an application thread
+    // can hand its completion to MPICH (MPI_Grequest_complete), in the wait or test that
+    // checks the counter anyway, so waking the progress thread for it would be futile
+    // every time.
+    unsigned rings_awaited() const;
     // One sweep (SC14 §VII-D): advance locks, replay calls, complete and activate
     // epochs, complete flushes. True if anything moved.
     bool progress();
@@ -352,7 +355,12 @@ class Window {
     std::uint64_t control_word(std::size_t offset) const;
     void notify(int peer, std::size_t offset, Notices &notices);
     void send_fence_round(Epoch &epoch);
-    bool fence_round_heard(int round, std::uint64_t sequence) const;
+    bool fence_round_heard(int round, std::uint64_t sequence) const {
+        return fence_round_missing(round, sequence) == 0;
+    }
+    // How many notices of round `round` of the fence barrier numbered `sequence` have
+    // not arrived.
+    unsigned fence_round_missing(int round, std::uint64_t sequence) const;
     Status check_notify(const RmaCall &call);
 
     transport::Transport &transport_;

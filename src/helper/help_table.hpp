@@ -13,6 +13,10 @@
 //   inside   application threads of the rank waiting inside nbrma (they progress
 //            themselves: the helper leaves them alone)
 //   wakes    wake-ups the helper delivered (the thread tells useful from futile ones)
+//   activity bumped by the rank's application threads at every nbrma call and at the
+//            end of every wait in which they progressed themselves: a rank whose
+//            activity moved within `busy_grace_ns` is busy in MPI calls, about to
+//            progress itself again, and the helper lets its progress thread sleep
 // Helper h of k serves the slots s with s % k == h; `wanted[h]` counts its slots whose
 // watch is set and is the word it sleeps on when none is.
 #ifndef NBRMA_HELPER_HELP_TABLE_HPP
@@ -62,9 +66,18 @@ struct alignas(64) RankSlot {
     std::atomic<std::uint64_t> bell;
     std::atomic<std::uint64_t> watch;
     std::atomic<std::uint64_t> wakes;
+    std::atomic<std::uint64_t> activity;
 };
 static_assert(sizeof(RankSlot) == 64, "one cache line per rank");
 static_assert(sizeof(std::atomic<std::uint32_t>) == 4, "futex words are 32 bits");
+
+constexpr std::uint64_t busy_grace_ns = 50000;
+
+// An application thread's mark of activity (one writer per call; a lost bump between two
+// threads still moves the word).
+inline void bump_activity(std::atomic<std::uint64_t> &activity) {
+    activity.store(activity.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 inline std::size_t table_bytes(unsigned slots) {
     const std::size_t header = (sizeof(HelpHeader) + 63) / 64 * 64;

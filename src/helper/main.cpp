@@ -68,10 +68,19 @@ long now_ms() {
     return now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
+std::uint64_t now_ns() {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
+           static_cast<std::uint64_t>(now.tv_nsec);
+}
+
 struct Served {
     RankSlot *slot;
     int pidfd;  // -1: the rank was gone at start, or pidfd_open is not available
     bool gone;
+    std::uint64_t activity;    // the slot's activity word when last seen to move
+    std::uint64_t busy_until;  // now_ns() until which the rank counts as busy in nbrma
 };
 
 // True while some rank of the share is present and alive.
@@ -136,7 +145,7 @@ int main(int argc, char **argv) {
         RankSlot *slot = table_slot(header, s);
         const int pidfd = static_cast<int>(
             syscall(SYS_pidfd_open, static_cast<pid_t>(slot->pid.load()), 0));
-        served[i] = {slot, pidfd, slot->presence.load() != slot_present};
+        served[i] = {slot, pidfd, slot->presence.load() != slot_present, 0, 0};
     }
     header->helper_pid[h].store(static_cast<std::int32_t>(getpid()));
     const HelperState placed = place(header->slots);
@@ -161,14 +170,26 @@ int main(int argc, char **argv) {
             idle = 0;
             continue;
         }
-        bool woke = false;
+        bool woke = false, busy = false;
+        const std::uint64_t now = now_ns();
         for (unsigned i = 0; i < count; ++i) {
             RankSlot *slot = served[i].slot;
+            const std::uint64_t activity = slot->activity.load(std::memory_order_relaxed);
+            if (activity != served[i].activity) {
+                served[i].activity = activity;
+                served[i].busy_until = now + busy_grace_ns;
+            }
             const std::uint64_t watch = slot->watch.load(std::memory_order_acquire);
             if (watch == 0 || slot->bell.load(std::memory_order_seq_cst) < watch) continue;
             if (slot->sleeping.load(std::memory_order_seq_cst) == 0 ||
                 slot->inside.load(std::memory_order_seq_cst) != 0)
                 continue;  // awake or progressing itself: it will see the bell
+            // Its application threads called nbrma a moment ago: likely in their next
+            // call, about to progress themselves. Look again soon (no back-off meanwhile).
+            if (served[i].busy_until > now) {
+                busy = true;
+                continue;
+            }
             std::uint64_t expected = watch;
             if (!slot->watch.compare_exchange_strong(expected, 0)) continue;
             wanted.fetch_sub(1, std::memory_order_acq_rel);
@@ -177,8 +198,9 @@ int main(int argc, char **argv) {
             woke = true;
         }
         header->helper_scans[h].store(++scans, std::memory_order_relaxed);
-        if (woke) {
+        if (woke || busy) {
             idle = 0;
+            if (busy && !bound) sched_yield();
             continue;
         }
         // Idle scans: spin, then yield; with no core of its own (unbound), then sleep

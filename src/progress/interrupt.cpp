@@ -251,15 +251,15 @@ bool helper_lost() {
     return self.lost;
 }
 
-void want(std::uint64_t seen) {
-    if (my_slot()->watch.exchange(seen + 1, std::memory_order_seq_cst) == 0) newly_wanted();
+void want(std::uint64_t seen, unsigned rings) {
+    if (my_slot()->watch.exchange(seen + rings, std::memory_order_seq_cst) == 0) newly_wanted();
 }
 
-void want_at_most(std::uint64_t seen) {
+void want_at_most(std::uint64_t seen, unsigned rings) {
     RankSlot *slot = my_slot();
     std::uint64_t watch = slot->watch.load(std::memory_order_acquire);
-    while (watch == 0 || watch > seen + 1) {
-        if (slot->watch.compare_exchange_weak(watch, seen + 1, std::memory_order_seq_cst)) {
+    while (watch == 0 || watch > seen + rings) {
+        if (slot->watch.compare_exchange_weak(watch, seen + rings, std::memory_order_seq_cst)) {
             if (watch == 0) newly_wanted();
             return;
         }

@@ -55,11 +55,12 @@ std::size_t table_bytes();
 std::string find_helper();
 
 // ---- the progress thread, around its sleep
-// Publishes "help wanted": wake me when my bell passes `seen`.
-void want(std::uint64_t seen);
+// Publishes "help wanted": wake me when my bell reaches `seen` + `rings` (nothing can
+// move before that many peers' writes rang it).
+void want(std::uint64_t seen, unsigned rings = 1);
 // An application thread left work pending while the thread idles: wake it when the
-// bell passes `seen` (or earlier, if an earlier watch is published).
-void want_at_most(std::uint64_t seen);
+// bell reaches `seen` + `rings` (or earlier, if an earlier watch is published).
+void want_at_most(std::uint64_t seen, unsigned rings = 1);
 // Withdraws it (nothing pending).
 void unwant();
 // An application thread waits inside nbrma (it progresses itself): the helper leaves

@@ -93,13 +93,17 @@ bool sweep_locked() {
 // window that went idle inside an engine call (no sweep since) costs one look only.
 bool pending_locked() { return prune_locked(); }
 
-// NBRMA_PROGRESS=interrupt: something waits for a peer (Window::waiting); an open epoch
-// that only waits for the application wants no wake-up. A waiting window is not idle,
-// so it is on the sweep list.
-bool waiting_locked() {
-    for (Window *window : swept())
-        if (window->waiting()) return true;
-    return false;
+// NBRMA_PROGRESS=interrupt: the fewest rings until something that waits for a peer can
+// move (Window::rings_awaited); an open epoch that only waits for the application wants
+// no wake-up. A waiting window is not idle, so it is on the sweep list.
+unsigned rings_awaited_locked() {
+    unsigned fewest = 0;
+    for (Window *window : swept()) {
+        const unsigned rings = window->rings_awaited();
+        if (rings > 0 && (fewest == 0 || rings < fewest)) fewest = rings;
+        if (fewest == 1) break;
+    }
+    return fewest;
 }
 
 }  // namespace sweep_list
@@ -220,14 +224,16 @@ SelfProgress::SelfProgress() {
 }
 
 SelfProgress::~SelfProgress() {
-    if (!counted_ || !interrupt::leave_wait()) return;
+    if (!counted_) return;
+    helper::bump_activity(interrupt::my_slot()->activity);
+    if (!interrupt::leave_wait()) return;
     // The last self-progressing thread leaves: one more sweep, then help is wanted for
     // what still waits on peers (the bell read before that sweep), or the thread is idle.
     threads::Guard guard;
     const std::uint64_t seen = interrupt::my_slot()->bell.load(std::memory_order_seq_cst);
     sweep_locked();
-    if (waiting_locked()) {
-        interrupt::want_at_most(seen);
+    if (const unsigned rings = rings_awaited_locked()) {
+        interrupt::want_at_most(seen, rings);
     } else {
         interrupt::unwant();
         detail::progress_thread_sleeping.store(true, std::memory_order_relaxed);  // idle

@@ -28,8 +28,9 @@ extern int event_descriptor;
 bool sweep_locked();
 // Some window is not idle (under the lock).
 bool pending_locked();
-// NBRMA_PROGRESS=interrupt: something waits for a peer (Window::waiting) (under the lock).
-bool waiting_locked();
+// NBRMA_PROGRESS=interrupt: the fewest rings of this rank's bell until a sweep can move what waits
+// for a peer (Window::rings_awaited), 0 if nothing does (under the lock).
+unsigned rings_awaited_locked();
 
 }  // namespace nbrma::engine::sweep_list
 

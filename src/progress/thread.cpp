@@ -146,6 +146,7 @@ void interrupt_thread_main(unsigned mine) {
     helper::RankSlot *slot = interrupt::my_slot();
     interrupt::Counters &count = interrupt::counters();
     EventWatcher watcher;
+    detail::interrupt_activity.store(&slot->activity, std::memory_order_seq_cst);
     detail::interrupt_bell.store(&slot->bell, std::memory_order_seq_cst);
     bool woken = false;  // by the helper
     bool helper_lost = false;
@@ -156,16 +157,22 @@ void interrupt_thread_main(unsigned mine) {
         // pending: epochs or flushes wait (on our bell, or on UCX); serving: peers over
         // UCX need our worker progressed (its events or the timeout wake us, not the bell)
         bool moved = false, pending = true, serves = false, armed = false, swept = false;
+        unsigned rings = 1;  // until something can move: the watch is the bell seen + rings
+        bool again = false;
         if (threads::try_lock()) {
             swept = true;
             events = event_window ? event_descriptor : -1;
             moved = sweep_locked();
             if (!moved) {
-                pending = waiting_locked();
+                rings = rings_awaited_locked();
+                pending = rings > 0;
                 serves = serving.load(std::memory_order_relaxed) > 0;
+                // A peer rang since `seen`: what it wrote may be what the sweep saw, and a
+                // watch of seen + rings would count that spent ring. Sweep again instead.
+                again = pending && slot->bell.load(std::memory_order_seq_cst) != seen;
             }
             // UCX windows: arm the worker; busy means events came meanwhile (sweep again)
-            if (!moved && event_window) {
+            if (!moved && !again && event_window) {
                 armed = event_window->transport().arm();
                 if (!armed) moved = true;
             }
@@ -173,11 +180,11 @@ void interrupt_thread_main(unsigned mine) {
             // progress_kick_slow and wait_request): wake us when the bell passes what
             // this sweep saw; only an idle thread wants kicks (an application thread
             // left new work), else the bell, the worker's events or a timeout wake it.
-            if (!moved) {
+            if (!moved && !again) {
                 // (an application thread waiting inside nbrma progresses itself and
                 // publishes what still waits when it leaves: wait_request)
                 if (pending && slot->inside.load(std::memory_order_seq_cst) == 0)
-                    interrupt::want(seen);
+                    interrupt::want(seen, rings);
                 else
                     interrupt::unwant();
                 detail::progress_thread_sleeping.store(!pending, std::memory_order_relaxed);
@@ -186,6 +193,7 @@ void interrupt_thread_main(unsigned mine) {
             count.sweeps.fetch_add(1, std::memory_order_relaxed);
             if (moved) ++counters().progress_thread_sweeps;
         }  // else an application thread is inside nbrma and progresses
+        if (again) continue;  // (a wake-up that led here is judged by the next sweep)
         if (woken && !moved) count.futile_wakeups.fetch_add(1, std::memory_order_relaxed);
         woken = false;
         if (moved) {
@@ -231,6 +239,7 @@ void interrupt_thread_main(unsigned mine) {
     }
     watcher.stop();
     detail::interrupt_bell.store(nullptr, std::memory_order_seq_cst);
+    detail::interrupt_activity.store(nullptr, std::memory_order_seq_cst);
     interrupt::unwant();
 }
 }  // namespace
@@ -320,8 +329,8 @@ void detail::progress_kick_slow(std::uint64_t seen) {
         helper::wake_slot(interrupt::my_slot());
         return;
     }
-    if (waiting_locked()) {
-        interrupt::want_at_most(seen);
+    if (const unsigned rings = rings_awaited_locked()) {
+        interrupt::want_at_most(seen, rings);
         progress_thread_sleeping.store(false, std::memory_order_relaxed);
     }
     threads::unlock();

@@ -32,8 +32,13 @@
  *   pending ifence O: MPIX_Win_ifence, put, MPIX_Win_ifence, put, MPIX_Win_ifence(NOSUCCEED),
  *                  then computes (the second epoch cannot start before every rank's second
  *                  fence). The others enter their (blocking) fences once O computes (plus
- *                  DELAY_S): their last fence must return, T's data in place, while O
- *                  computes; then a single MPI_Testall of the three ifence requests on O.
+ *                  DELAY_S; with 3 or more processes rank 2 and up STAGGER_S later
+ *                  still, before each fence): their last fence must return, T's data in
+ *                  place, while O computes; then a single MPI_Testall of the three ifence
+ *                  requests on O. In interrupt mode with the others over shared memory, at
+ *                  most one of O's wake-ups in this scenario may be futile: each fence
+ *                  round waits for every other rank's notice, and the early ones (rank 1's)
+ *                  must not wake O's thread (the watch counts the rings still missing).
  *   busy target    T computes; every other rank, once T computes, runs MPI_Win_lock /
  *                  put / accumulate / flush / get / MPI_Win_unlock toward T (round 1:
  *                  MPIX_Win_ilock/iunlock, shared): its unlock must return while T still
@@ -65,6 +70,7 @@
  * while it computes, so every check below still fails then. */
 #define COMPUTE_MAX_S 15.0
 #define DELAY_S 0.1
+#define STAGGER_S 0.1
 #define NINTS 16
 #define TAG_HELD 401
 #define TAG_PEER 402
@@ -254,6 +260,8 @@ static void pending_ifence(void)
     if (me == 0) {
         int a = 1234, b = 5678;
         MPI_Request r[3];
+        unsigned long long futile_before = 0, futile_after = 0;
+        MPI_CHK(nbrma_get_counter("interrupt_futile_wakeups", &futile_before));
         MPI_CHK(MPIX_Win_ifence(0, w.win, &r[0]));
         MPI_CHK(MPI_Put(&a, 1, MPI_INT, 1, rt_disp(&w, 1, 0), 1, MPI_INT, w.win));
         MPI_CHK(MPIX_Win_ifence(0, w.win, &r[1]));
@@ -274,11 +282,26 @@ static void pending_ifence(void)
         if (threaded)
             CHECK(td != 0, "%s: the target's last fence had not returned when the origin "
                   "stopped computing", sc);
+        MPI_CHK(nbrma_get_counter("interrupt_futile_wakeups", &futile_after));
+        const char *transport = getenv("NBRMA_TRANSPORT");
+        const int shm_peers = !(transport && strcmp(transport, "ucx") == 0) &&
+                              !getenv("NBRMA_VIRTUAL_NODES");
+        if (interrupt)
+            printf("%s: %llu futile wake-ups of the origin's thread\n", sc,
+                   futile_after - futile_before);
+        if (interrupt && np >= 3 && shm_peers)
+            CHECK(futile_after - futile_before <= 1, "%s: %llu futile wake-ups of the origin's "
+                  "thread while the fences waited for a late rank (at most 1 allowed)", sc,
+                  futile_after - futile_before);
     } else {
+        const useconds_t stagger = me >= 2 ? (useconds_t) (STAGGER_S * 1e6) : 0;
         await_compute();
         usleep((useconds_t) (DELAY_S * 1e6));
+        usleep(stagger);
         MPI_CHK(MPI_Win_fence(0, w.win));
+        usleep(stagger);
         MPI_CHK(MPI_Win_fence(0, w.win));
+        usleep(stagger);
         MPI_CHK(MPI_Win_fence(MPI_MODE_NOSUCCEED, w.win));
         int state = rt_flag_get(&sh->computing);
         if (me == 1) {
