@@ -99,12 +99,10 @@ __attribute__((visibility("hidden"))) inline std::atomic<bool> progress_thread_s
 // Interrupt mode: the rank's helper died (the progress thread found it): kicks wake the
 // thread themselves, as in thread mode.
 __attribute__((visibility("hidden"))) inline std::atomic<bool> helper_gone{false};
-// NBRMA_PROGRESS=interrupt: this rank's bell and activity word in the node's help table
-// while the progress thread runs, else null.
-__attribute__((visibility("hidden"))) inline std::atomic<std::atomic<std::uint64_t> *>
-    interrupt_bell{nullptr};
-__attribute__((visibility("hidden"))) inline std::atomic<std::atomic<std::uint64_t> *>
-    interrupt_activity{nullptr};
+// NBRMA_PROGRESS=interrupt: this rank's slot in the node's help table (its bell and
+// activity word) while the progress thread runs, else null.
+__attribute__((visibility("hidden"))) inline std::atomic<helper::RankSlot *> interrupt_slot{
+    nullptr};
 void progress_kick_slow(std::uint64_t seen);
 // Puts a registered window that is not on the sweep list there (Window::SweepLink).
 // Under the progress lock.
@@ -115,12 +113,10 @@ void progress_list(Window *window);
 // mode, where the call also marks the rank busy in nbrma: helper/help_table.hpp's
 // activity), 0 otherwise.
 inline std::uint64_t progress_bell() {
-    std::atomic<std::uint64_t> *bell = detail::interrupt_bell.load(std::memory_order_relaxed);
-    if (!bell) return 0;
-    if (std::atomic<std::uint64_t> *activity =
-            detail::interrupt_activity.load(std::memory_order_relaxed))
-        helper::bump_activity(*activity);
-    return bell->load(std::memory_order_seq_cst);
+    helper::RankSlot *slot = detail::interrupt_slot.load(std::memory_order_relaxed);
+    if (!slot) return 0;
+    helper::bump_activity(slot->activity);
+    return slot->bell.load(std::memory_order_seq_cst);
 }
 
 // After an engine call that may have left work pending, `seen` = progress_bell() from

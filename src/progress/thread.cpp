@@ -146,8 +146,7 @@ void interrupt_thread_main(unsigned mine) {
     helper::RankSlot *slot = interrupt::my_slot();
     interrupt::Counters &count = interrupt::counters();
     EventWatcher watcher;
-    detail::interrupt_activity.store(&slot->activity, std::memory_order_seq_cst);
-    detail::interrupt_bell.store(&slot->bell, std::memory_order_seq_cst);
+    detail::interrupt_slot.store(slot, std::memory_order_seq_cst);
     bool woken = false;  // by the helper
     bool helper_lost = false;
     unsigned idle = 0;
@@ -238,8 +237,7 @@ void interrupt_thread_main(unsigned mine) {
         }
     }
     watcher.stop();
-    detail::interrupt_bell.store(nullptr, std::memory_order_seq_cst);
-    detail::interrupt_activity.store(nullptr, std::memory_order_seq_cst);
+    detail::interrupt_slot.store(nullptr, std::memory_order_seq_cst);
     interrupt::unwant();
 }
 }  // namespace
