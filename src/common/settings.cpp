@@ -16,15 +16,13 @@ using S = Scope;
 using A = Audience;
 
 const Setting rows[] = {
-    {Id::progress, "NBRMA_PROGRESS", S::environment, A::user, "inline",
-     "inline, thread, interrupt",
+    {Id::progress, "NBRMA_PROGRESS", S::environment, A::user, "inline", "inline, thread, interrupt",
      "how epochs advance: inside MPI calls only, also on a polling progress thread per "
      "process, or on a progress thread the node's helper wakes when work waits",
      nullptr},
     {Id::helpers, "NBRMA_HELPERS", S::environment, A::user, "1", "1 to 16",
      "interrupt mode: helper processes per node", nullptr},
-    {Id::helper, "NBRMA_HELPER", S::environment, A::user, "",
-     "a path to an executable",
+    {Id::helper, "NBRMA_HELPER", S::environment, A::user, "", "a path to an executable",
      "interrupt mode: the helper program to start instead of the nbrma-helper installed "
      "beside libnbrma",
      nullptr},
@@ -54,6 +52,15 @@ const Setting rows[] = {
      "1: each rank prints its counters to stderr at MPI_Finalize and notes its progress "
      "thread's start and stop; 2: also debug traces",
      nullptr},
+    {Id::check_env, "NBRMA_CHECK", S::environment, A::user, "off", "off, races",
+     "races: check every RMA call against the calls other origins made to the same target "
+     "bytes and report those no MPI synchronization orders (nbrma(7), RACE CHECKING); "
+     "the window info key nbrma_check overrides it per window",
+     nullptr},
+    {Id::check_abort, "NBRMA_CHECK_ABORT", S::environment, A::user, "0", "0, 1",
+     "1: with NBRMA_CHECK=races, abort the process at the first race found (its report "
+     "printed); 0: report each race and count them to the summary at MPI_Finalize",
+     nullptr},
     {Id::virtual_nodes, "NBRMA_VIRTUAL_NODES", S::environment, A::test, "", "1 to 4096",
      "test mode: each node's ranks form k virtual nodes (world rank mod k) that reach each "
      "other through UCX, as if on different machines",
@@ -64,8 +71,8 @@ const Setting rows[] = {
      "SIGKILL",
      nullptr},
 
-    {Id::accumulate_ordering, "accumulate_ordering", S::window_info, A::user,
-     "rar,raw,war,waw", "none, or a comma-separated subset of rar, raw, war, waw",
+    {Id::accumulate_ordering, "accumulate_ordering", S::window_info, A::user, "rar,raw,war,waw",
+     "none, or a comma-separated subset of rar, raw, war, waw",
      "orderings that accumulates from one origin to one target must keep", nullptr},
     {Id::accumulate_ops, "accumulate_ops", S::window_info, A::user, "same_op_no_op",
      "same_op, same_op_no_op",
@@ -73,14 +80,15 @@ const Setting rows[] = {
     {Id::no_locks, "no_locks", S::window_info, A::user, "false", "true, false",
      "true: the application promises never to lock the window", nullptr},
     {Id::alloc_shared_noncontig, "alloc_shared_noncontig", S::window_info, A::user, "false",
-     "true, false",
-     "true: MPI_Win_allocate_shared need not place the ranks' parts contiguously", nullptr},
+     "true, false", "true: MPI_Win_allocate_shared need not place the ranks' parts contiguously",
+     nullptr},
     {Id::same_size, "same_size", S::window_info, A::user, "false", "true, false",
      "a hint that every rank gives the same size (accepted, not used)", nullptr},
     {Id::same_disp_unit, "same_disp_unit", S::window_info, A::user, "false", "true, false",
      "a hint that every rank gives the same displacement unit (accepted, not used)", nullptr},
     {Id::accumulate_granularity, "mpi_accumulate_granularity", S::window_info, A::user, "0",
-     "a byte count >= 0", "a hint on the atomicity granularity of accumulates (accepted, "
+     "a byte count >= 0",
+     "a hint on the atomicity granularity of accumulates (accepted, "
      "not used)",
      nullptr},
     {Id::transport, "nbrma_transport", S::window_info, A::user, "shm", "shm, ucx",
@@ -98,20 +106,23 @@ const Setting rows[] = {
      "pages; false: they stay where they are and node-local peers use cross-memory "
      "attach; overrides NBRMA_SHARE_USER_MEMORY",
      nullptr, Id::share_user_memory},
+    {Id::check, "nbrma_check", S::window_info, A::user, "off", "off, races",
+     "this window's race checking (overrides NBRMA_CHECK; the same on every rank)", nullptr,
+     Id::check_env},
     {Id::access_after_access_reorder, "access_after_access_reorder", S::window_info, A::user,
      "false", "true, false, 1, 0",
      "an access epoch may activate while an earlier access epoch is still active (SC14)",
      "MPI_WIN_ACCESS_AFTER_ACCESS_REORDER"},
-    {Id::access_after_exposure_reorder, "access_after_exposure_reorder", S::window_info,
-     A::user, "false", "true, false, 1, 0",
+    {Id::access_after_exposure_reorder, "access_after_exposure_reorder", S::window_info, A::user,
+     "false", "true, false, 1, 0",
      "an access epoch may activate while an earlier exposure epoch is still active (SC14)",
      "MPI_WIN_ACCESS_AFTER_EXPOSURE_REORDER"},
     {Id::exposure_after_exposure_reorder, "exposure_after_exposure_reorder", S::window_info,
      A::user, "false", "true, false, 1, 0",
      "an exposure epoch may activate while an earlier exposure epoch is still active (SC14)",
      "MPI_WIN_EXPOSURE_AFTER_EXPOSURE_REORDER"},
-    {Id::exposure_after_access_reorder, "exposure_after_access_reorder", S::window_info,
-     A::user, "false", "true, false, 1, 0",
+    {Id::exposure_after_access_reorder, "exposure_after_access_reorder", S::window_info, A::user,
+     "false", "true, false, 1, 0",
      "an exposure epoch may activate while an earlier access epoch is still active (SC14)",
      "MPI_WIN_EXPOSURE_AFTER_ACCESS_REORDER"},
 };

@@ -30,6 +30,8 @@ enum class Id : unsigned {
     cma,
     share_user_memory,
     verbose,
+    check_env,
+    check_abort,
     virtual_nodes,
     test_die_at,
     // window info keys
@@ -43,6 +45,7 @@ enum class Id : unsigned {
     transport,
     notify_max,
     share_user_memory_key,
+    check,
     access_after_access_reorder,
     access_after_exposure_reorder,
     exposure_after_exposure_reorder,

@@ -2,9 +2,10 @@
 // through the control regions' fence counters), MPI_Win_start/complete (access epochs)
 // and MPI_Win_post/wait/test (exposure epochs, matched with the grant and done counters),
 // and their progress.
-#include "engine/window.hpp"
-
 #include <mpi.h>
+
+#include "check/races.hpp"
+#include "engine/window.hpp"
 
 namespace nbrma::engine {
 
@@ -140,6 +141,10 @@ bool Window::advance_fence(Epoch &epoch) {
         if (!notices.done()) return moved;
         if (is_error(notices.failure)) epoch.fail(notices.failure);
         epoch.pass_barrier();
+        if (check_) {  // every rank entered the fence: their clocks are ours
+            check_->fence_acquire(epoch.sequence(), epoch.id());
+            check_->fence_passed();
+        }
         for (int peer : epoch.touched()) epoch.find(peer)->phase = TargetPhase::held;
         moved = true;
     }
@@ -155,6 +160,7 @@ bool Window::advance_fence(Epoch &epoch) {
         TargetState *state = epoch.find(peer);
         if (state->phase == TargetPhase::released) continue;
         if (flushed_to(epoch, peer, *state)) {
+            if (check_) check_->completed(peer);
             state->phase = TargetPhase::released;
             moved = true;
         } else {
@@ -162,6 +168,7 @@ bool Window::advance_fence(Epoch &epoch) {
         }
     }
     if (flushed) {
+        if (check_) check_->epoch_done(epoch.id());
         epoch.complete();
         moved = true;
     }
@@ -178,6 +185,7 @@ bool Window::advance_access(Epoch &epoch) {
         if (state.phase == TargetPhase::acquiring &&
             control_word(layout_.grant_count(peer)) >= state.match_id) {
             state.phase = TargetPhase::held;
+            if (check_) check_->post_acquire(peer, epoch.id());  // the post before the grant
             moved = true;
         }
         if (state.phase == TargetPhase::held) moved |= run_pending(epoch, state);
@@ -185,6 +193,10 @@ bool Window::advance_access(Epoch &epoch) {
         // there relies on it).
         if ((state.phase == TargetPhase::held || state.phase == TargetPhase::flushing) &&
             !epoch.open() && flushed_to(epoch, peer, state)) {
+            if (check_) {
+                check_->completed(peer);
+                check_->complete_release(peer);
+            }
             notify(peer, layout_.done_count(rank()), state.notices);
             state.phase = TargetPhase::releasing;
             moved = true;
@@ -197,6 +209,7 @@ bool Window::advance_access(Epoch &epoch) {
         if (state.phase != TargetPhase::released) busy = true;
     }
     if (!busy && !epoch.open()) {
+        if (check_) check_->epoch_done(epoch.id());
         epoch.complete();
         moved = true;
     }
@@ -215,10 +228,13 @@ bool Window::advance_exposure(Epoch &epoch) {
         if (state.phase == TargetPhase::held &&
             control_word(layout_.done_count(peer)) >= state.match_id) {
             state.phase = TargetPhase::released;
+            if (check_) check_->complete_acquire();  // the origin's complete
             moved = true;
         }
     }
     if (!epoch.open() && exposure_finished(epoch)) {
+        if (check_) check_->exposure_done();
+        if (check_) check_->epoch_done(epoch.id());
         epoch.complete();
         moved = true;
     }

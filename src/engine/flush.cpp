@@ -1,9 +1,10 @@
 // Flushes of a window (MPI_Win_flush, flush_local, flush_all and their MPIX_ nonblocking
 // forms): a flush request completes once every operation issued to its targets before it
 // completed remotely (or locally); the transport's flush is asked per peer, once.
-#include "engine/window.hpp"
-
 #include <algorithm>
+
+#include "check/races.hpp"
+#include "engine/window.hpp"
 
 namespace nbrma::engine {
 
@@ -22,6 +23,7 @@ Status Window::flush_general(int target, Request **request, bool local) {
     // already (shared memory: inline): done, without queueing it for a sweep.
     Flush flush{target, next_age_ - 1, *request, local};
     if (flush_done(flush)) {
+        flush_finished(flush);
         (*request)->finish(flush.failure);
         return Status::ok;
     }
@@ -61,6 +63,10 @@ bool Window::flushed_to(Epoch &epoch, int peer, TargetState &state) {
     if (!remote_complete(peer, state.flush_upto, &failure)) return false;
     if (is_error(failure)) epoch.fail(failure);
     return true;
+}
+
+void Window::flush_finished(const Flush &flush) {
+    if (check_ && !flush.local) check_->completed(flush.target);
 }
 
 // First the calls issued before the flush must have run (complete at the origin: all

@@ -92,6 +92,13 @@ class Operation {
     const RmaCall &call() const { return call_; }
     std::uint64_t age() const { return age_; }
     Request *request() const { return request_; }
+    // The target type's layout retain_types looked up, or null.
+    const TypeLayout *target_layout() const { return target_layout_; }
+    // NBRMA_CHECK=races: the application's call site (check::capture_site), else 0.
+    void set_site(std::uint64_t site) { site_ = site; }
+    std::uint64_t site() const { return site_; }
+    // NBRMA_CHECK=races, a recorded call: the issuing rank's clock at the call.
+    std::vector<std::uint64_t> &issued_clock() { return issued_clock_; }
 
   private:
     Status execute_put(const TargetView &view);
@@ -120,6 +127,8 @@ class Operation {
     std::uint64_t age_;
     Request *request_;
     bool needs_flush_ = false;
+    std::uint64_t site_ = 0;
+    std::vector<std::uint64_t> issued_clock_;
     std::vector<MPI_Datatype> retained_;
     const TypeLayout *origin_layout_ = nullptr;
     const TypeLayout *target_layout_ = nullptr;

@@ -4,6 +4,7 @@
 // released through sync::LockOperation as sweeps move it on (advance_passive).
 #include <mpi.h>
 
+#include "check/races.hpp"
 #include "common/log.hpp"
 #include "engine/window.hpp"
 
@@ -41,7 +42,7 @@ inline bool Window::take_at_once(Epoch &epoch) {
 }
 
 inline void Window::open_passive(EpochKind kind, int target, LockMode mode, int assertions) {
-    if (!at_once_ && completes_inline_) {
+    if (!at_once_ && completes_inline_ && !check_) {
         if (!at_once_home_) at_once_home_ = spare_epoch();
         Epoch &epoch = *at_once_home_;
         begin_epoch(epoch, kind, target, mode, assertions);
@@ -215,6 +216,8 @@ bool Window::advance_passive(Epoch &epoch) {
             }
             if (status == Status::ok) {
                 state->phase = TargetPhase::held;
+                if (check_)
+                    check_->lock_acquired(rank, epoch.mode() == LockMode::exclusive, epoch.id());
                 ++counters().lock_grants;
                 if (verbose_level() >= 2)
                     log(2, "lock on %d granted (epoch %llu)", rank,
@@ -238,6 +241,11 @@ bool Window::advance_passive(Epoch &epoch) {
                 busy = true;
                 continue;
             }
+            if (check_) {
+                check_->completed(rank);
+                if (!epoch.nocheck())
+                    check_->lock_released(rank, epoch.mode() == LockMode::exclusive);
+            }
             if (epoch.nocheck()) {
                 state->phase = TargetPhase::released;
             } else {
@@ -257,6 +265,7 @@ bool Window::advance_passive(Epoch &epoch) {
         if (state->phase != TargetPhase::released) busy = true;
     }
     if (!busy && !epoch.open()) {
+        if (check_) check_->epoch_done(epoch.id());
         epoch.complete();
         moved = true;
     }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "check/races.hpp"
 #include "common/log.hpp"
 #include "engine/reduce.hpp"
 #include "engine/window.hpp"
@@ -256,11 +257,16 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
         !state.pending.empty()) {
         auto operation = std::make_unique<Operation>(call, age, handle);
         operation->retain_types();  // recorded: replayed when the target is ready
+        if (check_) {
+            operation->set_site(check::call_site());
+            operation->issued_clock() = check_->snapshot();
+        }
         state.pending.push_back(std::move(operation));
         return Status::ok;
     }
     Operation operation(call, age, handle);  // runs now: no need to keep it
-    status = run(operation, byte_offset);
+    if (check_) operation.set_site(check::call_site());
+    status = run(operation, byte_offset, *epoch);
     if (is_error(status)) epoch->fail(status);
     if (handle) handle->finish(status);
     return Status::ok;
@@ -291,7 +297,18 @@ Status Window::check_notify(const RmaCall &call) {
 
 // Runs one operation (complete at the origin when it returns) and, if it may not have
 // reached its target yet, numbers it for the target's remote completion.
-Status Window::run(Operation &operation, std::uint64_t byte_offset) {
+Status Window::run(Operation &operation, std::uint64_t byte_offset, const Epoch &epoch) {
+    if (check_) {
+        using Sync = check::WindowCheck::Sync;
+        const Sync sync = epoch.kind() == EpochKind::lock
+                              ? (epoch.mode() == sync::LockMode::exclusive ? Sync::lock_exclusive
+                                                                           : Sync::lock_shared)
+                          : epoch.kind() == EpochKind::lock_all ? Sync::lock_all
+                          : epoch.kind() == EpochKind::fence    ? Sync::fence
+                                                                : Sync::pscw;
+        check_->access(operation.call(), operation.target_layout(), byte_offset, sync,
+                       operation.site(), operation.issued_clock(), epoch.id());
+    }
     TargetView view{&transport_, byte_offset, config_.hardware_atomics};
     if (operation.call().notify)  // the index was checked against the capacity at the call
         view.notify_offset = layout_.notification(static_cast<std::uint32_t>(operation.call().notify_index));
@@ -308,7 +325,7 @@ bool Window::run_pending(Epoch &epoch, TargetState &state) {
         ++counters().rma_ops_replayed;
         std::uint64_t byte_offset = 0;
         Status status = check_range(operation->call(), &byte_offset);
-        if (!is_error(status)) status = run(*operation, byte_offset);
+        if (!is_error(status)) status = run(*operation, byte_offset, epoch);
         if (is_error(status)) epoch.fail(status);
         if (operation->request()) operation->request()->finish(status);
         moved = true;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "check/races.hpp"
 #include "common/log.hpp"
 
 namespace nbrma::engine {
@@ -244,6 +245,7 @@ void Window::activate(Epoch &epoch) {
             // The fence barrier, a dissemination barrier over counters: our earlier epochs
             // are complete (serial activation), so round 0 tells its peers; the rounds go
             // on in advance_fence.
+            if (check_) check_->fence_entered(epoch.sequence());  // before our notices leave
             if (layout_.fence_rounds() > 0) send_fence_round(epoch);
             [[fallthrough]];
         case EpochKind::lock_all:  // shared locks on demand, per target, at the first call
@@ -260,6 +262,7 @@ void Window::activate(Epoch &epoch) {
                 TargetState &state = epoch.at(peer);
                 if (epoch.nocheck()) {  // the matching post happened: no grant to wait for
                     state.phase = TargetPhase::held;
+                    if (check_) check_->post_acquire(peer, epoch.id());
                 } else {
                     state.match_id = ++accesses_[peer];
                     state.phase = TargetPhase::acquiring;
@@ -268,6 +271,7 @@ void Window::activate(Epoch &epoch) {
             return;
         case EpochKind::exposure:
             if (exposures_.empty()) exposures_.assign(static_cast<std::size_t>(size()), 0);
+            if (check_) check_->post_release();  // before the grants
             for (int peer : epoch.group()) {
                 TargetState &state = epoch.at(peer);
                 state.match_id = ++exposures_[peer];
@@ -376,6 +380,7 @@ bool Window::progress() {
     }
     for (auto it = flushes_.begin(); it != flushes_.end();) {
         if (flush_done(*it)) {
+            flush_finished(*it);
             it->request->finish(it->failure);
             it = flushes_.erase(it);
             moved = true;

@@ -19,6 +19,10 @@
 #include "layout/control_region.hpp"
 #include "transport/transport.hpp"
 
+namespace nbrma::check {
+class WindowCheck;
+}
+
 namespace nbrma::engine {
 
 enum class Flavor : std::uint8_t { create, allocate, shared, dynamic };
@@ -178,6 +182,10 @@ class Window {
         bool sweeps_on_bells = false;
     };
     SweepLink &sweep_link() { return sweep_link_; }
+    // NBRMA_CHECK=races: the window's race checker (check/races.hpp), set once, before the
+    // first epoch. A checked window takes the queued path only (no at-once epochs), so
+    // every call runs through run(), and tells the checker of each synchronization.
+    void set_check(check::WindowCheck *check) { check_ = check; }
 
   private:
     struct Flush {
@@ -348,7 +356,9 @@ class Window {
     bool advance_exposure(Epoch &epoch);
     bool exposure_finished(const Epoch &epoch) const;
     bool run_pending(Epoch &epoch, TargetState &state);
-    Status run(Operation &operation, std::uint64_t byte_offset);
+    Status run(Operation &operation, std::uint64_t byte_offset, const Epoch &epoch);
+    // A flush request found done (flush_done): the checker learns of the remote completion.
+    void flush_finished(const Flush &flush);
     bool remote_complete(int peer, std::uint64_t upto, Status *failure);
     bool flushed_to(Epoch &epoch, int peer, TargetState &state);
     bool flush_done(Flush &flush);
@@ -425,6 +435,7 @@ class Window {
     // (sized at the first notified call).
     std::vector<std::uint32_t> notify_known_;
     SweepLink sweep_link_;
+    check::WindowCheck *check_ = nullptr;
     // The open at-once epoch (EpochPath::at_once), if any: in open_, not in epochs_. It
     // lives in at_once_home_, kept from one at-once epoch to the next (a lock epoch taken
     // and released again and again allocates nothing and moves nothing); an at-once

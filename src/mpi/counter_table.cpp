@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "check/races.hpp"
 #include "common/log.hpp"
 #include "progress/assist.hpp"
 #include "progress/collective_form.hpp"
@@ -51,6 +52,13 @@ const CounterRow rows[] = {
      "map (its pages moved into shared memory; loads and stores, and CPU atomics on "
      "MPI_Win_create windows, instead of cross-memory attach)",
      [] { return counters().user_memory_shared; }},
+    {"check_races", K::count, false,
+     "NBRMA_CHECK=races: races this process found (conflicting RMA calls at one target that "
+     "no MPI synchronization orders)",
+     [] { return check::races_found(); }},
+    {"check_calls", K::count, false,
+     "NBRMA_CHECK=races: target byte ranges of RMA calls this process checked",
+     [] { return check::accesses_checked(); }},
     {"progress_thread_sweeps", K::count, true,
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
      "interrupt)",
@@ -59,8 +67,7 @@ const CounterRow rows[] = {
      "blocking MPICH collectives entered with nbrma work pending in inline mode, served "
      "meanwhile by the assist thread",
      [] { return engine::assisted_calls(); }},
-    {"assist_sweeps", K::count, true,
-     "sweeps of the assist thread that moved something",
+    {"assist_sweeps", K::count, true, "sweeps of the assist thread that moved something",
      [] { return engine::assist_sweeps(); }},
     {"twin_collectives", K::count, true,
      "interposed blocking collectives run as MPICH's nonblocking twin plus a sweeping wait "

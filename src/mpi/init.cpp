@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "check/races.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "common/threads.hpp"
@@ -163,6 +164,7 @@ int after_init(int error, int provided) {
     // from the launcher, else from the first window's node-local ranks.
     set_local_ranks(settings::launcher_local_ranks());
     setup_interrupt();
+    check::init();
     return error;
 }
 }  // namespace
@@ -200,6 +202,7 @@ int finalize_impl(void) {
     engine::assist_stop();
     engine::interrupt::leave();
     threads::drain();
+    check::finalize();
     if (verbose_level() >= 1) {
         std::string line;
         {

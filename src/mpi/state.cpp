@@ -281,6 +281,7 @@ std::string parse_info(MPI_Info info, WindowInfo *out) {
     if (get(Id::transport)) out->transport = value;
     if (get(Id::notify_max)) out->notify_max = value;
     if (get(Id::share_user_memory_key)) out->share_user_memory = truth() ? "true" : "false";
+    if (get(Id::check)) out->check = value;
     // The reorder keys, by engine::Reorder, under their name and the paper's spelling.
     static const Id reorder_keys[4] = {
         Id::access_after_access_reorder, Id::access_after_exposure_reorder,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "check/races.hpp"
 #include "common/threads.hpp"
 #include "engine/request.hpp"
 #include "engine/window.hpp"
@@ -45,6 +46,8 @@ struct WindowInfo {
     // nbrma_share_user_memory: "true" or "false"; "" = not given
     // (NBRMA_SHARE_USER_MEMORY decides).
     std::string share_user_memory;
+    // nbrma_check: "races" or "off"; "" = not given (NBRMA_CHECK decides).
+    std::string check;
 };
 
 struct WindowState {
@@ -87,6 +90,9 @@ struct WindowState {
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)
     // this window's share in the process's PR_SET_PTRACER consent (cross-memory attach)
     transport::shm::PtracerGrant ptracer;
+    // NBRMA_CHECK=races / nbrma_check=races: this window's race checker (null: unchecked).
+    // Declared before the engine, which uses it, so it goes after.
+    std::unique_ptr<check::WindowCheck> check;
     std::unique_ptr<engine::Window> engine;
     std::uint8_t *shared_base =
         nullptr;  // window memory of rank 0 in the segment (allocate flavors)

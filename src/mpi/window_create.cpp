@@ -185,6 +185,7 @@ int win_get_info(const char *call, MPI_Win win, MPI_Info *info_used) {
     set(Id::transport, state->all_ucx ? "ucx" : "shm");
     set(Id::notify_max, std::to_string(state->layout->notify_capacity()).c_str());
     set(Id::share_user_memory_key, truth(state->share_user_memory));
+    set(Id::check, state->check ? "races" : "off");
     set(Id::access_after_access_reorder, truth(info.reorder[0]));
     set(Id::access_after_exposure_reorder, truth(info.reorder[1]));
     set(Id::exposure_after_exposure_reorder, truth(info.reorder[2]));

@@ -372,6 +372,10 @@ int Creation::choose_transports(void *base_out) {
                 std::move(shm), std::move(ucx), shm_reach);
     }
     state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
+    if (state->info.check.empty() ? check::enabled() : state->info.check == "races") {
+        state->check = check::WindowCheck::create(comm);
+        state->engine->set_check(state->check.get());
+    }
 
     if (allocates) {
         state->shared_base = segment + first_offset;

@@ -29,6 +29,9 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <vector>
+
+#include "check/races.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
 #include "mpich/complete_request.hpp"
@@ -124,7 +127,7 @@ int wait_ignoring_status(MPI_Request *request) { return wait_one(request, MPI_ST
 // MPICH's own `blocking(args...)`, assisted while nbrma wants progress; or the
 // nonblocking `twin(args..., &request)` plus a sweeping wait.
 template <class Twin, class Blocking, class... Args>
-int collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
+int run_collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
     CollectiveForm form = nbrma::mpi::collective_form(comm);
     if (form == CollectiveForm::unknown) {
         const int error = nbrma::mpi::agree_collective_form(comm, &form, wait_ignoring_status);
@@ -139,6 +142,24 @@ int collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
     if (!progress_wanted()) return blocking(args...);
     nbrma::engine::Assist assist;
     return blocking(args...);
+}
+
+// NBRMA_CHECK=races: a collective orders what each member completed before it before what
+// every member does after it: the members' clocks at entry, combined by one more
+// collective (check/races.hpp). Intercommunicators carry no clocks.
+template <class Twin, class Blocking, class... Args>
+int collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
+    int inter = 0;
+    if (!nbrma::check::enabled() || (PMPI_Comm_test_inter(comm, &inter), inter))
+        return run_collective(comm, twin, blocking, args...);
+    std::vector<std::uint64_t> clock = nbrma::check::enter_collective();
+    int error = run_collective(comm, twin, blocking, args...);
+    if (error != MPI_SUCCESS) return error;
+    std::vector<std::uint64_t> joined(clock.size());
+    error = run_collective(comm, PMPI_Iallreduce, mpich::Allreduce, clock.data(), joined.data(),
+                           static_cast<int>(clock.size()), MPI_UINT64_T, MPI_MAX, comm);
+    if (error == MPI_SUCCESS) nbrma::check::leave_collective(joined);
+    return error;
 }
 
 }  // namespace
@@ -241,28 +262,43 @@ int request_get_status_impl(MPI_Request request, int *flag, MPI_Status *status) 
 
 // ---- blocking point-to-point
 
-int recv_impl(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
-              MPI_Status *status) {
+int recv_unchecked(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                   MPI_Status *status) {
     if (mpich_may_block()) return mpich::Recv(buffer, count, type, source, tag, comm, status);
     MPI_Request request;
     return finish(PMPI_Irecv(buffer, count, type, source, tag, comm, &request), &request, status);
 }
 
+// NBRMA_CHECK=races: a message orders what its sender completed before it before what its
+// receiver does after it.
+int recv_impl(void *buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Status *status) {
+    if (!nbrma::check::enabled())
+        return recv_unchecked(buffer, count, type, source, tag, comm, status);
+    MPI_Status own;
+    if (status == MPI_STATUS_IGNORE) status = &own;
+    const int error = recv_unchecked(buffer, count, type, source, tag, comm, status);
+    if (error == MPI_SUCCESS) nbrma::check::acquire_from(comm, status->MPI_SOURCE);
+    return error;
+}
+
 int send_impl(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+    if (nbrma::check::enabled()) nbrma::check::release();
     if (mpich_may_block()) return mpich::Send(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Isend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
 int ssend_impl(const void *buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+    if (nbrma::check::enabled()) nbrma::check::release();
     if (mpich_may_block()) return mpich::Ssend(buffer, count, type, dest, tag, comm);
     MPI_Request request;
     return finish(PMPI_Issend(buffer, count, type, dest, tag, comm, &request), &request);
 }
 
-int sendrecv_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
-                  int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
-                  int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
+int sendrecv_unchecked(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
+                       int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
+                       int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
     if (mpich_may_block())
         return mpich::Sendrecv(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
                                recv_count, recv_type, source, recv_tag, comm, status);
@@ -282,6 +318,22 @@ int sendrecv_impl(const void *send_buffer, int send_count, MPI_Datatype send_typ
     if (error == MPI_ERR_IN_STATUS)  // Sendrecv reports the failing half's own error
         error =
             statuses[0].MPI_ERROR != MPI_SUCCESS ? statuses[0].MPI_ERROR : statuses[1].MPI_ERROR;
+    return error;
+}
+
+int sendrecv_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, int dest,
+                  int send_tag, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
+                  int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
+    if (!nbrma::check::enabled())
+        return sendrecv_unchecked(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
+                                  recv_count, recv_type, source, recv_tag, comm, status);
+    MPI_Status own;
+    if (status == MPI_STATUS_IGNORE) status = &own;
+    nbrma::check::release();
+    const int error =
+        sendrecv_unchecked(send_buffer, send_count, send_type, dest, send_tag, recv_buffer,
+                           recv_count, recv_type, source, recv_tag, comm, status);
+    if (error == MPI_SUCCESS) nbrma::check::acquire_from(comm, status->MPI_SOURCE);
     return error;
 }
 

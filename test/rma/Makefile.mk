@@ -271,3 +271,11 @@ test_rma_mpi_t_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_mpi_t_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
 test_rma_mpi_t_LDFLAGS = $(RMATEST_PTHREAD)
 test_rma_mpi_t_LDADD = $(RMATEST_LDADD)
+
+# the run-time RMA race checker (NBRMA_CHECK=races): labelled scenarios, one a line
+check_PROGRAMS += test/rma/check_races
+test_rma_check_races_SOURCES = test/rma/check_races.c
+test_rma_check_races_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_check_races_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
+test_rma_check_races_LDFLAGS = $(RMATEST_PTHREAD)
+test_rma_check_races_LDADD = $(RMATEST_LDADD)

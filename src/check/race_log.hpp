@@ -1,0 +1,116 @@
+// The race checker's shared-memory structures and process state (races.hpp), for
+// races.cpp (the engine's side) and races_mpi.cpp (the MPI layer's side).
+#ifndef NBRMA_CHECK_RACE_LOG_HPP
+#define NBRMA_CHECK_RACE_LOG_HPP
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nbrma::check {
+
+constexpr std::uint64_t not_completed = ~std::uint64_t{0};
+
+// A spin lock in shared memory.
+struct SpinLock {
+    std::atomic<std::uint32_t> word{0};
+    void lock();
+    void unlock() { word.store(0, std::memory_order_release); }
+};
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared between processes");
+
+// A process's published clock: its vector clock as of its last release.
+struct Slot {
+    SpinLock lock;
+    std::uint32_t ranks;
+    std::uint64_t clock[1];  // [ranks]
+    static std::size_t bytes(int ranks) {
+        return sizeof(Slot) + sizeof(std::uint64_t) * static_cast<std::size_t>(ranks - 1);
+    }
+};
+
+// One logged RMA call at its target.
+struct Entry {
+    std::uint64_t low, high;     // target bytes [low, high): window offsets (dynamic: addresses)
+    std::uint64_t completed;     // the origin's clock at remote completion, or not_completed
+    std::int64_t displacement;   // the call's target_disp
+    std::uint64_t site;          // the call site (race_site_*), 0 when unknown
+    std::int32_t origin;         // world rank
+    std::int32_t origin_window;  // window rank
+    std::int32_t op;             // MPI_Op (accumulate family), else 0
+    std::int32_t basic;          // MPI_Datatype of the target's elements (accumulate family)
+    std::uint8_t kind;           // engine::RmaKind
+    std::uint8_t sync;           // WindowCheck::Sync
+    std::uint8_t element;        // byte size of one basic element (accumulate family)
+    std::uint8_t spare;
+    std::uint32_t spare2;
+};
+static_assert(sizeof(Entry) == 64, "one cache line");
+
+// A rank's window in the checker, in shared memory: a header; the clocks its peers
+// release into or acquire from, each `ranks` words: its lock's exclusive and shared
+// releases, its last two fences' arrivals (by fence number parity), its post, the
+// completes of its exposure's origins; then its access log. Each clock is exact for its
+// synchronization: a fence's clock is the one this rank entered that fence with, not
+// anything it published later.
+struct Area {
+    SpinLock lock;
+    std::uint32_t ranks;
+    std::uint32_t capacity;
+    std::uint32_t count;
+    std::uint64_t dropped;    // calls not logged: the log was full
+    std::uint64_t fences[2];  // the fence numbers fence_clock(0), (1) hold
+    enum Clock { exclusive_release, shared_release, fence0, fence1, post, done, clocks };
+    std::uint64_t *clock(Clock which) {
+        return reinterpret_cast<std::uint64_t *>(this + 1) + std::size_t{ranks} * which;
+    }
+    Entry *entries() { return reinterpret_cast<Entry *>(clock(clocks)); }
+    static std::size_t bytes(int ranks, std::uint32_t capacity) {
+        return sizeof(Area) + clocks * sizeof(std::uint64_t) * static_cast<std::size_t>(ranks) +
+               sizeof(Entry) * capacity;
+    }
+};
+
+// The process's checker state.
+struct Process {
+    bool on = false;
+    bool abort_on_race = false;
+    int me = 0;
+    int ranks = 1;
+    std::string prefix;  // of every shared-memory name of this job on this node
+    std::mutex mutex;    // clock, peers, reported
+    std::vector<std::uint64_t> clock;
+    Slot *own = nullptr;
+    std::vector<Slot *> peers;  // by world rank; opened at the first acquire
+    std::vector<char> tried;
+    std::set<std::pair<std::uint64_t, std::uint64_t>> reported;  // site pairs
+    std::uint64_t next_window = 0;  // agreed window numbers (names of areas)
+    bool summary = false;           // on from MPI_Init: a collective summary at MPI_Finalize
+    std::atomic<std::uint64_t> races{0}, checked{0}, unchecked{0}, dropped{0};
+};
+Process &process();
+
+// Shared memory of the checker: a new object of `bytes` (O_EXCL; a leftover of the
+// same name is replaced) or an existing one, mapped; null on failure.
+void *create_shared(const std::string &name, std::size_t bytes);
+void *open_shared(const std::string &name, std::size_t *bytes);
+void unmap_shared(void *address, std::size_t bytes);
+std::string slot_name(int world_rank);
+
+// Joins world rank `rank`'s published clock into ours and, if given, into *also (caller
+// holds process().mutex).
+void join_slot_locked(int rank, std::vector<std::uint64_t> *also = nullptr);
+// Publishes our clock, then ticks it (caller holds process().mutex).
+void publish_locked();
+
+// Call sites: an object (by name hash) and an offset in it, as one word.
+std::uint64_t encode_site(const void *address);
+std::string describe_site(std::uint64_t site);
+
+}  // namespace nbrma::check
+
+#endif

@@ -1,0 +1,589 @@
+// The race checker's engine side (races.hpp): clocks, the access logs and their rules.
+#include "check/races.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "check/race_log.hpp"
+#include "engine/datatype.hpp"
+
+namespace nbrma::check {
+
+using engine::RmaKind;
+
+void SpinLock::lock() {
+    for (unsigned spins = 0; word.exchange(1, std::memory_order_acquire) != 0;) {
+        while (word.load(std::memory_order_relaxed) != 0)
+            if (++spins % 64 == 0) sched_yield();  // the holder may be descheduled
+    }
+}
+
+Process &process() {
+    static Process state;
+    return state;
+}
+
+bool enabled() { return process().on; }
+
+namespace {
+thread_local std::uint64_t current_site = 0;
+}
+void set_call_site(std::uint64_t site) { current_site = site; }
+std::uint64_t call_site() { return current_site; }
+std::uint64_t races_found() { return process().races.load(); }
+std::uint64_t accesses_checked() { return process().checked.load(); }
+std::uint64_t accesses_unchecked() { return process().unchecked.load(); }
+
+void *create_shared(const std::string &name, std::size_t bytes) {
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno == EEXIST) {  // a crashed run's: ours now
+        shm_unlink(name.c_str());
+        fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    }
+    if (fd < 0) return nullptr;
+    void *address = MAP_FAILED;
+    if (ftruncate(fd, static_cast<off_t>(bytes)) == 0)
+        address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (address == MAP_FAILED) {
+        shm_unlink(name.c_str());
+        return nullptr;
+    }
+    return address;  // zero-filled
+}
+
+void *open_shared(const std::string &name, std::size_t *bytes) {
+    const int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) return nullptr;
+    struct stat info;
+    void *address = MAP_FAILED;
+    if (fstat(fd, &info) == 0 && info.st_size > 0) {
+        *bytes = static_cast<std::size_t>(info.st_size);
+        address = mmap(nullptr, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    return address == MAP_FAILED ? nullptr : address;
+}
+
+void unmap_shared(void *address, std::size_t bytes) {
+    if (address) munmap(address, bytes);
+}
+
+std::string slot_name(int world_rank) {
+    return process().prefix + "-r" + std::to_string(world_rank);
+}
+
+void join_slot_locked(int rank, std::vector<std::uint64_t> *also) {
+    Process &p = process();
+    if (rank == p.me || rank < 0 || rank >= p.ranks) return;
+    if (!p.tried[rank]) {
+        std::size_t bytes = 0;
+        void *address = open_shared(slot_name(rank), &bytes);
+        if (address && bytes >= Slot::bytes(p.ranks)) {
+            p.peers[rank] = static_cast<Slot *>(address);
+            p.tried[rank] = 1;
+        } else {
+            unmap_shared(address, bytes);  // not there yet, or on another node: ask again later
+        }
+    }
+    Slot *slot = p.peers[rank];
+    if (!slot) return;
+    slot->lock.lock();
+    for (int i = 0; i < p.ranks; ++i) p.clock[i] = std::max(p.clock[i], slot->clock[i]);
+    if (also)
+        for (int i = 0; i < p.ranks; ++i) (*also)[i] = std::max((*also)[i], slot->clock[i]);
+    slot->lock.unlock();
+}
+
+void publish_locked() {
+    Process &p = process();
+    p.own->lock.lock();
+    std::memcpy(p.own->clock, p.clock.data(), sizeof(std::uint64_t) * p.clock.size());
+    p.own->lock.unlock();
+    ++p.clock[p.me];
+}
+
+void release() {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    publish_locked();
+}
+
+// ---- call sites -------------------------------------------------------------------
+
+namespace {
+
+std::uint32_t name_hash(const char *name) {
+    std::uint32_t hash = 2166136261u;  // FNV-1a, 24 bits kept
+    for (; name && *name; ++name) hash = (hash ^ static_cast<unsigned char>(*name)) * 16777619u;
+    return hash & 0xffffffu;
+}
+
+constexpr int site_shift = 40;
+
+struct FindObject {
+    std::uint32_t hash;
+    std::uintptr_t base = 0;
+    bool found = false;
+};
+
+int find_object(struct dl_phdr_info *info, std::size_t, void *data) {
+    auto *find = static_cast<FindObject *>(data);
+    // dladdr names the executable by its path, dl_iterate_phdr by "": hash what dladdr says
+    Dl_info named;
+    const char *name = info->dlpi_name;
+    if ((!name || !*name) && info->dlpi_phnum > 0) {
+        for (int i = 0; i < info->dlpi_phnum; ++i)
+            if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+                const auto address = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+                if (dladdr(reinterpret_cast<void *>(address), &named)) name = named.dli_fname;
+                break;
+            }
+    }
+    if (name_hash(name) != find->hash) return 0;
+    find->base = info->dlpi_addr;
+    find->found = true;
+    return 1;
+}
+
+}  // namespace
+
+std::uint64_t encode_site(const void *address) {
+    Dl_info info;
+    if (!address || !dladdr(address, &info) || !info.dli_fbase) return 0;
+    const auto offset = reinterpret_cast<std::uintptr_t>(address) -
+                        reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+    return (static_cast<std::uint64_t>(name_hash(info.dli_fname)) << site_shift) |
+           (offset & ((std::uint64_t{1} << site_shift) - 1));
+}
+
+std::string describe_site(std::uint64_t site) {
+    if (site == 0) return "an unknown call site";
+    FindObject find{static_cast<std::uint32_t>(site >> site_shift)};
+    dl_iterate_phdr(find_object, &find);
+    const std::uint64_t offset = site & ((std::uint64_t{1} << site_shift) - 1);
+    char text[512];
+    if (!find.found) {
+        std::snprintf(text, sizeof text, "offset 0x%llx of a program this rank does not run",
+                      static_cast<unsigned long long>(offset));
+        return text;
+    }
+    const auto address = reinterpret_cast<void *>(find.base + offset);
+    Dl_info info;
+    if (dladdr(address, &info) && info.dli_sname) {
+        std::snprintf(
+            text, sizeof text, "%s (%s+0x%llx)", info.dli_fname, info.dli_sname,
+            static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(address) -
+                                            reinterpret_cast<std::uintptr_t>(info.dli_saddr)));
+    } else {  // a static function, or no dynamic symbols: addr2line finds the line
+        const char *file = info.dli_fname ? info.dli_fname : "?";
+        std::snprintf(text, sizeof text, "%s+0x%llx (addr2line -f -e %s 0x%llx)", file,
+                      static_cast<unsigned long long>(offset), file,
+                      static_cast<unsigned long long>(offset));
+    }
+    return text;
+}
+
+// ---- the rules ----------------------------------------------------------------------
+
+namespace {
+
+constexpr std::int32_t swap_op = -1;  // compare_and_swap's "op" in an entry
+
+bool accumulate_family(std::uint8_t kind) {
+    return kind != static_cast<std::uint8_t>(RmaKind::put) &&
+           kind != static_cast<std::uint8_t>(RmaKind::get);
+}
+
+std::int32_t no_op() { return static_cast<std::int32_t>(MPI_NO_OP); }
+
+bool writes(const Entry &e) {
+    switch (static_cast<RmaKind>(e.kind)) {
+        case RmaKind::get:
+            return false;
+        case RmaKind::get_accumulate:
+        case RmaKind::fetch_and_op:
+            return e.op != no_op();
+        default:
+            return true;
+    }
+}
+
+// MPI's exception for concurrent accumulates: same basic datatype on the same elements,
+// and the same op or MPI_NO_OP on one side (accumulate_ops same_op_no_op).
+bool concurrent_allowed(const Entry &a, const Entry &b) {
+    if (!accumulate_family(a.kind) || !accumulate_family(b.kind)) return false;
+    if (a.basic != b.basic || a.element == 0 || a.low % a.element != b.low % a.element)
+        return false;
+    return a.op == b.op || a.op == no_op() || b.op == no_op();
+}
+
+// Whether `e`, logged at its target, is ordered before a call this rank runs now.
+bool ordered_before(const Entry &e, const Entry &now, const std::vector<std::uint64_t> &clock,
+                    int me) {
+    if (e.origin == me)  // program order, once a flush or an epoch's end completed it
+        return e.completed != not_completed ||
+               (accumulate_family(e.kind) && accumulate_family(now.kind));  // accumulate_ordering
+    return e.completed != not_completed && clock[e.origin] > e.completed;
+}
+
+const char *call_name(std::uint8_t kind) {
+    switch (static_cast<RmaKind>(kind)) {
+        case RmaKind::put:
+            return "MPI_Put";
+        case RmaKind::get:
+            return "MPI_Get";
+        case RmaKind::accumulate:
+            return "MPI_Accumulate";
+        case RmaKind::get_accumulate:
+            return "MPI_Get_accumulate";
+        case RmaKind::fetch_and_op:
+            return "MPI_Fetch_and_op";
+        case RmaKind::compare_and_swap:
+            return "MPI_Compare_and_swap";
+    }
+    return "?";
+}
+
+const char *sync_name(std::uint8_t sync) {
+    switch (static_cast<WindowCheck::Sync>(sync)) {
+        case WindowCheck::Sync::lock_exclusive:
+            return "an exclusive lock epoch";
+        case WindowCheck::Sync::lock_shared:
+            return "a shared lock epoch";
+        case WindowCheck::Sync::lock_all:
+            return "a lock_all epoch";
+        case WindowCheck::Sync::fence:
+            return "a fence epoch";
+        case WindowCheck::Sync::pscw:
+            return "a start/complete epoch";
+    }
+    return "?";
+}
+
+std::string describe_access(const Entry &e) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%s from rank %d (world rank %d) in %s, target displacement %lld, "
+                  "bytes [%llu, %llu)",
+                  call_name(e.kind), e.origin_window, e.origin, sync_name(e.sync),
+                  static_cast<long long>(e.displacement), static_cast<unsigned long long>(e.low),
+                  static_cast<unsigned long long>(e.high));
+    return std::string(text) + "\n      at " + describe_site(e.site) +
+           (e.completed == not_completed ? "" : ", completed at its target");
+}
+
+// A race between `earlier` (logged) and `now`: counted; reported once per pair of call
+// sites; with NBRMA_CHECK_ABORT=1 the process aborts.
+void race(const Entry &earlier, const Entry &now, int target, int target_world) {
+    Process &p = process();
+    ++p.races;
+    if (!p.reported.insert({earlier.site, now.site}).second && !p.abort_on_race) return;
+    std::fprintf(stderr,
+                 "nbrma check: rank %d: race at rank %d (world rank %d)'s window memory:\n"
+                 "  %s\n  %s\n  conflict: overlapping bytes, %s, and no MPI synchronization "
+                 "orders the first before the second (%s)\n",
+                 p.me, target, target_world, describe_access(earlier).c_str(),
+                 describe_access(now).c_str(),
+                 writes(earlier) && writes(now) ? "both write" : "one writes",
+                 earlier.origin == now.origin
+                     ? "same origin: no flush or epoch end between them"
+                     : "no lock hand-over, fence, post/start, complete/wait, message or "
+                       "collective after the first completed");
+    std::fflush(stderr);
+    if (p.abort_on_race) {
+        std::fprintf(stderr, "nbrma check: NBRMA_CHECK_ABORT=1: aborting at the first race\n");
+        std::abort();
+    }
+}
+
+template <typename Drop>
+void prune(Area &area, Drop drop) {
+    Entry *entries = area.entries();
+    std::uint32_t kept = 0;
+    for (std::uint32_t i = 0; i < area.count; ++i)
+        if (!drop(entries[i])) entries[kept++] = entries[i];
+    area.count = kept;
+}
+
+bool same_shape(const Entry &a, const Entry &b) {
+    return a.origin == b.origin && a.low == b.low && a.high == b.high && a.kind == b.kind &&
+           a.op == b.op && a.basic == b.basic && a.sync == b.sync;
+}
+
+}  // namespace
+
+// ---- WindowCheck --------------------------------------------------------------------
+
+std::vector<std::uint64_t> WindowCheck::snapshot() const {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    return p.clock;
+}
+
+void WindowCheck::keep_acquired(std::uint64_t epoch, int target,
+                                const std::vector<std::uint64_t> &clock) {
+    std::vector<std::uint64_t> &kept = acquired_[{epoch, target}];
+    if (kept.empty()) kept.assign(clock.size(), 0);
+    for (std::size_t i = 0; i < clock.size(); ++i) kept[i] = std::max(kept[i], clock[i]);
+}
+
+void WindowCheck::epoch_done(std::uint64_t epoch) {
+    acquired_.erase(acquired_.lower_bound({epoch, -1}), acquired_.lower_bound({epoch + 1, -1}));
+}
+
+void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *target,
+                         std::uint64_t byte_offset, Sync sync, std::uint64_t site,
+                         const std::vector<std::uint64_t> &issued, std::uint64_t epoch) {
+    Process &p = process();
+    Area *area = areas_[call.target];
+    if (!area) {
+        ++p.unchecked;
+        return;
+    }
+    if (!target && is_error(engine::type_layout_get(call.target_type, &target))) return;
+    Entry now{};
+    now.completed = not_completed;
+    now.displacement = call.displacement;
+    now.site = site;
+    now.origin = world_[rank_];
+    now.origin_window = rank_;
+    now.kind = static_cast<std::uint8_t>(call.kind);
+    now.sync = static_cast<std::uint8_t>(sync);
+    if (call.kind != RmaKind::put && call.kind != RmaKind::get) {
+        now.op =
+            call.kind == RmaKind::compare_and_swap ? swap_op : static_cast<std::int32_t>(call.op);
+        now.basic = static_cast<std::int32_t>(target->basic);
+        now.element = static_cast<std::uint8_t>(std::min<std::size_t>(target->basic_size, 255));
+    }
+    // The target bytes: a segment each (the rest as one span past a bound).
+    constexpr std::size_t most_segments = 64;
+    std::pair<std::uint64_t, std::uint64_t> segments[most_segments];
+    std::size_t n = 0;
+    engine::type_for_each_segment(*target, static_cast<std::size_t>(call.target_count),
+                                  [&](std::int64_t offset, std::size_t length) {
+                                      const std::uint64_t low = byte_offset + offset;
+                                      if (n < most_segments) {
+                                          segments[n++] = {low, low + length};
+                                      } else {
+                                          auto &last = segments[most_segments - 1];
+                                          last.first = std::min(last.first, low);
+                                          last.second = std::max(last.second, low + length);
+                                      }
+                                  });
+    std::lock_guard<std::mutex> guard(p.mutex);
+    // The clock the call was issued with: now, or then plus what its epoch acquired since.
+    std::vector<std::uint64_t> then;
+    if (!issued.empty()) {
+        then = issued;
+        for (int key : {call.target, -1}) {
+            auto found = acquired_.find({epoch, key});
+            if (found == acquired_.end()) continue;
+            for (std::size_t i = 0; i < then.size(); ++i)
+                then[i] = std::max(then[i], found->second[i]);
+        }
+    }
+    const std::vector<std::uint64_t> &clock = issued.empty() ? p.clock : then;
+    area->lock.lock();
+    Entry *entries = area->entries();
+    for (std::size_t s = 0; s < n; ++s) {
+        now.low = segments[s].first;
+        now.high = segments[s].second;
+        ++p.checked;
+        bool logged = false;
+        for (std::uint32_t i = 0; i < area->count; ++i) {
+            Entry &e = entries[i];
+            if (e.high <= now.low || now.high <= e.low) continue;
+            if ((writes(e) || writes(now)) && !concurrent_allowed(e, now) &&
+                !ordered_before(e, now, clock, p.me))
+                race(e, now, call.target, world_[call.target]);
+            if (!logged && same_shape(e, now)) {  // the newer stands for both
+                e.completed = not_completed;
+                logged = true;
+            }
+        }
+        if (logged) continue;
+        if (area->count < area->capacity) {
+            entries[area->count++] = now;
+        } else {
+            ++area->dropped;
+            ++p.dropped;
+        }
+    }
+    area->lock.unlock();
+}
+
+void WindowCheck::completed(int target) {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    const std::uint64_t at = p.clock[p.me];
+    const int me = p.me;
+    for (int r = 0; r < static_cast<int>(areas_.size()); ++r) {
+        Area *area = areas_[r];
+        if (!area || (target != -1 && r != target)) continue;
+        area->lock.lock();
+        Entry *entries = area->entries();
+        for (std::uint32_t i = 0; i < area->count; ++i)
+            if (entries[i].origin == me && entries[i].completed == not_completed)
+                entries[i].completed = at;
+        area->lock.unlock();
+    }
+    ++p.clock[me];
+}
+
+namespace {
+void join_into(std::vector<std::uint64_t> &into, const std::uint64_t *clock) {
+    for (std::size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], clock[i]);
+}
+void release_into(std::uint64_t *clock, const std::vector<std::uint64_t> &from) {
+    for (std::size_t i = 0; i < from.size(); ++i) clock[i] = std::max(clock[i], from[i]);
+}
+}  // namespace
+
+void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch) {
+    Process &p = process();
+    Area *area = areas_[target];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    std::vector<std::uint64_t> acquired(static_cast<std::size_t>(p.ranks), 0);
+    join_into(acquired, area->clock(Area::exclusive_release));
+    if (exclusive) join_into(acquired, area->clock(Area::shared_release));
+    join_into(p.clock, acquired.data());
+    keep_acquired(epoch, target, acquired);
+    if (exclusive) {  // everything logged before is ordered before every later holder
+        Entry probe{};
+        prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
+    }
+    area->lock.unlock();
+}
+
+void WindowCheck::lock_released(int target, bool exclusive) {
+    Process &p = process();
+    Area *area = areas_[target];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    release_into(area->clock(exclusive ? Area::exclusive_release : Area::shared_release), p.clock);
+    if (exclusive) {
+        const int me = p.me;
+        prune(*area,
+              [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
+    }
+    area->lock.unlock();
+    ++p.clock[p.me];
+}
+
+void WindowCheck::fence_entered(std::uint64_t fence) {
+    Process &p = process();
+    Area *area = areas_[rank_];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    std::uint64_t *clock = area->clock(fence % 2 ? Area::fence1 : Area::fence0);
+    std::copy(p.clock.begin(), p.clock.end(), clock);
+    area->fences[fence % 2] = fence;
+    area->lock.unlock();
+    ++p.clock[p.me];
+}
+
+void WindowCheck::fence_acquire(std::uint64_t fence, std::uint64_t epoch) {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    std::vector<std::uint64_t> acquired(static_cast<std::size_t>(p.ranks), 0);
+    for (Area *area : areas_) {
+        if (!area) continue;
+        area->lock.lock();
+        if (area->fences[fence % 2] == fence)
+            join_into(acquired, area->clock(fence % 2 ? Area::fence1 : Area::fence0));
+        area->lock.unlock();
+    }
+    join_into(p.clock, acquired.data());
+    keep_acquired(epoch, -1, acquired);
+}
+
+void WindowCheck::post_release() {
+    Process &p = process();
+    Area *area = areas_[rank_];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    std::copy(p.clock.begin(), p.clock.end(), area->clock(Area::post));
+    area->lock.unlock();
+    ++p.clock[p.me];
+}
+
+void WindowCheck::post_acquire(int target, std::uint64_t epoch) {
+    Process &p = process();
+    Area *area = areas_[target];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    std::vector<std::uint64_t> acquired(static_cast<std::size_t>(p.ranks), 0);
+    area->lock.lock();
+    join_into(acquired, area->clock(Area::post));
+    area->lock.unlock();
+    join_into(p.clock, acquired.data());
+    keep_acquired(epoch, target, acquired);
+}
+
+void WindowCheck::complete_release(int target) {
+    Process &p = process();
+    Area *area = areas_[target];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    release_into(area->clock(Area::done), p.clock);
+    area->lock.unlock();
+    ++p.clock[p.me];
+}
+
+void WindowCheck::complete_acquire() {
+    Process &p = process();
+    Area *area = areas_[rank_];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    join_into(p.clock, area->clock(Area::done));
+    area->lock.unlock();
+}
+
+void WindowCheck::fence_passed() {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    const int me = p.me;
+    for (Area *area : areas_) {
+        if (!area) continue;
+        area->lock.lock();
+        prune(*area,
+              [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
+        area->lock.unlock();
+    }
+}
+
+void WindowCheck::exposure_done() {
+    Process &p = process();
+    Area *area = areas_[rank_];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    Entry probe{};
+    prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
+    area->lock.unlock();
+}
+
+WindowCheck::~WindowCheck() {
+    for (std::size_t r = 0; r < maps_.size(); ++r) unmap_shared(maps_[r], map_bytes_[r]);
+}
+
+}  // namespace nbrma::check

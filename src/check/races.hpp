@@ -1,0 +1,133 @@
+// NBRMA_CHECK=races: the RMA race checker. Off by default; when on, every RMA call a
+// window runs is checked, at the moment it runs, against the calls logged at its
+// target by every origin, and logged there itself.
+//
+// Happens-before is tracked with vector clocks over MPI_COMM_WORLD ranks. A rank's own
+// clock ticks at each release (what it publishes: an unlock, a fence's arrival, a post,
+// a complete, a send, a collective) and at each remote completion of its calls (a
+// flush, an unlock, a fence or a complete that found them at their targets). A logged
+// call records the clock its origin had when the call completed remotely: a later call
+// of another rank is ordered after it only if that rank's clock has seen the origin's
+// clock beyond that value, through an acquire (a lock grant after an exclusive
+// release, a fence's barrier, a post seen by start, a complete seen by wait, a
+// receive, a collective).
+//
+// Where the clocks live: every process publishes its clock in a small shared-memory
+// slot of its own; every rank's window memory gets an access log (and the clocks of its
+// lock's releases) in a shared-memory area of its own, which the node's origins write
+// and read under a spin lock. So a check needs no help from the target's CPU; targets
+// and peers on another node are not checked (counted and said in the summary).
+#ifndef NBRMA_CHECK_RACES_HPP
+#define NBRMA_CHECK_RACES_HPP
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine/operation.hpp"
+
+namespace nbrma::check {
+
+// NBRMA_CHECK=races in this process (read at MPI_Init): the interposed MPI calls
+// publish and acquire clocks, and windows are checked unless their info key says off.
+bool enabled();
+// At MPI_Init (after MPICH's): reads NBRMA_CHECK and NBRMA_CHECK_ABORT, creates this
+// rank's clock slot when checking.
+void init();
+// At MPI_Finalize (before MPICH's; collective over MPI_COMM_WORLD when checking): rank 0
+// prints the summary, every rank removes its slot.
+void finalize();
+
+// The application's call site of the RMA call being issued on this thread, captured
+// by the MPI layer (capture_site) when checking; the engine records it with the call.
+std::uint64_t capture_site();
+// The site of the call the MPI layer is issuing on this thread (set_call_site), for the
+// engine to record with it.
+void set_call_site(std::uint64_t site);
+std::uint64_t call_site();
+
+// Happens-before from the MPI calls nbrma interposes. `release` publishes this rank's
+// clock (before a send or a collective); the acquires join what a peer published.
+void release();
+void acquire_from(MPI_Comm comm, int rank);  // a receive from `rank` of comm
+// A collective: entering it, this rank's clock (then ticked) — the members' clocks at
+// their entry are combined with MPI_MAX over the communicator after the collective
+// (through the same interposed path) and joined in leaving it.
+std::vector<std::uint64_t> enter_collective();
+void leave_collective(const std::vector<std::uint64_t> &joined);
+
+// Races this process found, checks made, calls it could not check.
+std::uint64_t races_found();
+std::uint64_t accesses_checked();
+std::uint64_t accesses_unchecked();
+
+struct Area;  // one rank's access log (races.cpp)
+
+// One window's checker: this rank's area and the areas of the window's node-local
+// ranks. Made collectively at window creation (create), used by the engine under the
+// progress lock.
+class WindowCheck {
+  public:
+    // Collective over comm: every rank makes its area, maps its peers'. Null when the
+    // checker cannot run (then the window runs unchecked, said once).
+    static std::unique_ptr<WindowCheck> create(MPI_Comm comm);
+    ~WindowCheck();
+    WindowCheck(const WindowCheck &) = delete;
+    WindowCheck &operator=(const WindowCheck &) = delete;
+
+    // Epoch kinds as a report names them.
+    enum class Sync : std::uint8_t { lock_exclusive, lock_shared, lock_all, fence, pscw };
+    // A call runs toward its target: checked against the target's log, then logged.
+    // `target`: the call's target type layout, if the engine looked it up already.
+    // `issued`: for a call recorded in its epoch and run later, this rank's clock when it
+    // was issued (snapshot()), to which what epoch `epoch` acquired toward the target is
+    // added; empty for a call run as it is issued (the clock now is the clock then).
+    void access(const engine::RmaCall &call, const engine::TypeLayout *target,
+                std::uint64_t byte_offset, Sync sync, std::uint64_t site,
+                const std::vector<std::uint64_t> &issued, std::uint64_t epoch);
+    std::vector<std::uint64_t> snapshot() const;
+    // Every call this rank ran toward `target` (-1: every target) completed there.
+    void completed(int target);
+    // Lock hand-over at `target`: acquired after the grant, released before the
+    // release leaves (after completed(target)).
+    void lock_acquired(int target, bool exclusive, std::uint64_t epoch);
+    void lock_released(int target, bool exclusive);
+    // Active target. This rank enters fence number `fence` (before its notices leave),
+    // and passes its barrier: every window rank's clock at its entry is joined. A post
+    // publishes the target's clock (before its grants), start acquires it (the grant
+    // seen); complete publishes the origin's (before its done notice, after completed()),
+    // wait acquires it (the notice seen).
+    void fence_entered(std::uint64_t fence);
+    void fence_acquire(std::uint64_t fence, std::uint64_t epoch);
+    void post_release();
+    void post_acquire(int target, std::uint64_t epoch);
+    void complete_release(int target);
+    void complete_acquire();
+    // Epoch `epoch` completed: what it acquired goes.
+    void epoch_done(std::uint64_t epoch);
+    // The fence's barrier passed: this rank's completed calls are ordered before every
+    // later one; its own entries go. The exposure epoch completed: entries ordered
+    // before this rank's clock go from its own log.
+    void fence_passed();
+    void exposure_done();
+
+  private:
+    WindowCheck() = default;
+    int rank_ = 0;               // in the window
+    std::vector<int> world_;     // window rank -> world rank
+    std::vector<Area *> areas_;  // by window rank; null: on another node
+    std::vector<void *> maps_;
+    std::vector<std::size_t> map_bytes_;
+    // What each epoch acquired toward a target (-1: every target, a fence), by (epoch id,
+    // target), while the epoch lasts: for its calls run after they were issued.
+    std::map<std::pair<std::uint64_t, int>, std::vector<std::uint64_t>> acquired_;
+    void keep_acquired(std::uint64_t epoch, int target, const std::vector<std::uint64_t> &clock);
+};
+
+}  // namespace nbrma::check
+
+#endif

@@ -1,0 +1,205 @@
+// The race checker's MPI side (races.hpp): turning it on at MPI_Init, the summary at
+// MPI_Finalize, call sites, the clocks of interposed messages and collectives, and the
+// collective creation of a window's logs.
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "check/race_log.hpp"
+#include "check/races.hpp"
+#include "common/log.hpp"
+#include "common/settings.hpp"
+#include "mpich/entry_points.hpp"
+
+namespace nbrma::check {
+
+namespace {
+
+// Entries in each rank's log of a window (64 bytes each, touched as used).
+constexpr std::uint32_t log_capacity = 16384;
+
+// Turns the checker's process state on (NBRMA_CHECK=races at MPI_Init, or the first
+// window asking for it): this rank's slot, by a name every rank of the job on this node
+// derives alike (the launcher's process on the node, mpiexec's proxy, is every rank's
+// parent).
+bool start() {
+    Process &p = process();
+    if (p.on) return true;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &p.me);
+    PMPI_Comm_size(MPI_COMM_WORLD, &p.ranks);
+    p.prefix = "/nbrma-check-" + std::to_string(static_cast<long long>(getppid()));
+    p.clock.assign(static_cast<std::size_t>(p.ranks), 0);
+    p.peers.assign(static_cast<std::size_t>(p.ranks), nullptr);
+    p.tried.assign(static_cast<std::size_t>(p.ranks), 0);
+    p.own = static_cast<Slot *>(create_shared(slot_name(p.me), Slot::bytes(p.ranks)));
+    if (!p.own) {
+        log(0,
+            "NBRMA_CHECK: cannot create the shared memory of the race checker (%s): "
+            "windows run unchecked",
+            std::strerror(errno));
+        return false;
+    }
+    p.own->ranks = static_cast<std::uint32_t>(p.ranks);
+    const char *abort_value = settings::env(settings::Id::check_abort);
+    p.abort_on_race = abort_value && std::strcmp(abort_value, "1") == 0;
+    p.on = true;
+    return true;
+}
+
+// World ranks of comm's ranks.
+std::vector<int> world_ranks(MPI_Comm comm) {
+    MPI_Group group, world;
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    std::vector<int> ranks(static_cast<std::size_t>(size)), out(ranks.size());
+    for (int r = 0; r < size; ++r) ranks[r] = r;
+    PMPI_Comm_group(comm, &group);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    PMPI_Group_translate_ranks(group, size, ranks.data(), world, out.data());
+    PMPI_Group_free(&group);
+    PMPI_Group_free(&world);
+    return out;
+}
+
+// The address range of libnbrma itself: call sites are the first frames outside it.
+const void *library_base() {
+    static const void *base = [] {
+        Dl_info info;
+        return dladdr(reinterpret_cast<void *>(&library_base), &info) ? info.dli_fbase : nullptr;
+    }();
+    return base;
+}
+
+}  // namespace
+
+void init() {
+    const char *value = settings::env(settings::Id::check_env);
+    if (!value || std::strcmp(value, "races") != 0) return;
+    if (start()) process().summary = true;
+}
+
+void finalize() {
+    Process &p = process();
+    if (!p.on) return;
+    std::uint64_t mine[4] = {p.races.load(), p.checked.load(), p.unchecked.load(),
+                             p.dropped.load()};
+    std::uint64_t all[4] = {mine[0], mine[1], mine[2], mine[3]};
+    if (p.summary) {  // every rank is here: NBRMA_CHECK=races everywhere
+        mpich::Reduce(mine, all, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+        mpich::Barrier(MPI_COMM_WORLD);  // no peer opens our slot from now on
+    }
+    if (!p.summary || p.me == 0)
+        std::fprintf(stderr,
+                     "nbrma check: %sraces found: %llu, RMA calls checked: %llu, not checked: "
+                     "%llu (targets on another node or logs full); loads and stores of "
+                     "window memory are not checked\n",
+                     p.summary ? "" : ("rank " + std::to_string(p.me) + ": ").c_str(),
+                     static_cast<unsigned long long>(all[0]),
+                     static_cast<unsigned long long>(all[1]),
+                     static_cast<unsigned long long>(all[2] + all[3]));
+    shm_unlink(slot_name(p.me).c_str());
+    std::lock_guard<std::mutex> guard(p.mutex);
+    for (Slot *&slot : p.peers) {
+        unmap_shared(slot, Slot::bytes(p.ranks));
+        slot = nullptr;
+    }
+    unmap_shared(p.own, Slot::bytes(p.ranks));
+    p.own = nullptr;
+    p.on = false;
+}
+
+std::uint64_t capture_site() {
+    void *frames[12];
+    const int depth = backtrace(frames, 12);
+    const void *own = library_base();
+    for (int i = 1; i < depth; ++i) {
+        Dl_info info;
+        if (!dladdr(frames[i], &info) || info.dli_fbase == own) continue;
+        // the return address: one byte back lies in the call instruction
+        return encode_site(static_cast<char *>(frames[i]) - 1);
+    }
+    return 0;
+}
+
+void acquire_from(MPI_Comm comm, int rank) {
+    if (rank < 0) return;  // MPI_PROC_NULL
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) return;
+    const std::vector<int> world = world_ranks(comm);
+    if (rank >= static_cast<int>(world.size())) return;
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    join_slot_locked(world[rank]);
+}
+
+std::vector<std::uint64_t> enter_collective() {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    std::vector<std::uint64_t> mine = p.clock;
+    ++p.clock[p.me];
+    return mine;
+}
+
+void leave_collective(const std::vector<std::uint64_t> &joined) {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    for (std::size_t i = 0; i < joined.size() && i < p.clock.size(); ++i)
+        p.clock[i] = std::max(p.clock[i], joined[i]);
+}
+
+std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm) {
+    Process &p = process();
+    // Whether every rank can: one that cannot leaves the window unchecked everywhere.
+    int can = start() ? 1 : 0, all = 0;
+    mpich::Allreduce(&can, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all) return nullptr;
+    std::unique_ptr<WindowCheck> check(new WindowCheck());
+    PMPI_Comm_rank(comm, &check->rank_);
+    check->world_ = world_ranks(comm);
+    const int size = static_cast<int>(check->world_.size());
+    // A number every rank agrees on names the window's logs.
+    std::uint64_t number = 0;
+    mpich::Allreduce(&p.next_window, &number, 1, MPI_UINT64_T, MPI_MAX, comm);
+    p.next_window = number + 1;
+    auto name = [&](int rank) {
+        return p.prefix + "-w" + std::to_string(static_cast<unsigned long long>(number)) + "-r" +
+               std::to_string(check->world_[rank]);
+    };
+    const std::size_t bytes = Area::bytes(p.ranks, log_capacity);
+    void *own = create_shared(name(check->rank_), bytes);
+    if (own) {
+        auto *area = static_cast<Area *>(own);
+        area->ranks = static_cast<std::uint32_t>(p.ranks);
+        area->capacity = log_capacity;
+    }
+    check->areas_.assign(static_cast<std::size_t>(size), nullptr);
+    check->maps_.assign(static_cast<std::size_t>(size), nullptr);
+    check->map_bytes_.assign(static_cast<std::size_t>(size), 0);
+    // Window creation synchronizes its ranks: their clocks at the call are joined.
+    const std::vector<std::uint64_t> mine = enter_collective();
+    std::vector<std::uint64_t> joined(mine.size());
+    mpich::Allreduce(mine.data(), joined.data(), static_cast<int>(mine.size()), MPI_UINT64_T,
+                     MPI_MAX, comm);
+    leave_collective(joined);
+    for (int r = 0; r < size; ++r) {
+        std::size_t mapped = 0;
+        void *address = r == check->rank_ ? own : open_shared(name(r), &mapped);
+        if (r == check->rank_) mapped = bytes;
+        if (!address) continue;
+        check->maps_[r] = address;
+        check->map_bytes_[r] = mapped;
+        check->areas_[r] = static_cast<Area *>(address);
+    }
+    mpich::Barrier(comm);  // every peer mapped our area: its name can go
+    if (own) shm_unlink(name(check->rank_).c_str());
+    return check;
+}
+
+}  // namespace nbrma::check

@@ -1,0 +1,450 @@
+/*
+ * check_races: labelled programs for nbrma's run-time RMA race checker (NBRMA_CHECK=races).
+ *
+ * `check_races <scenario>` sets NBRMA_CHECK=races before MPI_Init, runs one scenario of the
+ * table below on a window of 64 bytes a rank (MPI_Win_allocate, disp_unit 1; rank 0 is the
+ * target, ranks 1 and 2 the origins), frees the window, and then sums over the ranks the
+ * MPI_T counter "nbrma_check_races" (the races each process detected). A RACE scenario
+ * passes iff that sum is > 0, a NONE scenario iff it is 0.
+ *
+ * Each label is what the MPI standard says (MPI 4.0 chapter 12, "Semantics and
+ * Correctness", with the default window info: accumulate_ops=same_op_no_op,
+ * accumulate_ordering=rar,raw,war,waw): a RACE scenario has two conflicting accesses to
+ * the same bytes (at least one writing, not two accumulates of the same predefined
+ * datatype with the same op or one MPI_NO_OP) that no MPI synchronization orders, in every
+ * interleaving; a NONE scenario is correctly synchronized. The racy accesses only write
+ * bytes of a window: no scenario crashes or hangs either way.
+ *
+ * The thread scenarios run at MPI_THREAD_MULTIPLE (SKIP where MPI provides less), the
+ * others at MPI_THREAD_SINGLE. A scenario refuses fewer ranks than it needs; more ranks
+ * take part in the collectives only.
+ */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "rmatest.h"
+
+enum { NONE = 0, RACE = 1 };
+
+typedef struct {
+    const char *name;
+    int min_ranks;
+    int label;    /* RACE or NONE */
+    int threaded; /* needs MPI_THREAD_MULTIPLE */
+    void (*run)(void);
+    const char *description;
+} scenario_t;
+
+/* ------------------------------------------------------------------ shared setup */
+#define TARGET 0
+#define WIN_BYTES 64
+
+static int me, np;
+static MPI_Win win;
+
+/* Origin and result buffers: they stay valid until the operations complete. Slot k of
+ * obuf is written once before its operation, with a value naming the rank and the slot. */
+static int64_t obuf[4], rbuf[4];
+static int ibuf[2][2], iresult[2][2];
+static unsigned ubuf[2];
+
+static int64_t value(int slot) { return 1000 * me + slot + 1; }
+
+/* MPI_Put of one int64_t (8 bytes) at displacement disp of rank 0, from obuf[slot]. */
+static void put_at(MPI_Win w, MPI_Aint disp, int slot) {
+    obuf[slot] = value(slot);
+    MPI_CHK(MPI_Put(&obuf[slot], 1, MPI_INT64_T, TARGET, disp, 1, MPI_INT64_T, w));
+}
+
+/* The operations of the two-origin scenarios, on bytes [0,8) of rank 0 (or [8,16), [4,12)). */
+static void op_put0(void) { put_at(win, 0, 0); }
+static void op_put8(void) { put_at(win, 8, 0); }
+static void op_put4(void) { put_at(win, 4, 0); }
+static void op_get0(void) {
+    MPI_CHK(MPI_Get(&rbuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win));
+}
+static void acc_int(MPI_Op op) { /* 2 x MPI_INT at displacement 0 */
+    ibuf[0][0] = me;
+    ibuf[0][1] = me + 1;
+    MPI_CHK(MPI_Accumulate(ibuf[0], 2, MPI_INT, TARGET, 0, 2, MPI_INT, op, win));
+}
+static void gacc_int(MPI_Op op) {
+    ibuf[1][0] = me;
+    ibuf[1][1] = me + 1;
+    MPI_CHK(MPI_Get_accumulate(ibuf[1], 2, MPI_INT, iresult[1], 2, MPI_INT, TARGET, 0, 2, MPI_INT,
+                               op, win));
+}
+static void op_acc_sum(void) { acc_int(MPI_SUM); }
+static void op_acc_max(void) { acc_int(MPI_MAX); }
+static void op_acc_sum_unsigned(void) {
+    ubuf[0] = (unsigned)me;
+    ubuf[1] = (unsigned)me + 1;
+    MPI_CHK(MPI_Accumulate(ubuf, 2, MPI_UNSIGNED, TARGET, 0, 2, MPI_UNSIGNED, MPI_SUM, win));
+}
+static void op_gacc_sum(void) { gacc_int(MPI_SUM); }
+static void op_gacc_no_op(void) { gacc_int(MPI_NO_OP); }
+static void fop(MPI_Op op) {
+    obuf[1] = value(1);
+    MPI_CHK(MPI_Fetch_and_op(&obuf[1], &rbuf[1], MPI_INT64_T, TARGET, 0, op, win));
+}
+static void op_fop_sum(void) { fop(MPI_SUM); }
+static void op_fop_replace(void) { fop(MPI_REPLACE); }
+
+/* Rank 1 runs op1 and rank 2 op2, each in its own lock epoch of lock_type on rank 0. */
+static void two_origins(int lock_type, void (*op1)(void), void (*op2)(void)) {
+    if (me != 1 && me != 2) return;
+    MPI_CHK(MPI_Win_lock(lock_type, TARGET, 0, win));
+    (me == 1 ? op1 : op2)();
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+}
+
+/* A group of the window holding one or two ranks (the second < 0: one). */
+static MPI_Group group_of(int a, int b) {
+    MPI_Group all, g;
+    int ranks[2] = {a, b};
+    MPI_CHK(MPI_Win_get_group(win, &all));
+    MPI_CHK(MPI_Group_incl(all, b < 0 ? 1 : 2, ranks, &g));
+    MPI_CHK(MPI_Group_free(&all));
+    return g;
+}
+
+/* ------------------------------------------------------------------ scenarios */
+/* passive target, one lock epoch per origin */
+static void put_put_shared(void) { two_origins(MPI_LOCK_SHARED, op_put0, op_put0); }
+static void put_put_exclusive(void) { two_origins(MPI_LOCK_EXCLUSIVE, op_put0, op_put0); }
+static void put_put_disjoint(void) { two_origins(MPI_LOCK_SHARED, op_put0, op_put8); }
+static void put_put_overlap(void) { two_origins(MPI_LOCK_SHARED, op_put0, op_put4); }
+static void put_get_shared(void) { two_origins(MPI_LOCK_SHARED, op_put0, op_get0); }
+static void get_get_shared(void) { two_origins(MPI_LOCK_SHARED, op_get0, op_get0); }
+static void acc_same_op(void) { two_origins(MPI_LOCK_SHARED, op_acc_sum, op_acc_sum); }
+static void acc_different_op(void) { two_origins(MPI_LOCK_SHARED, op_acc_sum, op_acc_max); }
+static void acc_different_type(void) {
+    two_origins(MPI_LOCK_SHARED, op_acc_sum, op_acc_sum_unsigned);
+}
+static void acc_and_no_op(void) { two_origins(MPI_LOCK_SHARED, op_acc_sum, op_gacc_no_op); }
+static void put_acc(void) { two_origins(MPI_LOCK_SHARED, op_put0, op_acc_sum); }
+static void get_acc_put(void) { two_origins(MPI_LOCK_SHARED, op_gacc_sum, op_put0); }
+static void fop_same_op(void) { two_origins(MPI_LOCK_SHARED, op_fop_sum, op_fop_sum); }
+static void fop_different_op(void) { two_origins(MPI_LOCK_SHARED, op_fop_sum, op_fop_replace); }
+
+/* lock_all on every rank; rank 1 puts, then rank 2 puts the same bytes after a barrier.
+ * flush_first: rank 1 flushes before the barrier (else after it); rput: rank 1 uses
+ * MPI_Rput + MPI_Wait (local completion only); barrier: 0 leaves the barrier out. */
+static void lock_all_sequence(int flush_first, int rput, int barrier) {
+    MPI_CHK(MPI_Win_lock_all(0, win));
+    if (me == 1) {
+        if (rput) {
+            MPI_Request req;
+            obuf[0] = value(0);
+            MPI_CHK(MPI_Rput(&obuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win, &req));
+            MPI_CHK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        } else {
+            op_put0();
+        }
+        if (flush_first) MPI_CHK(MPI_Win_flush(TARGET, win));
+    }
+    if (barrier) MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 1 && !flush_first) MPI_CHK(MPI_Win_flush(TARGET, win));
+    if (me == 2) {
+        op_put0();
+        MPI_CHK(MPI_Win_flush(TARGET, win));
+    }
+    MPI_CHK(MPI_Win_unlock_all(win));
+}
+static void lock_all_flush_barrier(void) { lock_all_sequence(1, 0, 1); }
+static void lock_all_barrier_no_flush(void) { lock_all_sequence(0, 0, 1); }
+static void lock_all_no_barrier(void) { lock_all_sequence(1, 0, 0); }
+static void rput_wait_barrier(void) { lock_all_sequence(1, 1, 1); }
+static void rput_wait_no_flush(void) { lock_all_sequence(0, 1, 1); }
+
+/* lock_all on every rank; rank 1 puts and flushes, then sends a message to rank 2, which
+ * puts the same bytes once it has received it. */
+static void flush_send_recv(void) {
+    int token = 1;
+    MPI_CHK(MPI_Win_lock_all(0, win));
+    if (me == 1) {
+        op_put0();
+        MPI_CHK(MPI_Win_flush(TARGET, win));
+        MPI_CHK(MPI_Send(&token, 1, MPI_INT, 2, 0, MPI_COMM_WORLD));
+    } else if (me == 2) {
+        MPI_CHK(MPI_Recv(&token, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        op_put0();
+        MPI_CHK(MPI_Win_flush(TARGET, win));
+    }
+    MPI_CHK(MPI_Win_unlock_all(win));
+}
+
+/* rank 1 alone, one exclusive lock epoch: a put and then an access of the same bytes */
+static void same_origin(int flush, int accumulates) {
+    if (me != 1) return;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    accumulates ? op_acc_sum() : op_put0();
+    if (flush) MPI_CHK(MPI_Win_flush(TARGET, win));
+    accumulates ? op_gacc_sum() : op_get0();
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+}
+static void same_origin_no_flush(void) { same_origin(0, 0); }
+static void same_origin_flush(void) { same_origin(1, 0); }
+static void same_origin_acc(void) { same_origin(0, 1); }
+
+/* active target */
+static void fence_3(void) {
+    MPI_CHK(MPI_Win_fence(0, win));
+    if (me == 1 || me == 2) op_put0();
+    MPI_CHK(MPI_Win_fence(0, win));
+}
+static void fence_separated(void) {
+    MPI_CHK(MPI_Win_fence(0, win));
+    if (me == 1) op_put0();
+    MPI_CHK(MPI_Win_fence(0, win));
+    if (me == 2) op_put0();
+    MPI_CHK(MPI_Win_fence(0, win));
+}
+
+/* rank 0 exposes its window to {1, 2} at once (together) or to {1} and then to {2} */
+static void pscw(int together) {
+    if (me == 0) {
+        MPI_Group g = group_of(1, together ? 2 : -1);
+        MPI_CHK(MPI_Win_post(g, 0, win));
+        MPI_CHK(MPI_Win_wait(win));
+        MPI_CHK(MPI_Group_free(&g));
+        if (!together) {
+            g = group_of(2, -1);
+            MPI_CHK(MPI_Win_post(g, 0, win));
+            MPI_CHK(MPI_Win_wait(win));
+            MPI_CHK(MPI_Group_free(&g));
+        }
+    } else if (me == 1 || me == 2) {
+        MPI_Group g = group_of(TARGET, -1);
+        MPI_CHK(MPI_Win_start(g, 0, win));
+        op_put0();
+        MPI_CHK(MPI_Win_complete(win));
+        MPI_CHK(MPI_Group_free(&g));
+    }
+}
+static void pscw_two_origins(void) { pscw(1); }
+static void pscw_sequential(void) { pscw(0); }
+
+/* a dynamic window: rank 0 attaches 64 bytes, ranks 1 and 2 put to them */
+static void dynamic_put_put_locked(int lock_type) {
+    MPI_Win dwin;
+    MPI_Aint addr = 0;
+    char *mem = NULL;
+    MPI_CHK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dwin));
+    MPI_CHK(MPI_Win_set_errhandler(dwin, MPI_ERRORS_RETURN));
+    if (me == TARGET) {
+        mem = calloc(1, WIN_BYTES);
+        MPI_CHK(MPI_Win_attach(dwin, mem, WIN_BYTES));
+        MPI_CHK(MPI_Get_address(mem, &addr));
+    }
+    MPI_CHK(MPI_Bcast(&addr, 1, MPI_AINT, TARGET, MPI_COMM_WORLD));
+    if (me == 1 || me == 2) {
+        MPI_CHK(MPI_Win_lock(lock_type, TARGET, 0, dwin));
+        put_at(dwin, addr, 0);
+        MPI_CHK(MPI_Win_unlock(TARGET, dwin));
+    }
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD)); /* the puts are done before the detach */
+    if (me == TARGET) MPI_CHK(MPI_Win_detach(dwin, mem));
+    MPI_CHK(MPI_Win_free(&dwin));
+    free(mem);
+}
+static void dynamic_put_put(void) { dynamic_put_put_locked(MPI_LOCK_SHARED); }
+static void dynamic_exclusive(void) { dynamic_put_put_locked(MPI_LOCK_EXCLUSIVE); }
+
+/* two threads of rank 1 put the same bytes of rank 0 in one lock_all epoch */
+typedef struct {
+    int slot, flush;
+    pthread_barrier_t *meet; /* NULL: none */
+} thread_arg_t;
+
+static void *thread_put(void *p) {
+    const thread_arg_t *a = p;
+    put_at(win, 0, a->slot);
+    if (a->flush) MPI_CHK(MPI_Win_flush(TARGET, win));
+    if (a->meet) pthread_barrier_wait(a->meet);
+    return NULL;
+}
+
+/* concurrent: both threads put, meet at a pthread barrier, and only then is the epoch
+ * flushed; else thread A puts and flushes, is joined, then thread B puts and flushes */
+static void threads_put_put(int concurrent) {
+    if (me != 1) return;
+    pthread_t t[2];
+    pthread_barrier_t meet;
+    thread_arg_t args[2] = {{2, !concurrent, concurrent ? &meet : NULL},
+                            {3, !concurrent, concurrent ? &meet : NULL}};
+    if (concurrent) pthread_barrier_init(&meet, NULL, 2);
+    MPI_CHK(MPI_Win_lock_all(0, win));
+    if (concurrent) {
+        for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, thread_put, &args[i]);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        MPI_CHK(MPI_Win_flush(TARGET, win));
+    } else {
+        for (int i = 0; i < 2; i++) {
+            pthread_create(&t[i], NULL, thread_put, &args[i]);
+            pthread_join(t[i], NULL);
+        }
+    }
+    MPI_CHK(MPI_Win_unlock_all(win));
+    if (concurrent) pthread_barrier_destroy(&meet);
+}
+static void threads_no_flush(void) { threads_put_put(1); }
+static void threads_flush_between(void) { threads_put_put(0); }
+
+/* rank 1 puts in a shared lock epoch and unlocks; a barrier; rank 2 puts the same bytes in
+ * an exclusive one */
+static void put_after_unlock_shared_then_exclusive(void) {
+    if (me == 1) {
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_SHARED, TARGET, 0, win));
+        op_put0();
+        MPI_CHK(MPI_Win_unlock(TARGET, win));
+    }
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 2) {
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+        op_put0();
+        MPI_CHK(MPI_Win_unlock(TARGET, win));
+    }
+}
+
+/* ------------------------------------------------------------------ the table */
+#define S(name, ranks, label, threaded, description) \
+    { #name, ranks, label, threaded, name, description }
+static const scenario_t scenarios[] = {
+    S(put_put_shared, 3, RACE, 0, "ranks 1, 2: shared lock, put the same 8 bytes"),
+    S(put_put_exclusive, 3, NONE, 0, "ranks 1, 2: exclusive lock, put the same 8 bytes"),
+    S(put_put_disjoint, 3, NONE, 0, "ranks 1, 2: shared lock, put bytes [0,8) and [8,16)"),
+    S(put_get_shared, 3, RACE, 0, "shared lock: rank 1 puts, rank 2 gets the same 8 bytes"),
+    S(get_get_shared, 3, NONE, 0, "shared lock: ranks 1, 2 get the same 8 bytes"),
+    S(acc_same_op, 3, NONE, 0, "shared lock: 2 x MPI_INT MPI_SUM accumulates, same bytes"),
+    S(acc_different_op, 3, RACE, 0, "shared lock: MPI_SUM vs MPI_MAX accumulate (MPI_INT)"),
+    S(acc_different_type, 3, RACE, 0, "shared lock: MPI_SUM of 2 MPI_INT vs 2 MPI_UNSIGNED"),
+    S(acc_and_no_op, 3, NONE, 0, "shared lock: accumulate MPI_SUM vs get_accumulate MPI_NO_OP"),
+    S(put_acc, 3, RACE, 0, "shared lock: put vs accumulate MPI_SUM on the same bytes"),
+    S(get_acc_put, 3, RACE, 0, "shared lock: get_accumulate MPI_SUM vs put"),
+    S(fop_same_op, 3, NONE, 0, "shared lock: fetch_and_op MPI_SUM twice (MPI_INT64_T)"),
+    S(fop_different_op, 3, RACE, 0, "shared lock: fetch_and_op MPI_SUM vs MPI_REPLACE"),
+    S(lock_all_flush_barrier, 3, NONE, 0, "lock_all: rank 1 put, flush; barrier; rank 2 put"),
+    S(lock_all_barrier_no_flush, 3, RACE, 0,
+      "lock_all: rank 1 put; barrier; rank 1 flush, rank 2 put"),
+    S(lock_all_no_barrier, 3, RACE, 0, "lock_all: ranks 1, 2 put, flush, no barrier"),
+    S(same_origin_no_flush, 2, RACE, 0, "rank 1, one exclusive epoch: put, get same bytes"),
+    S(same_origin_flush, 2, NONE, 0, "rank 1, one exclusive epoch: put, flush, get"),
+    S(same_origin_acc, 2, NONE, 0, "rank 1, one epoch: accumulate MPI_SUM, get_accumulate MPI_SUM"),
+    S(fence_3, 3, RACE, 0, "fence; ranks 1, 2 put the same bytes; fence"),
+    S(fence_separated, 3, NONE, 0, "fence; rank 1 puts; fence; rank 2 puts; fence"),
+    S(pscw_two_origins, 3, RACE, 0, "rank 0 posts to {1,2}; both put the same bytes"),
+    S(pscw_sequential, 3, NONE, 0, "rank 0 posts to {1}, waits, then posts to {2}"),
+    S(rput_wait_barrier, 3, NONE, 0, "lock_all: rank 1 rput, wait, flush; barrier; rank 2 put"),
+    S(rput_wait_no_flush, 3, RACE, 0, "lock_all: rank 1 rput, wait; barrier; rank 2 put"),
+    S(dynamic_put_put, 3, RACE, 0, "dynamic window: ranks 1, 2 put under shared locks"),
+    S(dynamic_exclusive, 3, NONE, 0, "dynamic window: ranks 1, 2 put under exclusive locks"),
+    S(threads_no_flush, 2, RACE, 1, "rank 1, lock_all: two threads put, meet, then flush"),
+    S(threads_flush_between, 2, NONE, 1, "rank 1, lock_all: thread A put, flush; B put, flush"),
+    S(put_after_unlock_shared_then_exclusive, 3, NONE, 0,
+      "rank 1 shared lock, put, unlock; barrier; rank 2 exclusive lock, put"),
+    S(put_put_overlap, 3, RACE, 0, "shared lock: puts of bytes [0,8) and [4,12)"),
+    S(flush_send_recv, 3, NONE, 0, "lock_all: rank 1 put, flush, send; rank 2 recv, put"),
+};
+#undef S
+#define NSCENARIOS ((int)(sizeof scenarios / sizeof scenarios[0]))
+
+/* ------------------------------------------------------------------ the race counter */
+static const char pvar_name[] = "nbrma_check_races";
+static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
+static MPI_T_pvar_handle handle = MPI_T_PVAR_HANDLE_NULL;
+
+/* Opens a handle on the counter (started unless continuous); 0 if there is none. */
+static int counter_open(void) {
+    int provided, index = -1, count = 0, continuous = 1;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return 0;
+    if (MPI_T_pvar_get_index(pvar_name, MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS) return 0;
+    MPI_CHK(MPI_T_pvar_get_info(index, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                &continuous, NULL));
+    MPI_CHK(MPI_T_pvar_session_create(&session));
+    MPI_CHK(MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count));
+    if (count != 1) return 0;
+    if (!continuous) MPI_CHK(MPI_T_pvar_start(session, handle));
+    return 1;
+}
+
+static unsigned long long counter_read(void) {
+    unsigned long long v = 0;
+    MPI_CHK(MPI_T_pvar_read(session, handle, &v));
+    return v;
+}
+
+static void counter_close(void) {
+    if (session != MPI_T_PVAR_SESSION_NULL) MPI_CHK(MPI_T_pvar_session_free(&session));
+    MPI_T_finalize();
+}
+
+/* ------------------------------------------------------------------ main */
+static const scenario_t *find(const char *name) {
+    for (int i = 0; name && i < NSCENARIOS; i++)
+        if (strcmp(scenarios[i].name, name) == 0) return &scenarios[i];
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    const scenario_t *s = find(argc > 1 ? argv[1] : NULL);
+    int provided = MPI_THREAD_SINGLE;
+    setenv("NBRMA_CHECK", "races", 1);
+    MPI_Init_thread(&argc, &argv, s && s->threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                    &provided);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+
+    if (!s) {
+        if (me == 0) {
+            fprintf(stderr, "check_races: unknown scenario \"%s\"; valid scenarios:\n",
+                    argc > 1 ? argv[1] : "(none given)");
+            for (int i = 0; i < NSCENARIOS; i++)
+                fprintf(stderr, "  %-40s %d %s  %s\n", scenarios[i].name, scenarios[i].min_ranks,
+                        scenarios[i].label == RACE ? "RACE" : "NONE", scenarios[i].description);
+            rt_errs++;
+        }
+        return rt_finalize();
+    }
+    if (np < s->min_ranks) {
+        if (me == 0) {
+            fprintf(stderr, "scenario %s needs at least %d ranks, got %d\n", s->name, s->min_ranks,
+                    np);
+            rt_errs++;
+        }
+        return rt_finalize();
+    }
+    if (s->threaded && provided < MPI_THREAD_MULTIPLE) {
+        if (me == 0) printf("SKIP: scenario %s needs MPI_THREAD_MULTIPLE\n", s->name);
+        return rt_finalize();
+    }
+
+    const int have_counter = counter_open();
+    char *base;
+    MPI_CHK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    s->run();
+    MPI_CHK(MPI_Win_free(&win));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+
+    unsigned long long races = have_counter ? counter_read() : 0, total = 0;
+    int all_have = 0;
+    MPI_CHK(MPI_Allreduce(&races, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHK(MPI_Allreduce(&have_counter, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (me == 0) {
+        if (!all_have) {
+            fprintf(stderr, "scenario %s: pvar %s not found\n", s->name, pvar_name);
+            rt_errs++;
+        } else if (s->label == RACE && total == 0) {
+            fprintf(stderr, "scenario %s: expected a race, the checker found none\n", s->name);
+            rt_errs++;
+        } else if (s->label == NONE && total != 0) {
+            fprintf(stderr, "scenario %s: expected no race, the checker reported %llu\n", s->name,
+                    total);
+            rt_errs++;
+        }
+    }
+    counter_close();
+    return rt_finalize();
+}
