@@ -36,7 +36,7 @@ struct Slot {
 // One logged RMA call at its target.
 struct Entry {
     std::uint64_t low, high;     // target bytes [low, high): window offsets (dynamic: addresses)
-    std::uint64_t completed;     // the origin's clock at remote completion, or not_completed
+    std::uint64_t completed;     // the completer's clock at remote completion, or not_completed
     std::int64_t displacement;   // the call's target_disp
     std::uint64_t site;          // the call site (race_site_*), 0 when unknown
     std::int32_t origin;         // world rank
@@ -46,8 +46,9 @@ struct Entry {
     std::uint8_t kind;           // engine::RmaKind
     std::uint8_t sync;           // WindowCheck::Sync
     std::uint8_t element;        // byte size of one basic element (accumulate family)
-    std::uint8_t spare;
-    std::uint32_t spare2;
+    std::uint8_t notify;         // a notified call (MPIX_*_notify)
+    std::int32_t completer;      // the world rank whose clock `completed` is: the origin, or
+                                 // the target that saw the call's notification
 };
 static_assert(sizeof(Entry) == 64, "one cache line");
 
@@ -64,7 +65,7 @@ struct Area {
     std::uint32_t count;
     std::uint64_t dropped;    // calls not logged: the log was full
     std::uint64_t fences[2];  // the fence numbers fence_clock(0), (1) hold
-    enum Clock { exclusive_release, shared_release, fence0, fence1, post, done, clocks };
+    enum Clock { exclusive_release, shared_release, fence0, fence1, post, done, notified, clocks };
     std::uint64_t *clock(Clock which) {
         return reinterpret_cast<std::uint64_t *>(this + 1) + std::size_t{ranks} * which;
     }
@@ -77,7 +78,6 @@ struct Area {
 
 // The process's checker state.
 struct Process {
-    bool on = false;
     bool abort_on_race = false;
     int me = 0;
     int ranks = 1;
@@ -88,8 +88,8 @@ struct Process {
     std::vector<Slot *> peers;  // by world rank; opened at the first acquire
     std::vector<char> tried;
     std::set<std::pair<std::uint64_t, std::uint64_t>> reported;  // site pairs
-    std::uint64_t next_window = 0;  // agreed window numbers (names of areas)
-    bool summary = false;           // on from MPI_Init: a collective summary at MPI_Finalize
+    std::atomic<std::uint64_t> next_window{0};  // numbers of this rank's areas (their names)
+    bool summary = false;  // on from MPI_Init: a collective summary at MPI_Finalize
     std::atomic<std::uint64_t> races{0}, checked{0}, unchecked{0}, dropped{0};
 };
 Process &process();

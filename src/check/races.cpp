@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +35,6 @@ Process &process() {
     return state;
 }
 
-bool enabled() { return process().on; }
 
 namespace {
 thread_local std::uint64_t current_site = 0;
@@ -93,8 +93,9 @@ void join_slot_locked(int rank, std::vector<std::uint64_t> *also) {
         if (address && bytes >= Slot::bytes(p.ranks)) {
             p.peers[rank] = static_cast<Slot *>(address);
             p.tried[rank] = 1;
-        } else {
-            unmap_shared(address, bytes);  // not there yet, or on another node: ask again later
+        } else {  // on another node; or (a window's info key turned checking on) not made yet
+            unmap_shared(address, bytes);
+            if (p.summary) p.tried[rank] = 1;  // every slot was made at MPI_Init
         }
     }
     Slot *slot = p.peers[rank];
@@ -232,10 +233,13 @@ bool concurrent_allowed(const Entry &a, const Entry &b) {
 // Whether `e`, logged at its target, is ordered before a call this rank runs now.
 bool ordered_before(const Entry &e, const Entry &now, const std::vector<std::uint64_t> &clock,
                     int me) {
-    if (e.origin == me)  // program order, once a flush or an epoch's end completed it
-        return e.completed != not_completed ||
-               (accumulate_family(e.kind) && accumulate_family(now.kind));  // accumulate_ordering
-    return e.completed != not_completed && clock[e.origin] > e.completed;
+    // Completed, and this rank learned of it: it completed the call itself (a flush, an
+    // epoch's end), or acquired a clock published after that.
+    const bool seen = e.completed != not_completed &&
+                      (e.completer == me ? true : clock[e.completer] > e.completed);
+    if (e.origin == me)  // two accumulate-family calls of one origin: accumulate_ordering
+        return seen || (accumulate_family(e.kind) && accumulate_family(now.kind));
+    return seen;
 }
 
 const char *call_name(std::uint8_t kind) {
@@ -326,6 +330,15 @@ bool same_shape(const Entry &a, const Entry &b) {
 
 // ---- WindowCheck --------------------------------------------------------------------
 
+namespace {
+void join_into(std::vector<std::uint64_t> &into, const std::uint64_t *clock) {
+    for (std::size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], clock[i]);
+}
+void release_into(std::uint64_t *clock, const std::vector<std::uint64_t> &from) {
+    for (std::size_t i = 0; i < from.size(); ++i) clock[i] = std::max(clock[i], from[i]);
+}
+}  // namespace
+
 std::vector<std::uint64_t> WindowCheck::snapshot() const {
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
@@ -336,7 +349,7 @@ void WindowCheck::keep_acquired(std::uint64_t epoch, int target,
                                 const std::vector<std::uint64_t> &clock) {
     std::vector<std::uint64_t> &kept = acquired_[{epoch, target}];
     if (kept.empty()) kept.assign(clock.size(), 0);
-    for (std::size_t i = 0; i < clock.size(); ++i) kept[i] = std::max(kept[i], clock[i]);
+    join_into(kept, clock.data());
 }
 
 void WindowCheck::epoch_done(std::uint64_t epoch) {
@@ -345,7 +358,8 @@ void WindowCheck::epoch_done(std::uint64_t epoch) {
 
 void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *target,
                          std::uint64_t byte_offset, Sync sync, std::uint64_t site,
-                         const std::vector<std::uint64_t> &issued, std::uint64_t epoch) {
+                         const std::vector<std::uint64_t> &issued, std::uint64_t epoch,
+                         bool fetch_request) {
     Process &p = process();
     Area *area = areas_[call.target];
     if (!area) {
@@ -358,7 +372,9 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     now.displacement = call.displacement;
     now.site = site;
     now.origin = world_[rank_];
+    now.completer = now.origin;
     now.origin_window = rank_;
+    now.notify = call.notify ? 1 : 0;
     now.kind = static_cast<std::uint8_t>(call.kind);
     now.sync = static_cast<std::uint8_t>(sync);
     if (call.kind != RmaKind::put && call.kind != RmaKind::get) {
@@ -389,13 +405,17 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
         then = issued;
         for (int key : {call.target, -1}) {
             auto found = acquired_.find({epoch, key});
-            if (found == acquired_.end()) continue;
-            for (std::size_t i = 0; i < then.size(); ++i)
-                then[i] = std::max(then[i], found->second[i]);
+            if (found != acquired_.end()) join_into(then, found->second.data());
         }
     }
     const std::vector<std::uint64_t> &clock = issued.empty() ? p.clock : then;
+    if (fetch_request) {
+        now.completed = p.clock[p.me];
+        ++p.clock[p.me];
+    }
     area->lock.lock();
+    if (call.notify)  // the notification will tell the target of our clock up to this call
+        release_into(area->clock(Area::notified), clock);
     Entry *entries = area->entries();
     for (std::size_t s = 0; s < n; ++s) {
         now.low = segments[s].first;
@@ -409,7 +429,9 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                 !ordered_before(e, now, clock, p.me))
                 race(e, now, call.target, world_[call.target]);
             if (!logged && same_shape(e, now)) {  // the newer stands for both
-                e.completed = not_completed;
+                e.completed = now.completed;
+                e.completer = now.completer;
+                e.notify = now.notify;
                 logged = true;
             }
         }
@@ -425,6 +447,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
 }
 
 void WindowCheck::completed(int target) {
+    verify(target);
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
     const std::uint64_t at = p.clock[p.me];
@@ -440,16 +463,10 @@ void WindowCheck::completed(int target) {
         area->lock.unlock();
     }
     ++p.clock[me];
+    // Published at once: a message this rank sends next carries it (send/receive joins
+    // slots, which need not be exact).
+    publish_locked();
 }
-
-namespace {
-void join_into(std::vector<std::uint64_t> &into, const std::uint64_t *clock) {
-    for (std::size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], clock[i]);
-}
-void release_into(std::uint64_t *clock, const std::vector<std::uint64_t> &from) {
-    for (std::size_t i = 0; i < from.size(); ++i) clock[i] = std::max(clock[i], from[i]);
-}
-}  // namespace
 
 void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch) {
     Process &p = process();
@@ -558,6 +575,25 @@ void WindowCheck::complete_acquire() {
     area->lock.unlock();
 }
 
+void WindowCheck::notified() {
+    Process &p = process();
+    Area *area = areas_[rank_];
+    if (!area) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    area->lock.lock();
+    join_into(p.clock, area->clock(Area::notified));
+    const std::uint64_t at = p.clock[p.me];
+    Entry *entries = area->entries();
+    for (std::uint32_t i = 0; i < area->count; ++i)
+        if (entries[i].notify && entries[i].completed == not_completed) {
+            entries[i].completed = at;
+            entries[i].completer = p.me;
+        }
+    area->lock.unlock();
+    ++p.clock[p.me];
+    publish_locked();
+}
+
 void WindowCheck::fence_passed() {
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
@@ -580,6 +616,107 @@ void WindowCheck::exposure_done() {
     Entry probe{};
     prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
     area->lock.unlock();
+}
+
+// ---- origin and result buffers ------------------------------------------------------
+
+namespace {
+
+// FNV-1a of the bytes of `ranges`, read with process_vm_readv (a buffer the application
+// freed meanwhile reads as missing, not as a crash); *readable: all of them could be read.
+std::uint64_t digest(const std::vector<std::pair<std::uintptr_t, std::size_t>> &ranges,
+                     bool *readable) {
+    std::uint64_t hash = 1469598103934665603ull;
+    unsigned char chunk[4096];
+    *readable = true;
+    for (const auto &[address, length] : ranges)
+        for (std::size_t done = 0; done < length;) {
+            const std::size_t want = std::min(sizeof chunk, length - done);
+            struct iovec local = {chunk, want};
+            struct iovec remote = {reinterpret_cast<void *>(address + done), want};
+            const ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+            if (got <= 0) {
+                *readable = false;
+                return hash;
+            }
+            for (ssize_t i = 0; i < got; ++i) hash = (hash ^ chunk[i]) * 1099511628211ull;
+            done += static_cast<std::size_t>(got);
+        }
+    return hash;
+}
+
+}  // namespace
+
+void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
+                        const engine::TypeLayout &layout, MPI_Aint count, bool result,
+                        std::uint64_t site) {
+    if (!buffer || count <= 0) return;
+    Watched watched{
+        call.target, static_cast<std::uint8_t>(call.kind), result, site, call.displacement, {}, 0};
+    constexpr std::size_t most_ranges = 64;
+    const auto base = reinterpret_cast<std::uintptr_t>(buffer);
+    engine::type_for_each_segment(layout, static_cast<std::size_t>(count),
+                                  [&](std::int64_t offset, std::size_t length) {
+                                      if (watched.ranges.size() < most_ranges)
+                                          watched.ranges.push_back({base + offset, length});
+                                  });
+    bool readable = false;
+    watched.digest = digest(watched.ranges, &readable);
+    if (readable) watched_.push_back(std::move(watched));
+}
+
+void WindowCheck::watch_origin(const engine::RmaCall &call, std::uint64_t site) {
+    // A notified call's buffer is free once its notification was seen (MPIX_Put_notify).
+    if (call.kind == RmaKind::get || call.notify) return;
+    const engine::TypeLayout *origin = nullptr;
+    if (!is_error(engine::type_layout_get(call.origin_type, &origin)) &&
+        !(call.kind != RmaKind::accumulate && call.op == MPI_NO_OP))
+        watch(call, call.origin, *origin, call.origin_count, false, site);
+    if (call.kind == RmaKind::compare_and_swap && origin)
+        watch(call, call.compare, *origin, 1, false, site);
+}
+
+void WindowCheck::watch_result(const engine::RmaCall &call, const engine::TypeLayout *result,
+                               std::uint64_t site) {
+    if (call.kind == RmaKind::put || call.kind == RmaKind::accumulate || call.notify) return;
+    if (!result && is_error(engine::type_layout_get(call.result_type, &result))) return;
+    watch(call, call.result, *result, call.result_count, true, site);
+}
+
+void WindowCheck::result_running(const engine::RmaCall &call) {
+    if (call.kind == RmaKind::put || call.kind == RmaKind::accumulate || call.notify) return;
+    verify(call.target, reinterpret_cast<std::uintptr_t>(call.result));
+}
+
+void WindowCheck::verify(int target, std::uintptr_t result) {
+    Process &p = process();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < watched_.size(); ++i) {
+        Watched &w = watched_[i];
+        if ((target != -1 && w.target != target) ||
+            (result && (!w.result || w.ranges.empty() || w.ranges.front().first > result ||
+                        w.ranges.front().first + w.ranges.front().second <= result))) {
+            if (kept != i) watched_[kept] = std::move(w);
+            ++kept;
+            continue;
+        }
+        bool readable = false;
+        if (digest(w.ranges, &readable) == w.digest || !readable) continue;
+        ++p.races;
+        std::lock_guard<std::mutex> guard(p.mutex);
+        if (!p.reported.insert({w.site, w.result ? 1 : 0}).second && !p.abort_on_race) continue;
+        std::fprintf(stderr,
+                     "nbrma check: rank %d: the %s buffer of %s to rank %d (target "
+                     "displacement %lld) changed before the call completed\n      at %s\n"
+                     "  MPI lets a program %s that buffer only after the call completed "
+                     "(MPI_Win_flush_local, a flush, an unlock, a fence or a complete)\n",
+                     p.me, w.result ? "result" : "origin", call_name(w.kind), w.target,
+                     static_cast<long long>(w.displacement), describe_site(w.site).c_str(),
+                     w.result ? "store into" : "change");
+        std::fflush(stderr);
+        if (p.abort_on_race) std::abort();
+    }
+    watched_.resize(kept);
 }
 
 WindowCheck::~WindowCheck() {

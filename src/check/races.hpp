@@ -22,6 +22,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,9 +33,13 @@
 
 namespace nbrma::check {
 
-// NBRMA_CHECK=races in this process (read at MPI_Init): the interposed MPI calls
-// publish and acquire clocks, and windows are checked unless their info key says off.
-bool enabled();
+namespace detail {
+__attribute__((visibility("hidden"))) inline std::atomic<bool> on{false};
+}
+// The checker runs in this process (NBRMA_CHECK=races at MPI_Init, or a window whose
+// info key asked for it): the interposed MPI calls publish and acquire clocks, and
+// windows are checked unless their info key says off. One relaxed load: free when off.
+inline bool enabled() { return detail::on.load(std::memory_order_relaxed); }
 // At MPI_Init (after MPICH's): reads NBRMA_CHECK and NBRMA_CHECK_ABORT, creates this
 // rank's clock slot when checking.
 void init();
@@ -54,6 +59,7 @@ std::uint64_t call_site();
 // clock (before a send or a collective); the acquires join what a peer published.
 void release();
 void acquire_from(MPI_Comm comm, int rank);  // a receive from `rank` of comm
+void acquire_node();  // a receive from an unknown rank: every node-local rank's slot
 // A collective: entering it, this rank's clock (then ticked) — the members' clocks at
 // their entry are combined with MPI_MAX over the communicator after the collective
 // (through the same interposed path) and joined in leaving it.
@@ -83,12 +89,14 @@ class WindowCheck {
     enum class Sync : std::uint8_t { lock_exclusive, lock_shared, lock_all, fence, pscw };
     // A call runs toward its target: checked against the target's log, then logged.
     // `target`: the call's target type layout, if the engine looked it up already.
+    // `fetch_request`: an MPI_Rget or MPI_Rget_accumulate, whose request completes once
+    // the data was read at the target (the call is complete then, for its origin).
     // `issued`: for a call recorded in its epoch and run later, this rank's clock when it
     // was issued (snapshot()), to which what epoch `epoch` acquired toward the target is
     // added; empty for a call run as it is issued (the clock now is the clock then).
     void access(const engine::RmaCall &call, const engine::TypeLayout *target,
                 std::uint64_t byte_offset, Sync sync, std::uint64_t site,
-                const std::vector<std::uint64_t> &issued, std::uint64_t epoch);
+                const std::vector<std::uint64_t> &issued, std::uint64_t epoch, bool fetch_request);
     std::vector<std::uint64_t> snapshot() const;
     // Every call this rank ran toward `target` (-1: every target) completed there.
     void completed(int target);
@@ -109,6 +117,27 @@ class WindowCheck {
     void complete_acquire();
     // Epoch `epoch` completed: what it acquired goes.
     void epoch_done(std::uint64_t epoch);
+    // Notified RMA: this rank read a notification counter of its window (a value, or a
+    // threshold request completed): the notified calls logged at it are complete, and
+    // their origins' clocks at the calls are ours.
+    void notified();
+    // Origin and result buffers, which MPI lets the application touch only once the call
+    // completed (at the origin: a flush_local, a flush, an unlock, a fence, a complete).
+    // A digest of the origin buffer (and a compare_and_swap's compare buffer) is taken
+    // when the call is issued, of the result buffer when the call is issued and again
+    // when it ran; `verify` compares
+    // them with the buffers' contents when the calls toward `target` (-1: every target)
+    // complete (`result` nonzero: only the result buffers holding that address), and
+    // reports a buffer that changed. A notified call is complete for its buffers once
+    // its notification is seen: not watched. Request-based calls are not watched
+    // (their request completes them).
+    void watch_origin(const engine::RmaCall &call, std::uint64_t site);
+    void watch_result(const engine::RmaCall &call, const engine::TypeLayout *result,
+                      std::uint64_t site);
+    void verify(int target, std::uintptr_t result = 0);
+    // A call with a result runs now: its result buffer, watched since the call, must not
+    // have changed (the call is about to write it; watch_result watches it again after).
+    void result_running(const engine::RmaCall &call);
     // The fence's barrier passed: this rank's completed calls are ordered before every
     // later one; its own entries go. The exposure epoch completed: entries ordered
     // before this rank's clock go from its own log.
@@ -125,6 +154,18 @@ class WindowCheck {
     // What each epoch acquired toward a target (-1: every target, a fence), by (epoch id,
     // target), while the epoch lasts: for its calls run after they were issued.
     std::map<std::pair<std::uint64_t, int>, std::vector<std::uint64_t>> acquired_;
+    struct Watched {
+        int target;
+        std::uint8_t kind;  // engine::RmaKind
+        bool result;        // the result buffer (else the origin or compare buffer)
+        std::uint64_t site;
+        std::int64_t displacement;
+        std::vector<std::pair<std::uintptr_t, std::size_t>> ranges;
+        std::uint64_t digest;
+    };
+    std::vector<Watched> watched_;
+    void watch(const engine::RmaCall &call, const void *buffer, const engine::TypeLayout &layout,
+               MPI_Aint count, bool result, std::uint64_t site);
     void keep_acquired(std::uint64_t epoch, int target, const std::vector<std::uint64_t> &clock);
 };
 

@@ -29,8 +29,10 @@ constexpr std::uint32_t log_capacity = 16384;
 // derives alike (the launcher's process on the node, mpiexec's proxy, is every rank's
 // parent).
 bool start() {
+    static std::mutex starting;  // threads creating windows at once
+    std::lock_guard<std::mutex> guard(starting);
     Process &p = process();
-    if (p.on) return true;
+    if (enabled()) return true;
     PMPI_Comm_rank(MPI_COMM_WORLD, &p.me);
     PMPI_Comm_size(MPI_COMM_WORLD, &p.ranks);
     p.prefix = "/nbrma-check-" + std::to_string(static_cast<long long>(getppid()));
@@ -48,7 +50,7 @@ bool start() {
     p.own->ranks = static_cast<std::uint32_t>(p.ranks);
     const char *abort_value = settings::env(settings::Id::check_abort);
     p.abort_on_race = abort_value && std::strcmp(abort_value, "1") == 0;
-    p.on = true;
+    detail::on.store(true);
     return true;
 }
 
@@ -82,11 +84,12 @@ void init() {
     const char *value = settings::env(settings::Id::check_env);
     if (!value || std::strcmp(value, "races") != 0) return;
     if (start()) process().summary = true;
+    mpich::Barrier(MPI_COMM_WORLD);  // every slot exists: one that cannot be opened is remote
 }
 
 void finalize() {
     Process &p = process();
-    if (!p.on) return;
+    if (!enabled()) return;
     std::uint64_t mine[4] = {p.races.load(), p.checked.load(), p.unchecked.load(),
                              p.dropped.load()};
     std::uint64_t all[4] = {mine[0], mine[1], mine[2], mine[3]};
@@ -111,7 +114,7 @@ void finalize() {
     }
     unmap_shared(p.own, Slot::bytes(p.ranks));
     p.own = nullptr;
-    p.on = false;
+    detail::on.store(false);
 }
 
 std::uint64_t capture_site() {
@@ -139,6 +142,12 @@ void acquire_from(MPI_Comm comm, int rank) {
     join_slot_locked(world[rank]);
 }
 
+void acquire_node() {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    for (int rank = 0; rank < p.ranks; ++rank) join_slot_locked(rank);
+}
+
 std::vector<std::uint64_t> enter_collective() {
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
@@ -164,13 +173,14 @@ std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm) {
     PMPI_Comm_rank(comm, &check->rank_);
     check->world_ = world_ranks(comm);
     const int size = static_cast<int>(check->world_.size());
-    // A number every rank agrees on names the window's logs.
-    std::uint64_t number = 0;
-    mpich::Allreduce(&p.next_window, &number, 1, MPI_UINT64_T, MPI_MAX, comm);
-    p.next_window = number + 1;
+    // Each rank names its area with a number of its own (threads create windows at once,
+    // on different communicators), and tells the others.
+    const std::uint64_t number = p.next_window.fetch_add(1);
+    std::vector<std::uint64_t> numbers(static_cast<std::size_t>(size));
+    mpich::Allgather(&number, 1, MPI_UINT64_T, numbers.data(), 1, MPI_UINT64_T, comm);
     auto name = [&](int rank) {
-        return p.prefix + "-w" + std::to_string(static_cast<unsigned long long>(number)) + "-r" +
-               std::to_string(check->world_[rank]);
+        return p.prefix + "-r" + std::to_string(check->world_[rank]) + "-w" +
+               std::to_string(static_cast<unsigned long long>(numbers[rank]));
     };
     const std::size_t bytes = Area::bytes(p.ranks, log_capacity);
     void *own = create_shared(name(check->rank_), bytes);

@@ -66,7 +66,11 @@ bool Window::flushed_to(Epoch &epoch, int peer, TargetState &state) {
 }
 
 void Window::flush_finished(const Flush &flush) {
-    if (check_ && !flush.local) check_->completed(flush.target);
+    if (!check_) return;
+    if (flush.local)
+        check_->verify(flush.target);  // complete at the origin: buffers free again
+    else
+        check_->completed(flush.target);
 }
 
 // First the calls issued before the flush must have run (complete at the origin: all

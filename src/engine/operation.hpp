@@ -94,6 +94,7 @@ class Operation {
     Request *request() const { return request_; }
     // The target type's layout retain_types looked up, or null.
     const TypeLayout *target_layout() const { return target_layout_; }
+    const TypeLayout *result_layout() const { return result_layout_; }
     // NBRMA_CHECK=races: the application's call site (check::capture_site), else 0.
     void set_site(std::uint64_t site) { site_ = site; }
     std::uint64_t site() const { return site_; }

@@ -260,12 +260,19 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
         if (check_) {
             operation->set_site(check::call_site());
             operation->issued_clock() = check_->snapshot();
+            if (!handle) {
+                check_->watch_origin(call, operation->site());
+                check_->watch_result(call, operation->result_layout(), operation->site());
+            }
         }
         state.pending.push_back(std::move(operation));
         return Status::ok;
     }
     Operation operation(call, age, handle);  // runs now: no need to keep it
-    if (check_) operation.set_site(check::call_site());
+    if (check_) {
+        operation.set_site(check::call_site());
+        if (!handle) check_->watch_origin(call, operation.site());
+    }
     status = run(operation, byte_offset, *epoch);
     if (is_error(status)) epoch->fail(status);
     if (handle) handle->finish(status);
@@ -307,9 +314,20 @@ Status Window::run(Operation &operation, std::uint64_t byte_offset, const Epoch 
                           : epoch.kind() == EpochKind::fence    ? Sync::fence
                                                                 : Sync::pscw;
         check_->access(operation.call(), operation.target_layout(), byte_offset, sync,
-                       operation.site(), operation.issued_clock(), epoch.id());
+                       operation.site(), operation.issued_clock(), epoch.id(),
+                       operation.request() && (operation.call().kind == RmaKind::get ||
+                                               operation.call().kind == RmaKind::get_accumulate));
     }
     TargetView view{&transport_, byte_offset, config_.hardware_atomics};
+    struct WatchResult {  // once the call ran: its result buffer holds what it fetched
+        check::WindowCheck *check;
+        const Operation &operation;
+        ~WatchResult() {
+            if (check && !operation.request())
+                check->watch_result(operation.call(), operation.result_layout(), operation.site());
+        }
+    } watch_result{check_, operation};
+    if (check_ && !operation.request()) check_->result_running(operation.call());
     if (operation.call().notify)  // the index was checked against the capacity at the call
         view.notify_offset = layout_.notification(static_cast<std::uint32_t>(operation.call().notify_index));
     Status status = operation.execute(view);

@@ -332,7 +332,10 @@ void Window::progress_opened(std::uint64_t id) {
 
 bool Window::progress() {
     bool moved = transport_.poll() > 0;
-    if (notify_.pending()) moved |= notify_.check();
+    if (notify_.pending() && notify_.check()) {
+        moved = true;
+        if (check_) check_->notified();  // a threshold request completed
+    }
     if (idle()) return moved;  // a pinned window (SweepLink), or one a sweep will drop
     for (bool again = true; again;) {
         again = false;

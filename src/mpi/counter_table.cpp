@@ -54,7 +54,8 @@ const CounterRow rows[] = {
      [] { return counters().user_memory_shared; }},
     {"check_races", K::count, false,
      "NBRMA_CHECK=races: races this process found (conflicting RMA calls at one target that "
-     "no MPI synchronization orders)",
+     "no MPI synchronization orders; origin or result buffers changed before their call "
+     "completed)",
      [] { return check::races_found(); }},
     {"check_calls", K::count, false,
      "NBRMA_CHECK=races: target byte ranges of RMA calls this process checked",

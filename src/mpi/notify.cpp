@@ -61,7 +61,9 @@ int notify_get_value(const char *call, MPI_Win win, int notification_idx, MPI_Co
     int count = 0;
     Status status = locked([&] {
         count = state->engine->notifications().count();
-        return state->engine->notifications().value(notification_idx, &now);
+        const Status read = state->engine->notifications().value(notification_idx, &now);
+        if (state->check && !is_error(read)) state->check->notified();
+        return read;
     });
     if (is_error(status)) return bad_index(call, win, notification_idx, count);
     *value = static_cast<MPI_Count>(now);
@@ -98,6 +100,7 @@ int notify_ithreshold(const char *call, MPI_Win win, int notification_idx, MPI_C
         Status checked = counters.value(notification_idx, &now);
         if (is_error(checked) || now >= wanted) {
             met = !is_error(checked);
+            if (met && state->check) state->check->notified();
             return checked;
         }
         return counters.threshold(notification_idx, wanted, &pending);

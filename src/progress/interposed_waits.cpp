@@ -168,7 +168,7 @@ namespace {
 
 // ---- the wait/test family
 
-int wait_impl(MPI_Request *request, MPI_Status *status) {
+int wait_unchecked(MPI_Request *request, MPI_Status *status) {
     // What nbrma's opening calls and closing calls that completed inside them return:
     // complete, nothing to free (src/mpich/complete_request.cpp).
     if (status == MPI_STATUS_IGNORE && request && nbrma::mpich::is_complete_request(*request)) {
@@ -178,7 +178,7 @@ int wait_impl(MPI_Request *request, MPI_Status *status) {
     return wait_one(request, status);
 }
 
-int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
+int waitall_unchecked(int count, MPI_Request requests[], MPI_Status statuses[]) {
     // nbrma's complete requests (what MPIX_Win_ilock and an iunlock that completed inside
     // its call return, a batch of them in a nonblocking-epoch loop): set to
     // MPI_REQUEST_NULL as MPICH would, without asking it (about 9 ns a transaction in
@@ -198,14 +198,14 @@ int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
                           [&] { return mpich::Waitall(count, requests, statuses); });
 }
 
-int waitany_impl(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+int waitany_unchecked(int count, MPI_Request requests[], int *index, MPI_Status *status) {
     return progress_until(
         [&](int *done) { return mpich::Testany(count, requests, index, done, status); },
         [&] { return mpich::Waitany(count, requests, index, status); });
 }
 
-int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
-                  MPI_Status statuses[]) {
+int waitsome_unchecked(int incount, MPI_Request requests[], int *outcount, int indices[],
+                       MPI_Status statuses[]) {
     return progress_until(
         [&](int *done) {
             const int error = mpich::Testsome(incount, requests, outcount, indices, statuses);
@@ -218,12 +218,12 @@ int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indice
 // The tests sweep nbrma once (test_then_sweep) while it wants progress, so a poll loop
 // over two-sided requests moves nbrma's epochs too; with nothing pending they cost
 // progress_wanted().
-int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
+int test_unchecked(MPI_Request *request, int *flag, MPI_Status *status) {
     if (!progress_wanted()) return mpich::Test(request, flag, status);
     return test_then_sweep([&] { return mpich::Test(request, flag, status); });
 }
 
-int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+int testall_unchecked(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
     const int error =
         progress_wanted()
             ? test_then_sweep([&] { return testall(count, requests, flag, statuses); })
@@ -234,16 +234,115 @@ int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status status
     return error;
 }
 
-int testany_impl(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+int testany_unchecked(int count, MPI_Request requests[], int *index, int *flag,
+                      MPI_Status *status) {
     if (!progress_wanted()) return mpich::Testany(count, requests, index, flag, status);
     return test_then_sweep([&] { return mpich::Testany(count, requests, index, flag, status); });
 }
 
-int testsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
-                  MPI_Status statuses[]) {
+int testsome_unchecked(int incount, MPI_Request requests[], int *outcount, int indices[],
+                       MPI_Status statuses[]) {
     if (!progress_wanted()) return mpich::Testsome(incount, requests, outcount, indices, statuses);
     return test_then_sweep(
         [&] { return mpich::Testsome(incount, requests, outcount, indices, statuses); });
+}
+
+// NBRMA_CHECK=races: a completed receive orders what its sender completed before it
+// before what the receiver does after it. A request does not tell its communicator, so
+// the receiver joins every node-local rank's published clock (check::acquire_node): it
+// may miss a race, never invent one. Statuses the application ignores are asked for.
+namespace checked {
+
+bool received(const MPI_Status &status) { return status.MPI_SOURCE >= 0 && status.MPI_TAG >= 0; }
+
+void after(int count, const MPI_Status *statuses) {
+    for (int i = 0; i < count; ++i)
+        if (received(statuses[i])) {
+            nbrma::check::acquire_node();
+            return;
+        }
+}
+
+struct Statuses {
+    std::vector<MPI_Status> own;
+    MPI_Status *use;
+    Statuses(int count, MPI_Status *given) : use(given) {
+        if (given != MPI_STATUSES_IGNORE) return;
+        MPI_Status blank{};
+        blank.MPI_SOURCE = blank.MPI_TAG = -1;
+        own.assign(static_cast<std::size_t>(count > 0 ? count : 1), blank);
+        use = own.data();
+    }
+};
+
+}  // namespace checked
+
+int wait_impl(MPI_Request *request, MPI_Status *status) {
+    if (!nbrma::check::enabled()) return wait_unchecked(request, status);
+    checked::Statuses use(1, status);
+    const int error = wait_unchecked(request, use.use);
+    checked::after(1, use.use);
+    return error;
+}
+
+int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
+    if (!nbrma::check::enabled()) return waitall_unchecked(count, requests, statuses);
+    checked::Statuses use(count, statuses);
+    const int error = waitall_unchecked(count, requests, use.use);
+    checked::after(count, use.use);
+    return error;
+}
+
+int waitany_impl(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+    if (!nbrma::check::enabled()) return waitany_unchecked(count, requests, index, status);
+    checked::Statuses use(1, status);
+    const int error = waitany_unchecked(count, requests, index, use.use);
+    if (*index != MPI_UNDEFINED) checked::after(1, use.use);
+    return error;
+}
+
+int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
+                  MPI_Status statuses[]) {
+    if (!nbrma::check::enabled())
+        return waitsome_unchecked(incount, requests, outcount, indices, statuses);
+    checked::Statuses use(incount, statuses);
+    const int error = waitsome_unchecked(incount, requests, outcount, indices, use.use);
+    if (*outcount != MPI_UNDEFINED) checked::after(*outcount, use.use);
+    return error;
+}
+
+int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
+    if (!nbrma::check::enabled()) return test_unchecked(request, flag, status);
+    checked::Statuses use(1, status);
+    const int error = test_unchecked(request, flag, use.use);
+    if (*flag) checked::after(1, use.use);
+    return error;
+}
+
+int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+    if (!nbrma::check::enabled()) return testall_unchecked(count, requests, flag, statuses);
+    checked::Statuses use(count, statuses);
+    const int error = testall_unchecked(count, requests, flag, use.use);
+    if (*flag) checked::after(count, use.use);
+    return error;
+}
+
+int testany_impl(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+    if (!nbrma::check::enabled()) return testany_unchecked(count, requests, index, flag, status);
+    checked::Statuses use(1, status);
+    const int error = testany_unchecked(count, requests, index, flag, use.use);
+    if (*flag && *index != MPI_UNDEFINED) checked::after(1, use.use);
+    return error;
+}
+
+int testsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
+                  MPI_Status statuses[]) {
+    if (!nbrma::check::enabled())
+        return testsome_unchecked(incount, requests, outcount, indices, statuses);
+    checked::Statuses use(incount, statuses);
+    const int error = testsome_unchecked(incount, requests, outcount, indices, use.use);
+    if (*outcount != MPI_UNDEFINED) checked::after(*outcount, use.use);
+    return error;
 }
 
 // A poll loop on MPI_Iprobe is a wait too: sweep before asking MPICH, as the tests do.

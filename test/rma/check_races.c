@@ -307,6 +307,41 @@ static void put_after_unlock_shared_then_exclusive(void) {
     }
 }
 
+/* rank 1 alone, one exclusive epoch: its origin buffer changed before or after
+ * MPI_Win_flush_local; a get's result buffer stored into before the flush; an Rput's
+ * origin buffer changed after MPI_Wait (allowed: the request completed it) */
+static void origin_change(int before_flush_local) {
+    if (me != 1) return;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    op_put0();
+    if (before_flush_local) obuf[0] = value(3);
+    MPI_CHK(MPI_Win_flush_local(TARGET, win));
+    if (!before_flush_local) obuf[0] = value(3);
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+}
+static void origin_changed_before_flush_local(void) { origin_change(1); }
+static void origin_changed_after_flush_local(void) { origin_change(0); }
+
+static void result_stored_before_flush(void) {
+    if (me != 1) return;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    MPI_CHK(MPI_Get(&rbuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win));
+    rbuf[0] = value(2);
+    MPI_CHK(MPI_Win_flush(TARGET, win));
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+}
+
+static void rput_wait_then_change(void) {
+    if (me != 1) return;
+    MPI_Request req;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    obuf[0] = value(0);
+    MPI_CHK(MPI_Rput(&obuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win, &req));
+    MPI_CHK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    obuf[0] = value(3);
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+}
+
 /* ------------------------------------------------------------------ the table */
 #define S(name, ranks, label, threaded, description) \
     { #name, ranks, label, threaded, name, description }
@@ -345,6 +380,12 @@ static const scenario_t scenarios[] = {
       "rank 1 shared lock, put, unlock; barrier; rank 2 exclusive lock, put"),
     S(put_put_overlap, 3, RACE, 0, "shared lock: puts of bytes [0,8) and [4,12)"),
     S(flush_send_recv, 3, NONE, 0, "lock_all: rank 1 put, flush, send; rank 2 recv, put"),
+    S(origin_changed_before_flush_local, 2, RACE, 0,
+      "rank 1: put, origin buffer changed, then flush_local"),
+    S(origin_changed_after_flush_local, 2, NONE, 0,
+      "rank 1: put, flush_local, then origin buffer changed"),
+    S(result_stored_before_flush, 2, RACE, 0, "rank 1: get, result buffer stored into, flush"),
+    S(rput_wait_then_change, 2, NONE, 0, "rank 1: rput, wait, then origin buffer changed"),
 };
 #undef S
 #define NSCENARIOS ((int)(sizeof scenarios / sizeof scenarios[0]))

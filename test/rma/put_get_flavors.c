@@ -135,6 +135,9 @@ static void run_mode(rt_win_t *w, int f, int m)
                 MPI_CHK(MPI_Win_flush_local(t, win));
                 check_origin(w, f, m, t);
                 clobber(t);
+                /* the extra put overwrites the first put's second int: only a flush
+                 * orders two puts of one origin (NBRMA_CHECK=races reports it otherwise) */
+                MPI_CHK(MPI_Win_flush(t, win));
                 extra_put(w, m, t);
             }
         }
@@ -174,6 +177,9 @@ static void run_mode(rt_win_t *w, int f, int m)
         if (m == M_ALL_FLUSH_LOCAL_ALL) {
             for (t = 0; t < np; t++)
                 clobber(t);
+            /* the extra puts overwrite the first puts' second ints: only a flush orders
+             * two puts of one origin (NBRMA_CHECK=races reports it otherwise) */
+            MPI_CHK(MPI_Win_flush_all(win));
         } else {
             /* remote completion: every target sees the data now, mid-epoch */
             MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
