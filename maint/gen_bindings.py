@@ -19,6 +19,7 @@ include/nbrma.h declares, as the header declares it. Checks:
     request    the MPI_Request *request argument must not be null (NBRMA_REQUEST_POINTER,
                after the window: MPICH checks the window first)
     disp_unit  a large-count window creation's MPI_Aint disp_unit must fit an int
+    site       NBRMA_CHECK=races: the caller's address is the call's site (NBRMA_CALL_SITE)
     proc_null=PARAM
                PARAM == MPI_PROC_NULL: the call does nothing but check the window
                (mpi::proc_null, src/mpi/bindings.hpp), handing back a complete request
@@ -41,6 +42,7 @@ import sys
 
 CHECKS = {
     "request": '    NBRMA_REQUEST_POINTER("{name}", win, request);\n',
+    "site": '    NBRMA_CALL_SITE();\n',
     "disp_unit": '    if (disp_unit > INT32_MAX)\n'
                  '        return raise_comm("{name}", comm, Status::err_arg, "disp_unit too large");\n',
     "proc_null": '    if ({param} == MPI_PROC_NULL) return nbrma::mpi::proc_null("{name}", win, {request});\n',

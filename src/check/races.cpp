@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,12 +36,10 @@ Process &process() {
     return state;
 }
 
-
 namespace {
-thread_local std::uint64_t current_site = 0;
+thread_local const void *current_caller = nullptr;
 }
-void set_call_site(std::uint64_t site) { current_site = site; }
-std::uint64_t call_site() { return current_site; }
+void set_caller(const void *address) { current_caller = address; }
 std::uint64_t races_found() { return process().races.load(); }
 std::uint64_t accesses_checked() { return process().checked.load(); }
 std::uint64_t accesses_unchecked() { return process().unchecked.load(); }
@@ -167,6 +166,21 @@ std::uint64_t encode_site(const void *address) {
                         reinterpret_cast<std::uintptr_t>(info.dli_fbase);
     return (static_cast<std::uint64_t>(name_hash(info.dli_fname)) << site_shift) |
            (offset & ((std::uint64_t{1} << site_shift) - 1));
+}
+
+std::uint64_t call_site() {
+    // dladdr walks the loaded objects: a call site is resolved once per thread and address
+    struct Cached {
+        const void *address;
+        std::uint64_t site;
+    };
+    thread_local Cached cache[64] = {};
+    const void *address = current_caller;
+    if (!address) return 0;
+    Cached &slot = cache[(reinterpret_cast<std::uintptr_t>(address) >> 2) % 64];
+    if (slot.address != address)
+        slot = {address, encode_site(static_cast<const char *>(address) - 1)};
+    return slot.site;
 }
 
 std::string describe_site(std::uint64_t site) {
@@ -622,27 +636,66 @@ void WindowCheck::exposure_done() {
 
 namespace {
 
-// FNV-1a of the bytes of `ranges`, read with process_vm_readv (a buffer the application
-// freed meanwhile reads as missing, not as a crash); *readable: all of them could be read.
+// Mixes bytes into a digest, four words at a time in independent lanes.
+std::uint64_t mix(std::uint64_t hash, const unsigned char *bytes, std::size_t length) {
+    constexpr std::uint64_t prime = 0x100000001b3ull;
+    std::uint64_t lane[4] = {hash, hash ^ 1, hash ^ 2, hash ^ 3};
+    std::size_t i = 0;
+    for (; i + 32 <= length; i += 32)
+        for (int k = 0; k < 4; ++k) {
+            std::uint64_t word;
+            std::memcpy(&word, bytes + i + 8 * k, 8);
+            lane[k] = (lane[k] ^ word) * prime;
+        }
+    hash = lane[0] ^ (lane[1] >> 1) ^ (lane[2] >> 2) ^ (lane[3] >> 3) ^ length;
+    for (; i < length; ++i) hash = (hash ^ bytes[i]) * prime;
+    return hash ^ (hash >> 29);
+}
+
+// A digest of the bytes of `ranges`: every byte of buffers up to 8 KiB; of larger ones a
+// sample (each range's first and last 2 KiB and 64 bytes of every 1 KiB between, at most
+// 64 of them: a buffer refilled is caught, a byte changed in the middle may not be). Up
+// to 64 KiB in all it reads in place (the application's memory, small: malloc never
+// unmaps such buffers); beyond, with one process_vm_readv, so that a large buffer freed meanwhile
+// reads as missing, not as a crash. *readable: every byte sampled could be read.
 std::uint64_t digest(const std::vector<std::pair<std::uintptr_t, std::size_t>> &ranges,
                      bool *readable) {
-    std::uint64_t hash = 1469598103934665603ull;
-    unsigned char chunk[4096];
+    constexpr std::size_t whole = 8 << 10, in_place = 64 << 10, edge = 2048, stride = 1024,
+                          sample = 64;
     *readable = true;
-    for (const auto &[address, length] : ranges)
-        for (std::size_t done = 0; done < length;) {
-            const std::size_t want = std::min(sizeof chunk, length - done);
-            struct iovec local = {chunk, want};
-            struct iovec remote = {reinterpret_cast<void *>(address + done), want};
-            const ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-            if (got <= 0) {
-                *readable = false;
-                return hash;
-            }
-            for (ssize_t i = 0; i < got; ++i) hash = (hash ^ chunk[i]) * 1099511628211ull;
-            done += static_cast<std::size_t>(got);
+    std::size_t total = 0;
+    for (const auto &range : ranges) total += range.second;
+    std::vector<struct iovec> pieces;
+    auto take = [&](std::uintptr_t address, std::size_t length) {
+        if (pieces.size() < IOV_MAX) pieces.push_back({reinterpret_cast<void *>(address), length});
+    };
+    for (const auto &[address, length] : ranges) {
+        if (total <= whole || length <= 2 * edge) {
+            take(address, length);
+            continue;
         }
-    return hash;
+        take(address, edge);  // at most 64 samples between: each costs the kernel a page walk
+        const std::size_t step = std::max(stride, (length - 2 * edge) / 64);
+        for (std::size_t at = edge; at + sample <= length - edge; at += step)
+            take(address + at, sample);
+        take(address + length - edge, edge);
+    }
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    if (total <= in_place) {
+        for (const struct iovec &piece : pieces)
+            hash = mix(hash, static_cast<const unsigned char *>(piece.iov_base), piece.iov_len);
+        return hash;
+    }
+    std::size_t bytes = 0;
+    for (const struct iovec &piece : pieces) bytes += piece.iov_len;
+    std::vector<unsigned char> copy(bytes);
+    struct iovec local = {copy.data(), bytes};
+    if (process_vm_readv(getpid(), &local, 1, pieces.data(), pieces.size(), 0) !=
+        static_cast<ssize_t>(bytes)) {
+        *readable = false;
+        return hash;
+    }
+    return mix(hash, copy.data(), bytes);
 }
 
 }  // namespace

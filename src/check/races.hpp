@@ -47,12 +47,10 @@ void init();
 // prints the summary, every rank removes its slot.
 void finalize();
 
-// The application's call site of the RMA call being issued on this thread, captured
-// by the MPI layer (capture_site) when checking; the engine records it with the call.
-std::uint64_t capture_site();
-// The site of the call the MPI layer is issuing on this thread (set_call_site), for the
-// engine to record with it.
-void set_call_site(std::uint64_t site);
+// The application's call site of the RMA call being issued on this thread: the return
+// address of its MPI_ binding (NBRMA_CALL_SITE, src/mpi/bindings.hpp), resolved (as an
+// object and an offset, cached by address) when the engine records the call.
+void set_caller(const void *address);
 std::uint64_t call_site();
 
 // Happens-before from the MPI calls nbrma interposes. `release` publishes this rank's

@@ -1,8 +1,6 @@
 // The race checker's MPI side (races.hpp): turning it on at MPI_Init, the summary at
 // MPI_Finalize, call sites, the clocks of interposed messages and collectives, and the
 // collective creation of a window's logs.
-#include <dlfcn.h>
-#include <execinfo.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -69,15 +67,6 @@ std::vector<int> world_ranks(MPI_Comm comm) {
     return out;
 }
 
-// The address range of libnbrma itself: call sites are the first frames outside it.
-const void *library_base() {
-    static const void *base = [] {
-        Dl_info info;
-        return dladdr(reinterpret_cast<void *>(&library_base), &info) ? info.dli_fbase : nullptr;
-    }();
-    return base;
-}
-
 }  // namespace
 
 void init() {
@@ -115,19 +104,6 @@ void finalize() {
     unmap_shared(p.own, Slot::bytes(p.ranks));
     p.own = nullptr;
     detail::on.store(false);
-}
-
-std::uint64_t capture_site() {
-    void *frames[12];
-    const int depth = backtrace(frames, 12);
-    const void *own = library_base();
-    for (int i = 1; i < depth; ++i) {
-        Dl_info info;
-        if (!dladdr(frames[i], &info) || info.dli_fbase == own) continue;
-        // the return address: one byte back lies in the call instruction
-        return encode_site(static_cast<char *>(frames[i]) - 1);
-    }
-    return 0;
 }
 
 void acquire_from(MPI_Comm comm, int rank) {

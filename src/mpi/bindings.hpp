@@ -10,6 +10,13 @@
 
 // check `request`: the MPI_Request * must not be null. A bad window is reported first
 // (it is what MPICH checks first).
+// NBRMA_CHECK=races: the application's call site of an RMA call is the binding's return
+// address (check::call_site resolves it when the engine records the call).
+#define NBRMA_CALL_SITE()                                                                      \
+    do {                                                                                        \
+        if (nbrma::check::enabled()) nbrma::check::set_caller(__builtin_return_address(0));    \
+    } while (0)
+
 #define NBRMA_REQUEST_POINTER(call, win, request)                                               \
     do {                                                                                        \
         if (!(request) && !nbrma::mpi::window_find(win))                                        \

@@ -70,7 +70,6 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
     if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
     engine::Request *pending = nullptr;
     const char *cause = nullptr;  // the argument check's exact cause, if it refused the call
-    if (state->check) check::set_call_site(check::capture_site());
     Status status =
         locked([&] { return state->engine->rma(call, wants_request ? &pending : nullptr, &cause); });
     if (is_error(status)) {
