@@ -233,8 +233,10 @@ bool Window::advance_exposure(Epoch &epoch) {
         }
     }
     if (!epoch.open() && exposure_finished(epoch)) {
-        if (check_) check_->exposure_done();
-        if (check_) check_->epoch_done(epoch.id());
+        if (check_) {
+            check_->exposure_done();
+            check_->epoch_done(epoch.id());
+        }
         epoch.complete();
         moved = true;
     }

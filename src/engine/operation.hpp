@@ -95,11 +95,12 @@ class Operation {
     // The target type's layout retain_types looked up, or null.
     const TypeLayout *target_layout() const { return target_layout_; }
     const TypeLayout *result_layout() const { return result_layout_; }
-    // NBRMA_CHECK=races: the application's call site (check::capture_site), else 0.
+    // NBRMA_CHECK=races: the application's call site (check::call_site), else 0.
     void set_site(std::uint64_t site) { site_ = site; }
     std::uint64_t site() const { return site_; }
     // NBRMA_CHECK=races, a recorded call: the issuing rank's clock at the call.
     std::vector<std::uint64_t> &issued_clock() { return issued_clock_; }
+    const std::vector<std::uint64_t> &issued_clock() const { return issued_clock_; }
 
   private:
     Status execute_put(const TargetView &view);

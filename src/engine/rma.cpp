@@ -257,22 +257,12 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
         !state.pending.empty()) {
         auto operation = std::make_unique<Operation>(call, age, handle);
         operation->retain_types();  // recorded: replayed when the target is ready
-        if (check_) {
-            operation->set_site(check::call_site());
-            operation->issued_clock() = check_->snapshot();
-            if (!handle) {
-                check_->watch_origin(call, operation->site());
-                check_->watch_result(call, operation->result_layout(), operation->site());
-            }
-        }
+        if (check_) check_issue(*operation, true);
         state.pending.push_back(std::move(operation));
         return Status::ok;
     }
     Operation operation(call, age, handle);  // runs now: no need to keep it
-    if (check_) {
-        operation.set_site(check::call_site());
-        if (!handle) check_->watch_origin(call, operation.site());
-    }
+    if (check_) check_issue(operation, false);
     status = run(operation, byte_offset, *epoch);
     if (is_error(status)) epoch->fail(status);
     if (handle) handle->finish(status);
@@ -305,34 +295,44 @@ Status Window::check_notify(const RmaCall &call) {
 // Runs one operation (complete at the origin when it returns) and, if it may not have
 // reached its target yet, numbers it for the target's remote completion.
 Status Window::run(Operation &operation, std::uint64_t byte_offset, const Epoch &epoch) {
-    if (check_) {
-        using Sync = check::WindowCheck::Sync;
-        const Sync sync = epoch.kind() == EpochKind::lock
-                              ? (epoch.mode() == sync::LockMode::exclusive ? Sync::lock_exclusive
-                                                                           : Sync::lock_shared)
-                          : epoch.kind() == EpochKind::lock_all ? Sync::lock_all
-                          : epoch.kind() == EpochKind::fence    ? Sync::fence
-                                                                : Sync::pscw;
-        check_->access(operation.call(), operation.target_layout(), byte_offset, sync,
-                       operation.site(), operation.issued_clock(), epoch.id(),
-                       operation.request() && (operation.call().kind == RmaKind::get ||
-                                               operation.call().kind == RmaKind::get_accumulate));
-    }
+    if (check_) check_run(operation, byte_offset, epoch);
     TargetView view{&transport_, byte_offset, config_.hardware_atomics};
-    struct WatchResult {  // once the call ran: its result buffer holds what it fetched
-        check::WindowCheck *check;
-        const Operation &operation;
-        ~WatchResult() {
-            if (check && !operation.request())
-                check->watch_result(operation.call(), operation.result_layout(), operation.site());
-        }
-    } watch_result{check_, operation};
-    if (check_ && !operation.request()) check_->result_running(operation.call());
     if (operation.call().notify)  // the index was checked against the capacity at the call
         view.notify_offset = layout_.notification(static_cast<std::uint32_t>(operation.call().notify_index));
     Status status = operation.execute(view);
+    if (check_ && !operation.request())  // its result buffer holds what it fetched now
+        check_->watch_result(operation.call(), operation.result_layout(), operation.site());
     if (operation.needs_flush()) ran_toward(operation.call().target);
     return status;
+}
+
+// NBRMA_CHECK=races: a call issued gets its site; a recorded one (run later) the clock it
+// was issued with. Its origin buffer is watched, and a recorded call's result buffer.
+void Window::check_issue(Operation &operation, bool recorded) {
+    operation.set_site(check::call_site());
+    if (recorded) operation.issued_clock() = check_->snapshot();
+    if (operation.request()) return;  // its request completes it
+    check_->watch_origin(operation.call(), operation.site());
+    if (recorded)
+        check_->watch_result(operation.call(), operation.result_layout(), operation.site());
+}
+
+// NBRMA_CHECK=races: the call is checked against its target's log and logged; the result
+// buffer it is about to write must not have changed since the call.
+void Window::check_run(const Operation &operation, std::uint64_t byte_offset, const Epoch &epoch) {
+    using Sync = check::WindowCheck::Sync;
+    const RmaCall &call = operation.call();
+    const Sync sync =
+        epoch.kind() == EpochKind::lock
+            ? (epoch.mode() == sync::LockMode::exclusive ? Sync::lock_exclusive : Sync::lock_shared)
+        : epoch.kind() == EpochKind::lock_all ? Sync::lock_all
+        : epoch.kind() == EpochKind::fence    ? Sync::fence
+                                              : Sync::pscw;
+    const bool fetch_request =
+        operation.request() && (call.kind == RmaKind::get || call.kind == RmaKind::get_accumulate);
+    check_->access(call, operation.target_layout(), byte_offset, sync, operation.site(),
+                   operation.issued_clock(), epoch.id(), fetch_request);
+    if (!operation.request()) check_->result_running(call);
 }
 
 bool Window::run_pending(Epoch &epoch, TargetState &state) {

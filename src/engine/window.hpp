@@ -357,6 +357,8 @@ class Window {
     bool exposure_finished(const Epoch &epoch) const;
     bool run_pending(Epoch &epoch, TargetState &state);
     Status run(Operation &operation, std::uint64_t byte_offset, const Epoch &epoch);
+    void check_issue(Operation &operation, bool recorded);
+    void check_run(const Operation &operation, std::uint64_t byte_offset, const Epoch &epoch);
     // A flush request found done (flush_done): the checker learns of the remote completion.
     void flush_finished(const Flush &flush);
     bool remote_complete(int peer, std::uint64_t upto, Status *failure);
