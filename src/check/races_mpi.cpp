@@ -72,8 +72,17 @@ std::vector<int> world_ranks(MPI_Comm comm) {
 void init() {
     const char *value = settings::env(settings::Id::check_env);
     if (!value || std::strcmp(value, "races") != 0) return;
-    if (start()) process().summary = true;
+    Process &p = process();
+    if (start()) p.summary = true;
     mpich::Barrier(MPI_COMM_WORLD);  // every slot exists: one that cannot be opened is remote
+    if (!p.summary) return;
+    {  // every node-local peer's slot mapped now, so that ours can lose its name at once
+        std::lock_guard<std::mutex> guard(p.mutex);
+        for (int rank = 0; rank < p.ranks; ++rank) join_slot_locked(rank);
+    }
+    mpich::Barrier(MPI_COMM_WORLD);
+    // No name left in /dev/shm, even when a rank is killed or aborts.
+    shm_unlink(slot_name(p.me).c_str());
 }
 
 void finalize() {
