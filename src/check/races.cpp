@@ -42,7 +42,6 @@ thread_local const void *current_caller = nullptr;
 void set_caller(const void *address) { current_caller = address; }
 std::uint64_t races_found() { return process().races.load(); }
 std::uint64_t accesses_checked() { return process().checked.load(); }
-std::uint64_t accesses_unchecked() { return process().unchecked.load(); }
 
 void *create_shared(const std::string &name, std::size_t bytes) {
     int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);

@@ -64,10 +64,9 @@ void acquire_node();  // a receive from an unknown rank: every node-local rank's
 std::vector<std::uint64_t> enter_collective();
 void leave_collective(const std::vector<std::uint64_t> &joined);
 
-// Races this process found, checks made, calls it could not check.
+// Races this process found, and target byte ranges it checked (MPI_T counters).
 std::uint64_t races_found();
 std::uint64_t accesses_checked();
-std::uint64_t accesses_unchecked();
 
 struct Area;  // one rank's access log (races.cpp)
 
