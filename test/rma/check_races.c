@@ -1,11 +1,13 @@
 /*
  * check_races: labelled programs for nbrma's run-time RMA race checker (NBRMA_CHECK=races).
  *
- * `check_races <scenario>` sets NBRMA_CHECK=races before MPI_Init, runs one scenario of the
- * table below on a window of 64 bytes a rank (MPI_Win_allocate, disp_unit 1; rank 0 is the
- * target, ranks 1 and 2 the origins), frees the window, and then sums over the ranks the
- * MPI_T counter "nbrma_check_races" (the races each process detected). A RACE scenario
- * passes iff that sum is > 0, a NONE scenario iff it is 0.
+ * `check_races <scenario>` sets NBRMA_CHECK=races before MPI_Init and runs one scenario of
+ * the table below, or every RACE scenario (`check_races racy`) or every NONE scenario
+ * (`check_races clean`), one after the other in one job. Each runs on a new window of 64
+ * bytes a rank (MPI_Win_allocate, disp_unit 1; rank 0 is the target, ranks 1 and 2 the
+ * origins), frees it, and then sums over the ranks what the MPI_T counter
+ * "nbrma_check_races" (the races each process detected) grew by meanwhile. A RACE scenario
+ * passes iff that sum is > 0, a NONE scenario iff it is 0; rank 0 prints each sum.
  *
  * Each label is what the MPI standard says (MPI 4.0 chapter 12, "Semantics and
  * Correctness", with the default window info: accumulate_ops=same_op_no_op,
@@ -15,9 +17,9 @@
  * interleaving; a NONE scenario is correctly synchronized. The racy accesses only write
  * bytes of a window: no scenario crashes or hangs either way.
  *
- * The thread scenarios run at MPI_THREAD_MULTIPLE (SKIP where MPI provides less), the
- * others at MPI_THREAD_SINGLE. A scenario refuses fewer ranks than it needs; more ranks
- * take part in the collectives only.
+ * A job with a thread scenario runs at MPI_THREAD_MULTIPLE (the thread scenarios SKIP where
+ * MPI provides less), one without at MPI_THREAD_SINGLE. A scenario refuses fewer ranks than it
+ * needs; more ranks take part in the collectives only.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -421,26 +423,65 @@ static void counter_close(void) {
 }
 
 /* ------------------------------------------------------------------ main */
-static const scenario_t *find(const char *name) {
-    for (int i = 0; name && i < NSCENARIOS; i++)
-        if (strcmp(scenarios[i].name, name) == 0) return &scenarios[i];
-    return NULL;
+/* Marks the scenarios `check_races <name>` runs: one scenario by name, or a group, "racy"
+ * (every RACE scenario) or "clean" (every NONE scenario). 0 if the name is neither. */
+static int select_scenarios(const char *name, int chosen[]) {
+    int n = 0;
+    for (int i = 0; name && i < NSCENARIOS; i++) {
+        chosen[i] = strcmp(scenarios[i].name, name) == 0 ||
+                    (strcmp(name, "racy") == 0 && scenarios[i].label == RACE) ||
+                    (strcmp(name, "clean") == 0 && scenarios[i].label == NONE);
+        n += chosen[i];
+    }
+    return n;
+}
+
+/* Runs scenario s on a new window and checks the races the ranks counted meanwhile
+ * against its label. */
+static void run_scenario(const scenario_t *s, int have_counter) {
+    char *base;
+    const unsigned long long before = have_counter ? counter_read() : 0;
+    MPI_CHK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    s->run();
+    MPI_CHK(MPI_Win_free(&win));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+
+    unsigned long long races = have_counter ? counter_read() - before : 0, total = 0;
+    MPI_CHK(MPI_Allreduce(&races, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (me != 0) return;
+    printf("scenario %-40s %s, races found: %llu\n", s->name, s->label == RACE ? "RACE" : "NONE",
+           total);
+    if (s->label == RACE && total == 0) {
+        fprintf(stderr, "scenario %s: expected a race, the checker found none\n", s->name);
+        rt_errs++;
+    } else if (s->label == NONE && total != 0) {
+        fprintf(stderr, "scenario %s: expected no race, the checker reported %llu\n", s->name,
+                total);
+        rt_errs++;
+    }
 }
 
 int main(int argc, char **argv) {
-    const scenario_t *s = find(argc > 1 ? argv[1] : NULL);
+    const char *name = argc > 1 ? argv[1] : NULL;
+    int chosen[NSCENARIOS], threaded = 0, ranks = 0;
+    const int n = select_scenarios(name, chosen);
+    for (int i = 0; i < NSCENARIOS; i++) {
+        if (!chosen[i]) continue;
+        threaded |= scenarios[i].threaded;
+        if (scenarios[i].min_ranks > ranks) ranks = scenarios[i].min_ranks;
+    }
     int provided = MPI_THREAD_SINGLE;
     setenv("NBRMA_CHECK", "races", 1);
-    MPI_Init_thread(&argc, &argv, s && s->threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                    &provided);
+    MPI_Init_thread(&argc, &argv, threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
 
-    if (!s) {
+    if (n == 0) {
         if (me == 0) {
-            fprintf(stderr, "check_races: unknown scenario \"%s\"; valid scenarios:\n",
-                    argc > 1 ? argv[1] : "(none given)");
+            fprintf(stderr, "check_races: unknown scenario \"%s\"; give racy, clean, or one of:\n",
+                    name ? name : "(none given)");
             for (int i = 0; i < NSCENARIOS; i++)
                 fprintf(stderr, "  %-40s %d %s  %s\n", scenarios[i].name, scenarios[i].min_ranks,
                         scenarios[i].label == RACE ? "RACE" : "NONE", scenarios[i].description);
@@ -448,42 +489,31 @@ int main(int argc, char **argv) {
         }
         return rt_finalize();
     }
-    if (np < s->min_ranks) {
+    if (np < ranks) {
         if (me == 0) {
-            fprintf(stderr, "scenario %s needs at least %d ranks, got %d\n", s->name, s->min_ranks,
-                    np);
+            fprintf(stderr, "check_races %s needs at least %d ranks, got %d\n", name, ranks, np);
             rt_errs++;
         }
         return rt_finalize();
     }
-    if (s->threaded && provided < MPI_THREAD_MULTIPLE) {
-        if (me == 0) printf("SKIP: scenario %s needs MPI_THREAD_MULTIPLE\n", s->name);
-        return rt_finalize();
-    }
 
     const int have_counter = counter_open();
-    char *base;
-    MPI_CHK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
-    MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    s->run();
-    MPI_CHK(MPI_Win_free(&win));
-    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
-
-    unsigned long long races = have_counter ? counter_read() : 0, total = 0;
     int all_have = 0;
-    MPI_CHK(MPI_Allreduce(&races, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
     MPI_CHK(MPI_Allreduce(&have_counter, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (me == 0) {
-        if (!all_have) {
-            fprintf(stderr, "scenario %s: pvar %s not found\n", s->name, pvar_name);
+    if (!all_have) {
+        if (me == 0) {
+            fprintf(stderr, "check_races: pvar %s not found\n", pvar_name);
             rt_errs++;
-        } else if (s->label == RACE && total == 0) {
-            fprintf(stderr, "scenario %s: expected a race, the checker found none\n", s->name);
-            rt_errs++;
-        } else if (s->label == NONE && total != 0) {
-            fprintf(stderr, "scenario %s: expected no race, the checker reported %llu\n", s->name,
-                    total);
-            rt_errs++;
+        }
+    } else {
+        for (int i = 0; i < NSCENARIOS; i++) {
+            if (!chosen[i]) continue;
+            if (scenarios[i].threaded && provided < MPI_THREAD_MULTIPLE) {
+                if (me == 0)
+                    printf("SKIP: scenario %s needs MPI_THREAD_MULTIPLE\n", scenarios[i].name);
+                continue;
+            }
+            run_scenario(&scenarios[i], have_counter);
         }
     }
     counter_close();
