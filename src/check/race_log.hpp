@@ -13,6 +13,8 @@
 
 namespace nbrma::check {
 
+class WindowCheck;
+
 constexpr std::uint64_t not_completed = ~std::uint64_t{0};
 
 // A spin lock in shared memory.
@@ -52,27 +54,46 @@ struct Entry {
 };
 static_assert(sizeof(Entry) == 64, "one cache line");
 
+// One RMA call at its target, for the target to replay into ThreadSanitizer (tsan.hpp).
+struct Landing {
+    std::uint64_t low, high;  // target bytes, as Entry's
+    std::uint64_t acquired;   // the origin's clock entry of the target when it issued the call
+    std::uint64_t completed;  // as Entry's
+    std::int32_t origin;      // world rank
+    std::int32_t completer;   // as Entry's
+    std::uint8_t kind;        // engine::RmaKind
+    std::uint8_t writes;      // the call writes the target bytes
+    std::uint8_t notify;      // a notified call
+    std::uint8_t replayed;    // by the target
+    std::uint32_t unused;
+};
+static_assert(sizeof(Landing) == 48, "packed");
+
 // A rank's window in the checker, in shared memory: a header; the clocks its peers
 // release into or acquire from, each `ranks` words: its lock's exclusive and shared
 // releases, its last two fences' arrivals (by fence number parity), its post, the
-// completes of its exposure's origins; then its access log. Each clock is exact for its
-// synchronization: a fence's clock is the one this rank entered that fence with, not
+// completes of its exposure's origins; then its access log; then, when this rank runs
+// under ThreadSanitizer, the ring of calls it replays (Landing). Each clock is exact for
+// its synchronization: a fence's clock is the one this rank entered that fence with, not
 // anything it published later.
 struct Area {
     SpinLock lock;
     std::uint32_t ranks;
     std::uint32_t capacity;
     std::uint32_t count;
-    std::uint64_t dropped;    // calls not logged: the log was full
-    std::uint64_t fences[2];  // the fence numbers fence_clock(0), (1) hold
+    std::uint32_t landing_capacity;              // 0: no replay
+    std::uint64_t dropped;                       // calls not logged: the log (or the ring) was full
+    std::uint64_t fences[2];                     // the fence numbers fence_clock(0), (1) hold
+    std::uint64_t landings_head, landings_tail;  // appended by origins, replayed by this rank
     enum Clock { exclusive_release, shared_release, fence0, fence1, post, done, notified, clocks };
     std::uint64_t *clock(Clock which) {
         return reinterpret_cast<std::uint64_t *>(this + 1) + std::size_t{ranks} * which;
     }
     Entry *entries() { return reinterpret_cast<Entry *>(clock(clocks)); }
-    static std::size_t bytes(int ranks, std::uint32_t capacity) {
+    Landing *landings() { return reinterpret_cast<Landing *>(entries() + capacity); }
+    static std::size_t bytes(int ranks, std::uint32_t capacity, std::uint32_t landing_capacity) {
         return sizeof(Area) + clocks * sizeof(std::uint64_t) * static_cast<std::size_t>(ranks) +
-               sizeof(Entry) * capacity;
+               sizeof(Entry) * capacity + sizeof(Landing) * landing_capacity;
     }
 };
 
@@ -90,6 +111,8 @@ struct Process {
     std::set<std::pair<std::uint64_t, std::uint64_t>> reported;  // site pairs
     std::atomic<std::uint64_t> next_window{0};  // numbers of this rank's areas (their names)
     bool summary = false;  // on from MPI_Init: a collective summary at MPI_Finalize
+    bool tsan = false;     // under ThreadSanitizer: windows replay their calls into it
+    std::vector<WindowCheck *> replaying;  // this process's windows that do
     std::atomic<std::uint64_t> races{0}, checked{0}, unchecked{0}, dropped{0};
 };
 Process &process();
@@ -104,8 +127,13 @@ std::string slot_name(int world_rank);
 // Joins world rank `rank`'s published clock into ours and, if given, into *also (caller
 // holds process().mutex).
 void join_slot_locked(int rank, std::vector<std::uint64_t> *also = nullptr);
+// Ticks our clock's own entry past the value just published (caller holds the mutex).
+void tick_locked();
 // Publishes our clock, then ticks it (caller holds process().mutex).
 void publish_locked();
+// Our clock grew: the windows under ThreadSanitizer replay the calls it now covers
+// (caller holds process().mutex).
+void replay_locked();
 
 // Call sites: an object (by name hash) and an offset in it, as one word.
 std::uint64_t encode_site(const void *address);

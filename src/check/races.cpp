@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "check/race_log.hpp"
+#include "check/tsan.hpp"
 #include "engine/datatype.hpp"
 
 namespace nbrma::check {
@@ -105,12 +106,29 @@ void join_slot_locked(int rank, std::vector<std::uint64_t> *also) {
     slot->lock.unlock();
 }
 
+void tick_locked() {
+    Process &p = process();
+    if (p.tsan) tsan::released(p.clock[p.me]);
+    ++p.clock[p.me];
+}
+
 void publish_locked() {
     Process &p = process();
     p.own->lock.lock();
     std::memcpy(p.own->clock, p.clock.data(), sizeof(std::uint64_t) * p.clock.size());
     p.own->lock.unlock();
-    ++p.clock[p.me];
+    tick_locked();
+}
+
+void synchronized() {
+    Process &p = process();
+    if (!p.tsan) return;
+    std::lock_guard<std::mutex> guard(p.mutex);
+    tsan::ordered_after_replays();
+}
+
+void replay_locked() {
+    for (WindowCheck *window : process().replaying) window->replay(false);
 }
 
 void release() {
@@ -339,6 +357,53 @@ bool same_shape(const Entry &a, const Entry &b) {
            a.op == b.op && a.basic == b.basic && a.sync == b.sync;
 }
 
+// Appends `now` to the target's ring of calls to replay into ThreadSanitizer (caller
+// holds the area's lock); the call issued after the target's publication `acquired`.
+// A call of the same shape as the last one not yet replayed, issued after the same
+// publication, stands for both.
+void land(Area &area, const Entry &now, std::uint64_t acquired) {
+    Landing *ring = area.landings();
+    const std::uint32_t size = area.landing_capacity;
+    if (area.landings_head > area.landings_tail) {
+        Landing &last = ring[(area.landings_head - 1) % size];
+        if (!last.replayed && last.origin == now.origin && last.low == now.low &&
+            last.high == now.high && last.kind == now.kind && last.acquired == acquired) {
+            last.completed = now.completed;
+            last.completer = now.completer;
+            last.notify = now.notify;
+            return;
+        }
+    }
+    if (area.landings_head - area.landings_tail == size) {
+        ++area.dropped;
+        ++process().dropped;
+        return;
+    }
+    Landing &l = ring[area.landings_head++ % size];
+    l = Landing{};
+    l.low = now.low;
+    l.high = now.high;
+    l.acquired = acquired;
+    l.completed = now.completed;
+    l.origin = now.origin;
+    l.completer = now.completer;
+    l.kind = now.kind;
+    l.writes = writes(now) ? 1 : 0;
+    l.notify = now.notify;
+}
+
+// Marks this rank's calls in the area's ring complete at `at` (caller holds its lock);
+// or, `notified`, the notified calls of every origin, completed by this rank.
+void complete_landings(Area &area, int me, std::uint64_t at, bool notified) {
+    Landing *ring = area.landings();
+    for (std::uint64_t i = area.landings_tail; i < area.landings_head; ++i) {
+        Landing &l = ring[i % area.landing_capacity];
+        if (l.completed != not_completed || (notified ? !l.notify : l.origin != me)) continue;
+        l.completed = at;
+        l.completer = me;
+    }
+}
+
 }  // namespace
 
 // ---- WindowCheck --------------------------------------------------------------------
@@ -424,7 +489,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     const std::vector<std::uint64_t> &clock = issued.empty() ? p.clock : then;
     if (fetch_request) {
         now.completed = p.clock[p.me];
-        ++p.clock[p.me];
+        tick_locked();
     }
     area->lock.lock();
     if (call.notify)  // the notification will tell the target of our clock up to this call
@@ -448,6 +513,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                 logged = true;
             }
         }
+        if (area->landing_capacity) land(*area, now, clock[world_[call.target]]);
         if (logged) continue;
         if (area->count < area->capacity) {
             entries[area->count++] = now;
@@ -473,9 +539,10 @@ void WindowCheck::completed(int target) {
         for (std::uint32_t i = 0; i < area->count; ++i)
             if (entries[i].origin == me && entries[i].completed == not_completed)
                 entries[i].completed = at;
+        if (area->landing_capacity) complete_landings(*area, me, at, false);
         area->lock.unlock();
     }
-    ++p.clock[me];
+    tick_locked();
     // Published at once: a message this rank sends next carries it (send/receive joins
     // slots, which need not be exact).
     publish_locked();
@@ -497,6 +564,7 @@ void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch)
         prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
     }
     area->lock.unlock();
+    replay_locked();
 }
 
 void WindowCheck::lock_released(int target, bool exclusive) {
@@ -512,7 +580,7 @@ void WindowCheck::lock_released(int target, bool exclusive) {
               [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
     }
     area->lock.unlock();
-    ++p.clock[p.me];
+    tick_locked();
 }
 
 void WindowCheck::fence_entered(std::uint64_t fence) {
@@ -525,7 +593,7 @@ void WindowCheck::fence_entered(std::uint64_t fence) {
     std::copy(p.clock.begin(), p.clock.end(), clock);
     area->fences[fence % 2] = fence;
     area->lock.unlock();
-    ++p.clock[p.me];
+    tick_locked();
 }
 
 void WindowCheck::fence_acquire(std::uint64_t fence, std::uint64_t epoch) {
@@ -541,6 +609,7 @@ void WindowCheck::fence_acquire(std::uint64_t fence, std::uint64_t epoch) {
     }
     join_into(p.clock, acquired.data());
     keep_acquired(epoch, -1, acquired);
+    replay_locked();
 }
 
 void WindowCheck::post_release() {
@@ -551,7 +620,7 @@ void WindowCheck::post_release() {
     area->lock.lock();
     std::copy(p.clock.begin(), p.clock.end(), area->clock(Area::post));
     area->lock.unlock();
-    ++p.clock[p.me];
+    tick_locked();
 }
 
 void WindowCheck::post_acquire(int target, std::uint64_t epoch) {
@@ -575,7 +644,7 @@ void WindowCheck::complete_release(int target) {
     area->lock.lock();
     release_into(area->clock(Area::done), p.clock);
     area->lock.unlock();
-    ++p.clock[p.me];
+    tick_locked();
 }
 
 void WindowCheck::complete_acquire() {
@@ -586,6 +655,7 @@ void WindowCheck::complete_acquire() {
     area->lock.lock();
     join_into(p.clock, area->clock(Area::done));
     area->lock.unlock();
+    replay_locked();
 }
 
 void WindowCheck::notified() {
@@ -602,9 +672,11 @@ void WindowCheck::notified() {
             entries[i].completed = at;
             entries[i].completer = p.me;
         }
+    if (area->landing_capacity) complete_landings(*area, p.me, at, true);
     area->lock.unlock();
-    ++p.clock[p.me];
+    tick_locked();
     publish_locked();
+    replay_locked();
 }
 
 void WindowCheck::fence_passed() {
@@ -771,7 +843,42 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
     watched_.resize(kept);
 }
 
+// ---- ThreadSanitizer ----------------------------------------------------------------
+
+void WindowCheck::replay(bool all) {
+    Process &p = process();
+    Area *area = areas_[rank_];
+    area->lock.lock();
+    Landing *ring = area->landings();
+    for (std::uint64_t i = area->landings_tail; i < area->landings_head; ++i) {
+        Landing &l = ring[i % area->landing_capacity];
+        const bool covered = l.completed != not_completed &&
+                             (l.completer == p.me || p.clock[l.completer] > l.completed);
+        if (l.replayed || !(covered || all)) continue;
+        tsan::replay(l.origin, static_cast<RmaKind>(l.kind), l.acquired,
+                     reinterpret_cast<void *>(base_ + l.low),
+                     static_cast<std::size_t>(l.high - l.low), l.writes != 0);
+        l.replayed = 1;
+    }
+    while (area->landings_tail < area->landings_head &&
+           ring[area->landings_tail % area->landing_capacity].replayed)
+        ++area->landings_tail;
+    area->lock.unlock();
+}
+
+void WindowCheck::forget(bool replay_rest) {
+    Process &p = process();
+    std::lock_guard<std::mutex> guard(p.mutex);
+    auto found = std::find(p.replaying.begin(), p.replaying.end(), this);
+    if (found == p.replaying.end()) return;
+    if (replay_rest) replay(true);
+    p.replaying.erase(found);
+}
+
+void WindowCheck::freed() { forget(true); }
+
 WindowCheck::~WindowCheck() {
+    forget(false);
     for (std::size_t r = 0; r < maps_.size(); ++r) unmap_shared(maps_[r], map_bytes_[r]);
 }
 

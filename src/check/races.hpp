@@ -64,6 +64,11 @@ void acquire_node();  // a receive from an unknown rank: every node-local rank's
 std::vector<std::uint64_t> enter_collective();
 void leave_collective(const std::vector<std::uint64_t> &joined);
 
+// An application thread returns from an MPI call that waited for synchronization
+// (another thread, the progress thread, may have acquired for it): under
+// ThreadSanitizer it is ordered after the calls replayed so far (tsan.hpp).
+void synchronized();
+
 // Races this process found, and target byte ranges it checked (MPI_T counters).
 std::uint64_t races_found();
 std::uint64_t accesses_checked();
@@ -76,8 +81,10 @@ struct Area;  // one rank's access log (races.cpp)
 class WindowCheck {
   public:
     // Collective over comm: every rank makes its area, maps its peers'. Null when the
-    // checker cannot run (then the window runs unchecked, said once).
-    static std::unique_ptr<WindowCheck> create(MPI_Comm comm);
+    // checker cannot run (then the window runs unchecked, said once). `base`: where
+    // target offsets start in this rank's memory (null for a dynamic window, whose
+    // offsets are addresses).
+    static std::unique_ptr<WindowCheck> create(MPI_Comm comm, const void *base);
     ~WindowCheck();
     WindowCheck(const WindowCheck &) = delete;
     WindowCheck &operator=(const WindowCheck &) = delete;
@@ -140,10 +147,17 @@ class WindowCheck {
     // before this rank's clock go from its own log.
     void fence_passed();
     void exposure_done();
+    // Under ThreadSanitizer (tsan.hpp): replays into it the calls logged at this rank
+    // that its clock covers now (`all`: every call), as accesses of their origins' fibers
+    // (caller holds the process mutex). The window is freed, past its closing barrier:
+    // the calls not replayed yet are.
+    void replay(bool all);
+    void freed();
 
   private:
     WindowCheck() = default;
     int rank_ = 0;               // in the window
+    std::uintptr_t base_ = 0;    // of this rank's window memory (0: dynamic)
     std::vector<int> world_;     // window rank -> world rank
     std::vector<Area *> areas_;  // by window rank; null: on another node
     std::vector<void *> maps_;
@@ -164,6 +178,7 @@ class WindowCheck {
     void watch(const engine::RmaCall &call, const void *buffer, const engine::TypeLayout &layout,
                MPI_Aint count, bool result, std::uint64_t site);
     void keep_acquired(std::uint64_t epoch, int target, const std::vector<std::uint64_t> &clock);
+    void forget(bool replay_rest);
 };
 
 }  // namespace nbrma::check

@@ -11,6 +11,7 @@
 
 #include "check/race_log.hpp"
 #include "check/races.hpp"
+#include "check/tsan.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "mpich/entry_points.hpp"
@@ -19,8 +20,10 @@ namespace nbrma::check {
 
 namespace {
 
-// Entries in each rank's log of a window (64 bytes each, touched as used).
+// Entries in each rank's log of a window (64 bytes each, touched as used), and calls in
+// its ring to replay into ThreadSanitizer (48 bytes each; none without TSan).
 constexpr std::uint32_t log_capacity = 16384;
+constexpr std::uint32_t landing_capacity = 4096;
 
 // Turns the checker's process state on (NBRMA_CHECK=races at MPI_Init, or the first
 // window asking for it): this rank's slot, by a name every rank of the job on this node
@@ -35,6 +38,9 @@ bool start() {
     PMPI_Comm_size(MPI_COMM_WORLD, &p.ranks);
     p.prefix = "/nbrma-check-" + std::to_string(static_cast<long long>(getppid()));
     p.clock.assign(static_cast<std::size_t>(p.ranks), 0);
+    p.clock[p.me] = 1;  // a peer's entry 0: nothing of it seen
+    p.tsan = tsan::available();
+    if (p.tsan) tsan::make_fibers(p.ranks);
     p.peers.assign(static_cast<std::size_t>(p.ranks), nullptr);
     p.tried.assign(static_cast<std::size_t>(p.ranks), 0);
     p.own = static_cast<Slot *>(create_shared(slot_name(p.me), Slot::bytes(p.ranks)));
@@ -88,22 +94,29 @@ void init() {
 void finalize() {
     Process &p = process();
     if (!enabled()) return;
-    std::uint64_t mine[4] = {p.races.load(), p.checked.load(), p.unchecked.load(),
-                             p.dropped.load()};
-    std::uint64_t all[4] = {mine[0], mine[1], mine[2], mine[3]};
+    std::uint64_t mine[5] = {p.races.load(), p.checked.load(), p.unchecked.load(), p.dropped.load(),
+                             p.tsan ? 1u : 0u};
+    std::uint64_t all[5] = {mine[0], mine[1], mine[2], mine[3], mine[4]};
+    int ranks = 1;
     if (p.summary) {  // every rank is here: NBRMA_CHECK=races everywhere
-        mpich::Reduce(mine, all, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+        mpich::Reduce(mine, all, 5, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
         mpich::Barrier(MPI_COMM_WORLD);  // no peer opens our slot from now on
+        ranks = p.ranks;
     }
-    if (!p.summary || p.me == 0)
+    if (!p.summary || p.me == 0) {
+        std::string loads = "loads and stores of window memory are not checked";
+        if (all[4] != 0)
+            loads = "loads and stores of window memory are checked by ThreadSanitizer in " +
+                    std::to_string(static_cast<unsigned long long>(all[4])) + " of " +
+                    std::to_string(ranks) + " ranks";
         std::fprintf(stderr,
                      "nbrma check: %sraces found: %llu, RMA calls checked: %llu, not checked: "
-                     "%llu (targets on another node or logs full); loads and stores of "
-                     "window memory are not checked\n",
+                     "%llu (targets on another node or logs full); %s\n",
                      p.summary ? "" : ("rank " + std::to_string(p.me) + ": ").c_str(),
                      static_cast<unsigned long long>(all[0]),
                      static_cast<unsigned long long>(all[1]),
-                     static_cast<unsigned long long>(all[2] + all[3]));
+                     static_cast<unsigned long long>(all[2] + all[3]), loads.c_str());
+    }
     shm_unlink(slot_name(p.me).c_str());
     std::lock_guard<std::mutex> guard(p.mutex);
     for (Slot *&slot : p.peers) {
@@ -125,19 +138,21 @@ void acquire_from(MPI_Comm comm, int rank) {
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
     join_slot_locked(world[rank]);
+    replay_locked();
 }
 
 void acquire_node() {
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
     for (int rank = 0; rank < p.ranks; ++rank) join_slot_locked(rank);
+    replay_locked();
 }
 
 std::vector<std::uint64_t> enter_collective() {
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
     std::vector<std::uint64_t> mine = p.clock;
-    ++p.clock[p.me];
+    tick_locked();
     return mine;
 }
 
@@ -146,9 +161,10 @@ void leave_collective(const std::vector<std::uint64_t> &joined) {
     std::lock_guard<std::mutex> guard(p.mutex);
     for (std::size_t i = 0; i < joined.size() && i < p.clock.size(); ++i)
         p.clock[i] = std::max(p.clock[i], joined[i]);
+    replay_locked();
 }
 
-std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm) {
+std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm, const void *base) {
     Process &p = process();
     // Whether every rank can: one that cannot leaves the window unchecked everywhere.
     int can = start() ? 1 : 0, all = 0;
@@ -167,12 +183,15 @@ std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm) {
         return p.prefix + "-r" + std::to_string(check->world_[rank]) + "-w" +
                std::to_string(static_cast<unsigned long long>(numbers[rank]));
     };
-    const std::size_t bytes = Area::bytes(p.ranks, log_capacity);
+    check->base_ = reinterpret_cast<std::uintptr_t>(base);
+    const std::uint32_t landings = p.tsan ? landing_capacity : 0;
+    const std::size_t bytes = Area::bytes(p.ranks, log_capacity, landings);
     void *own = create_shared(name(check->rank_), bytes);
     if (own) {
         auto *area = static_cast<Area *>(own);
         area->ranks = static_cast<std::uint32_t>(p.ranks);
         area->capacity = log_capacity;
+        area->landing_capacity = landings;
     }
     check->areas_.assign(static_cast<std::size_t>(size), nullptr);
     check->maps_.assign(static_cast<std::size_t>(size), nullptr);
@@ -194,6 +213,10 @@ std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm) {
     }
     mpich::Barrier(comm);  // every peer mapped our area: its name can go
     if (own) shm_unlink(name(check->rank_).c_str());
+    if (own && landings) {
+        std::lock_guard<std::mutex> guard(p.mutex);
+        p.replaying.push_back(check.get());
+    }
     return check;
 }
 

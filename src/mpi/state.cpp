@@ -232,6 +232,7 @@ int request_wrap(engine::Request *request, MPI_Request *handle, engine::Window *
 Status request_wait(engine::Request *request) {
     Status status = engine::wait_request(request);
     request->release();
+    if (check::enabled()) check::synchronized();
     return status;
 }
 

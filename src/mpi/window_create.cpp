@@ -93,6 +93,8 @@ int win_free(const char *call, MPI_Win *win) {
         if (is_error(status)) return raise(call, *win, status, "the closing barrier failed");
         wait_idle(*state);
     }
+    // Under ThreadSanitizer the checker replays what its clock has not covered yet.
+    if (state->check) locked([&] { state->check->freed(); });
     engine::progress_unregister(state->engine.get());
     window_erase(*win);  // before the handle can be reused
     int error = mpich::Win_free(win);

@@ -373,7 +373,7 @@ int Creation::choose_transports(void *base_out) {
     }
     state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
     if (state->info.check.empty() ? check::enabled() : state->info.check == "races") {
-        state->check = check::WindowCheck::create(comm);
+        state->check = check::WindowCheck::create(comm, flavor == Flavor::dynamic ? nullptr : base);
         state->engine->set_check(state->check.get());
     }
 

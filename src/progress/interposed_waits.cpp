@@ -256,6 +256,7 @@ namespace checked {
 bool received(const MPI_Status &status) { return status.MPI_SOURCE >= 0 && status.MPI_TAG >= 0; }
 
 void after(int count, const MPI_Status *statuses) {
+    nbrma::check::synchronized();  // an nbrma request's epoch may have acquired
     for (int i = 0; i < count; ++i)
         if (received(statuses[i])) {
             nbrma::check::acquire_node();

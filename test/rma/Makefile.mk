@@ -281,3 +281,11 @@ test_rma_check_races_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_check_races_CFLAGS = $(AM_CFLAGS) $(RMATEST_PTHREAD)
 test_rma_check_races_LDFLAGS = $(RMATEST_PTHREAD)
 test_rma_check_races_LDADD = $(RMATEST_LDADD)
+
+# the race checker's ThreadSanitizer replay: loads and stores against RMA calls
+check_PROGRAMS += test/rma/check_tsan
+test_rma_check_tsan_SOURCES = test/rma/check_tsan.c
+test_rma_check_tsan_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_check_tsan_CFLAGS = $(AM_CFLAGS) $(TSAN_TEST_FLAGS) -g
+test_rma_check_tsan_LDFLAGS = $(TSAN_TEST_FLAGS)
+test_rma_check_tsan_LDADD = $(RMATEST_LDADD)
