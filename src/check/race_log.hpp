@@ -115,7 +115,8 @@ struct Process {
     std::vector<WindowCheck *> replaying;  // this process's windows that do
     std::atomic<std::uint64_t> races{0}, checked{0}, unchecked{0}, dropped{0};
 };
-Process &process();
+extern Process process_state;  // races.cpp
+inline Process &process() { return process_state; }
 
 // Shared memory of the checker: a new object of `bytes` (O_EXCL; a leftover of the
 // same name is replaced) or an existing one, mapped; null on failure.

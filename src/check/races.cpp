@@ -32,10 +32,7 @@ void SpinLock::lock() {
     }
 }
 
-Process &process() {
-    static Process state;
-    return state;
-}
+Process process_state;
 
 namespace {
 thread_local const void *current_caller = nullptr;
@@ -425,13 +422,31 @@ std::vector<std::uint64_t> WindowCheck::snapshot() const {
 
 void WindowCheck::keep_acquired(std::uint64_t epoch, int target,
                                 const std::vector<std::uint64_t> &clock) {
-    std::vector<std::uint64_t> &kept = acquired_[{epoch, target}];
-    if (kept.empty()) kept.assign(clock.size(), 0);
-    join_into(kept, clock.data());
+    Acquired *free_entry = nullptr;
+    for (Acquired &a : acquired_) {
+        if (a.used && a.epoch == epoch && a.target == target) {
+            join_into(a.clock, clock.data());
+            return;
+        }
+        if (!a.used && !free_entry) free_entry = &a;
+    }
+    if (!free_entry) free_entry = &acquired_.emplace_back();
+    free_entry->used = true;
+    free_entry->epoch = epoch;
+    free_entry->target = target;
+    free_entry->clock.assign(clock.begin(), clock.end());  // its capacity kept: no allocation
+}
+
+const std::vector<std::uint64_t> *WindowCheck::find_acquired(std::uint64_t epoch,
+                                                             int target) const {
+    for (const Acquired &a : acquired_)
+        if (a.used && a.epoch == epoch && a.target == target) return &a.clock;
+    return nullptr;
 }
 
 void WindowCheck::epoch_done(std::uint64_t epoch) {
-    acquired_.erase(acquired_.lower_bound({epoch, -1}), acquired_.lower_bound({epoch + 1, -1}));
+    for (Acquired &a : acquired_)
+        if (a.epoch == epoch) a.used = false;
 }
 
 void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *target,
@@ -478,15 +493,13 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                                   });
     std::lock_guard<std::mutex> guard(p.mutex);
     // The clock the call was issued with: now, or then plus what its epoch acquired since.
-    std::vector<std::uint64_t> then;
     if (!issued.empty()) {
-        then = issued;
-        for (int key : {call.target, -1}) {
-            auto found = acquired_.find({epoch, key});
-            if (found != acquired_.end()) join_into(then, found->second.data());
-        }
+        then_.assign(issued.begin(), issued.end());
+        for (int key : {call.target, -1})
+            if (const std::vector<std::uint64_t> *acquired = find_acquired(epoch, key))
+                join_into(then_, acquired->data());
     }
-    const std::vector<std::uint64_t> &clock = issued.empty() ? p.clock : then;
+    const std::vector<std::uint64_t> &clock = issued.empty() ? p.clock : then_;
     if (fetch_request) {
         now.completed = p.clock[p.me];
         tick_locked();
@@ -554,7 +567,8 @@ void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch)
     if (!area) return;
     std::lock_guard<std::mutex> guard(p.mutex);
     area->lock.lock();
-    std::vector<std::uint64_t> acquired(static_cast<std::size_t>(p.ranks), 0);
+    std::vector<std::uint64_t> &acquired = scratch_;
+    acquired.assign(static_cast<std::size_t>(p.ranks), 0);
     join_into(acquired, area->clock(Area::exclusive_release));
     if (exclusive) join_into(acquired, area->clock(Area::shared_release));
     join_into(p.clock, acquired.data());
@@ -599,7 +613,8 @@ void WindowCheck::fence_entered(std::uint64_t fence) {
 void WindowCheck::fence_acquire(std::uint64_t fence, std::uint64_t epoch) {
     Process &p = process();
     std::lock_guard<std::mutex> guard(p.mutex);
-    std::vector<std::uint64_t> acquired(static_cast<std::size_t>(p.ranks), 0);
+    std::vector<std::uint64_t> &acquired = scratch_;
+    acquired.assign(static_cast<std::size_t>(p.ranks), 0);
     for (Area *area : areas_) {
         if (!area) continue;
         area->lock.lock();
@@ -628,7 +643,8 @@ void WindowCheck::post_acquire(int target, std::uint64_t epoch) {
     Area *area = areas_[target];
     if (!area) return;
     std::lock_guard<std::mutex> guard(p.mutex);
-    std::vector<std::uint64_t> acquired(static_cast<std::size_t>(p.ranks), 0);
+    std::vector<std::uint64_t> &acquired = scratch_;
+    acquired.assign(static_cast<std::size_t>(p.ranks), 0);
     area->lock.lock();
     join_into(acquired, area->clock(Area::post));
     area->lock.unlock();
@@ -719,29 +735,42 @@ std::uint64_t mix(std::uint64_t hash, const unsigned char *bytes, std::size_t le
             lane[k] = (lane[k] ^ word) * prime;
         }
     hash = lane[0] ^ (lane[1] >> 1) ^ (lane[2] >> 2) ^ (lane[3] >> 3) ^ length;
+    for (; i + 8 <= length; i += 8) {
+        std::uint64_t word;
+        std::memcpy(&word, bytes + i, 8);
+        hash = (hash ^ word) * prime;
+    }
     for (; i < length; ++i) hash = (hash ^ bytes[i]) * prime;
     return hash ^ (hash >> 29);
 }
 
-// A digest of the bytes of `ranges`: every byte of buffers up to 8 KiB; of larger ones a
-// sample (each range's first and last 2 KiB and 64 bytes of every 1 KiB between, at most
-// 64 of them: a buffer refilled is caught, a byte changed in the middle may not be). Up
-// to 64 KiB in all it reads in place (the application's memory, small: malloc never
-// unmaps such buffers); beyond, with one process_vm_readv, so that a large buffer freed meanwhile
-// reads as missing, not as a crash. *readable: every byte sampled could be read.
-std::uint64_t digest(const std::vector<std::pair<std::uintptr_t, std::size_t>> &ranges,
+// A digest of the bytes of ranges [0, n): every byte of buffers up to 8 KiB; of larger
+// ones a sample (each range's first and last 2 KiB and 64 bytes of every 1 KiB between, at
+// most 64 of them: a buffer refilled is caught, a byte changed in the middle may not be).
+// Up to 64 KiB in all it reads in place (the application's memory, small: malloc never
+// unmaps such buffers); beyond, with one process_vm_readv, so that a large buffer freed
+// meanwhile reads as missing, not as a crash. *readable: every byte sampled could be read.
+std::uint64_t digest(const std::pair<std::uintptr_t, std::size_t> *ranges, std::size_t n,
                      bool *readable) {
     constexpr std::size_t whole = 8 << 10, in_place = 64 << 10, edge = 2048, stride = 1024,
                           sample = 64;
     *readable = true;
     std::size_t total = 0;
-    for (const auto &range : ranges) total += range.second;
+    for (std::size_t r = 0; r < n; ++r) total += ranges[r].second;
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    if (total <= whole) {  // the common case: every byte, in place, nothing allocated
+        for (std::size_t r = 0; r < n; ++r)
+            hash = mix(hash, reinterpret_cast<const unsigned char *>(ranges[r].first),
+                       ranges[r].second);
+        return hash;
+    }
     std::vector<struct iovec> pieces;
     auto take = [&](std::uintptr_t address, std::size_t length) {
         if (pieces.size() < IOV_MAX) pieces.push_back({reinterpret_cast<void *>(address), length});
     };
-    for (const auto &[address, length] : ranges) {
-        if (total <= whole || length <= 2 * edge) {
+    for (std::size_t r = 0; r < n; ++r) {
+        const auto [address, length] = ranges[r];
+        if (length <= 2 * edge) {
             take(address, length);
             continue;
         }
@@ -751,7 +780,6 @@ std::uint64_t digest(const std::vector<std::pair<std::uintptr_t, std::size_t>> &
             take(address + at, sample);
         take(address + length - edge, edge);
     }
-    std::uint64_t hash = 0xcbf29ce484222325ull;
     if (total <= in_place) {
         for (const struct iovec &piece : pieces)
             hash = mix(hash, static_cast<const unsigned char *>(piece.iov_base), piece.iov_len);
@@ -771,22 +799,38 @@ std::uint64_t digest(const std::vector<std::pair<std::uintptr_t, std::size_t>> &
 
 }  // namespace
 
+void WindowCheck::Watched::add(Range range) {
+    if (count < 2) {
+        few[count++] = range;
+        return;
+    }
+    if (count == 2) more.assign(few, few + 2);
+    more.push_back(range);
+    ++count;
+}
+
 void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                         const engine::TypeLayout &layout, MPI_Aint count, bool result,
                         std::uint64_t site) {
     if (!buffer || count <= 0) return;
-    Watched watched{
-        call.target, static_cast<std::uint8_t>(call.kind), result, site, call.displacement, {}, 0};
-    constexpr std::size_t most_ranges = 64;
+    Watched &watched = watched_.emplace_back();
+    watched.target = call.target;
+    watched.kind = static_cast<std::uint8_t>(call.kind);
+    watched.result = result;
+    watched.site = site;
+    watched.displacement = call.displacement;
+    watched.count = 0;
+    watched.more.clear();
+    constexpr std::uint32_t most_ranges = 64;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);
     engine::type_for_each_segment(layout, static_cast<std::size_t>(count),
                                   [&](std::int64_t offset, std::size_t length) {
-                                      if (watched.ranges.size() < most_ranges)
-                                          watched.ranges.push_back({base + offset, length});
+                                      if (watched.count < most_ranges)
+                                          watched.add({base + offset, length});
                                   });
     bool readable = false;
-    watched.digest = digest(watched.ranges, &readable);
-    if (readable) watched_.push_back(std::move(watched));
+    watched.digest = digest(watched.ranges(), watched.count, &readable);
+    if (!readable) watched_.pop_back();
 }
 
 void WindowCheck::watch_origin(const engine::RmaCall &call, std::uint64_t site) {
@@ -818,14 +862,14 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
     for (std::size_t i = 0; i < watched_.size(); ++i) {
         Watched &w = watched_[i];
         if ((target != -1 && w.target != target) ||
-            (result && (!w.result || w.ranges.empty() || w.ranges.front().first > result ||
-                        w.ranges.front().first + w.ranges.front().second <= result))) {
-            if (kept != i) watched_[kept] = std::move(w);
+            (result && (!w.result || w.count == 0 || w.ranges()[0].first > result ||
+                        w.ranges()[0].first + w.ranges()[0].second <= result))) {
+            if (kept != i) std::swap(watched_[kept], w);  // the one at kept is done
             ++kept;
             continue;
         }
         bool readable = false;
-        if (digest(w.ranges, &readable) == w.digest || !readable) continue;
+        if (digest(w.ranges(), w.count, &readable) == w.digest || !readable) continue;
         ++p.races;
         std::lock_guard<std::mutex> guard(p.mutex);
         if (!p.reported.insert({w.site, w.result ? 1 : 0}).second && !p.abort_on_race) continue;

@@ -24,7 +24,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -162,17 +161,35 @@ class WindowCheck {
     std::vector<Area *> areas_;  // by window rank; null: on another node
     std::vector<void *> maps_;
     std::vector<std::size_t> map_bytes_;
-    // What each epoch acquired toward a target (-1: every target, a fence), by (epoch id,
-    // target), while the epoch lasts: for its calls run after they were issued.
-    std::map<std::pair<std::uint64_t, int>, std::vector<std::uint64_t>> acquired_;
+    // What each epoch acquired toward a target (-1: every target, a fence), while the
+    // epoch lasts: for its calls run after they were issued. Entries are reused (their
+    // clocks keep their capacity), so an epoch allocates nothing once warm.
+    struct Acquired {
+        std::uint64_t epoch = 0;
+        int target = 0;
+        bool used = false;
+        std::vector<std::uint64_t> clock;
+    };
+    std::vector<Acquired> acquired_;
+    const std::vector<std::uint64_t> *find_acquired(std::uint64_t epoch, int target) const;
+    // Scratch clocks (the caller holds the process mutex): a call's issue clock, an
+    // acquisition.
+    std::vector<std::uint64_t> then_, scratch_;
     struct Watched {
         int target;
         std::uint8_t kind;  // engine::RmaKind
         bool result;        // the result buffer (else the origin or compare buffer)
         std::uint64_t site;
         std::int64_t displacement;
-        std::vector<std::pair<std::uintptr_t, std::size_t>> ranges;
-        std::uint64_t digest;
+        // The buffer's ranges: up to two in place (most buffers are one), else all in
+        // `more`.
+        using Range = std::pair<std::uintptr_t, std::size_t>;
+        std::uint32_t count = 0;
+        Range few[2];
+        std::vector<Range> more;
+        std::uint64_t digest = 0;
+        void add(Range range);
+        const Range *ranges() const { return count <= 2 ? few : more.data(); }
     };
     std::vector<Watched> watched_;
     void watch(const engine::RmaCall &call, const void *buffer, const engine::TypeLayout &layout,
