@@ -66,11 +66,14 @@ bool Window::flushed_to(Epoch &epoch, int peer, TargetState &state) {
 }
 
 void Window::flush_finished(const Flush &flush) {
-    if (!check_) return;
-    if (flush.local)
-        check_->verify(flush.target);  // complete at the origin: buffers free again
+    if (check_) check_flushed(flush.target, flush.local);
+}
+
+void Window::check_flushed(int target, bool local) {
+    if (local)
+        check_->verify(target);  // complete at the origin: buffers free again
     else
-        check_->completed(flush.target);
+        check_->completed(target);
 }
 
 // First the calls issued before the flush must have run (complete at the origin: all

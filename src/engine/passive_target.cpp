@@ -33,6 +33,8 @@ inline bool Window::take_at_once(Epoch &epoch) {
     epoch.set_path(EpochPath::at_once);
     epoch.activate();
     if (target >= 0) epoch.at(target).phase = TargetPhase::held;
+    if (check_ && takes_lock)
+        check_->lock_acquired(target, epoch.mode() == LockMode::exclusive, epoch.id());
     ++counters().locks_at_once;
     if (takes_lock) {
         ++counters().lock_grants;
@@ -42,7 +44,7 @@ inline bool Window::take_at_once(Epoch &epoch) {
 }
 
 inline void Window::open_passive(EpochKind kind, int target, LockMode mode, int assertions) {
-    if (!at_once_ && completes_inline_ && !check_) {
+    if (!at_once_ && completes_inline_) {
         if (!at_once_home_) at_once_home_ = spare_epoch();
         Epoch &epoch = *at_once_home_;
         begin_epoch(epoch, kind, target, mode, assertions);
@@ -81,6 +83,7 @@ inline bool Window::close_at_once() {
         join_queue();  // whose flush reports the failure
         return false;
     }
+    if (check_) check_closing_at_once(epoch);
     bool all_released = true;
     if (epoch.kind() == EpochKind::lock) {  // its one target, held (its state stays so
         all_released =                      // if it must be handed over)
@@ -100,9 +103,27 @@ inline bool Window::close_at_once() {
         return false;
     }
     close_epoch(epoch, nullptr);
+    if (check_) check_->epoch_done(epoch.id());
     epoch.complete();
     at_once_ = nullptr;  // the epoch stays in at_once_home_ for the next
     return true;
+}
+
+// As advance_passive does for a queued epoch: the calls complete at each held target,
+// then its release is published (a lock the queued path hands over later is published
+// again then).
+void Window::check_closing_at_once(Epoch &epoch) {
+    const bool exclusive = epoch.mode() == LockMode::exclusive;
+    auto close = [&](int rank) {
+        check_->completed(rank);
+        if (!epoch.nocheck()) check_->lock_released(rank, exclusive);
+    };
+    if (epoch.kind() == EpochKind::lock) {
+        close(epoch.target());
+        return;
+    }
+    for (int rank : epoch.touched())
+        if (epoch.find(rank)->phase == TargetPhase::held) close(rank);
 }
 
 Status Window::lock(int lock_type, int target, int assertions) {
@@ -162,6 +183,7 @@ bool Window::take_target(int target) {
             return false;
         }
         ++counters().lock_grants;
+        if (check_) check_->lock_acquired(target, false, at_once_->id());
     }
     at_once_->first_touch(target).phase = TargetPhase::held;  // (ready_at_once found none)
     return true;

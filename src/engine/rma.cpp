@@ -223,7 +223,7 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
     if (!tried_at_once && at_once_ && ready_at_once(call.target)) {  // an R-call
         Status status;
-        if (run_at_once(call, &status)) {
+        if (run_at_once(call, &status, request != nullptr)) {
             if (request) (*request = Request::create())->finish(status);
             return Status::ok;
         }
@@ -317,22 +317,43 @@ void Window::check_issue(Operation &operation, bool recorded) {
         check_->watch_result(operation.call(), operation.result_layout(), operation.site());
 }
 
+namespace {
+check::WindowCheck::Sync check_sync(const Epoch &epoch) {
+    using Sync = check::WindowCheck::Sync;
+    return epoch.kind() == EpochKind::lock
+               ? (epoch.mode() == sync::LockMode::exclusive ? Sync::lock_exclusive
+                                                            : Sync::lock_shared)
+           : epoch.kind() == EpochKind::lock_all ? Sync::lock_all
+           : epoch.kind() == EpochKind::fence    ? Sync::fence
+                                                 : Sync::pscw;
+}
+
+// An MPI_Rget or MPI_Rget_accumulate: complete, for its origin, once it ran.
+bool fetch_request(const RmaCall &call, bool with_request) {
+    return with_request && (call.kind == RmaKind::get || call.kind == RmaKind::get_accumulate);
+}
+}  // namespace
+
 // NBRMA_CHECK=races: the call is checked against its target's log and logged; the result
 // buffer it is about to write must not have changed since the call.
 void Window::check_run(const Operation &operation, std::uint64_t byte_offset, const Epoch &epoch) {
-    using Sync = check::WindowCheck::Sync;
     const RmaCall &call = operation.call();
-    const Sync sync =
-        epoch.kind() == EpochKind::lock
-            ? (epoch.mode() == sync::LockMode::exclusive ? Sync::lock_exclusive : Sync::lock_shared)
-        : epoch.kind() == EpochKind::lock_all ? Sync::lock_all
-        : epoch.kind() == EpochKind::fence    ? Sync::fence
-                                              : Sync::pscw;
-    const bool fetch_request =
-        operation.request() && (call.kind == RmaKind::get || call.kind == RmaKind::get_accumulate);
-    check_->access(call, operation.target_layout(), byte_offset, sync, operation.site(),
-                   operation.issued_clock(), epoch.id(), fetch_request);
+    check_->access(call, operation.target_layout(), byte_offset, check_sync(epoch),
+                   operation.site(), operation.issued_clock(), epoch.id(),
+                   fetch_request(call, operation.request() != nullptr));
     if (!operation.request()) check_->result_running(call);
+}
+
+void Window::check_at_once(const RmaCall &call, bool with_request) {
+    static const std::vector<std::uint64_t> now;  // issued as it runs: the clock now
+    std::uint64_t byte_offset = 0;
+    if (is_error(check_range(call, &byte_offset))) return;
+    const std::uint64_t site = check::call_site();
+    check_->access(call, nullptr, byte_offset, check_sync(*at_once_), site, now, at_once_->id(),
+                   fetch_request(call, with_request));
+    if (with_request) return;  // its request completes it
+    check_->watch_origin(call, site);
+    check_->watch_result(call, nullptr, site);
 }
 
 bool Window::run_pending(Epoch &epoch, TargetState &state) {

@@ -83,6 +83,7 @@ class Window {
         // something was written since the last (fence_at_once).
         if (at_once_ && !is_error(at_once_->failure()) && at_once_flush_covers(target) &&
             (runs_ == fenced_runs_ || fence_at_once())) {
+            if (check_) check_flushed(target, local);
             *request = nullptr;  // complete
             return Status::ok;
         }
@@ -111,7 +112,7 @@ class Window {
         if (!request && at_once_ && call.target >= 0 && call.target < size() &&
             ready_at_once(call.target)) {
             Status status;
-            if (run_at_once(call, &status)) {
+            if (run_at_once(call, &status, false)) {
                 if (cause) *cause = nullptr;
                 return Status::ok;
             }
@@ -335,9 +336,13 @@ class Window {
                        bool tried_at_once);
     // Runs a call of the at-once epoch now if rma_contiguous or rma_atomic takes it (its
     // failure kept for the epoch's closing call); false, with nothing done, otherwise.
-    bool run_at_once(const RmaCall &call, Status *status) {
+    // `with_request`: an R-call.
+    bool run_at_once(const RmaCall &call, Status *status, bool with_request) {
         if (!rma_contiguous(call, status) && !rma_atomic(call, status)) return false;
-        if (is_error(*status)) at_once_->fail(*status);
+        if (is_error(*status))
+            at_once_->fail(*status);
+        else if (check_)
+            check_at_once(call, with_request);
         return true;
     }
     bool rma_contiguous(const RmaCall &call, Status *status);
@@ -359,8 +364,14 @@ class Window {
     Status run(Operation &operation, std::uint64_t byte_offset, const Epoch &epoch);
     void check_issue(Operation &operation, bool recorded);
     void check_run(const Operation &operation, std::uint64_t byte_offset, const Epoch &epoch);
+    // A call the at-once epoch ran (run_at_once): checked and logged as check_issue and
+    // check_run do for the queued path. The at-once epoch's locks: taken, and, before any
+    // is released at once, its calls complete and the release published.
+    void check_at_once(const RmaCall &call, bool with_request);
+    void check_closing_at_once(Epoch &epoch);
     // A flush request found done (flush_done): the checker learns of the remote completion.
     void flush_finished(const Flush &flush);
+    void check_flushed(int target, bool local);
     bool remote_complete(int peer, std::uint64_t upto, Status *failure);
     bool flushed_to(Epoch &epoch, int peer, TargetState &state);
     bool flush_done(Flush &flush);
