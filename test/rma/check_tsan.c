@@ -124,24 +124,35 @@ static void load_during_accumulate(void) {
     (void)seen;
 }
 
-static void load_before_wait(void) {
+/* PSCW between ranks 0 and 1: the group of the other one. */
+static MPI_Group pscw_peer(void) {
     MPI_Group world, peer;
-    int64_t seen = 0;
     const int other = me == TARGET ? ORIGIN : TARGET;
     MPI_CHK(MPI_Comm_group(MPI_COMM_WORLD, &world));
     MPI_CHK(MPI_Group_incl(world, 1, &other, &peer));
+    MPI_CHK(MPI_Group_free(&world));
+    return peer;
+}
+
+/* The origin's side of the PSCW scenarios: start, put 12 at displacement 0, complete. */
+static void start_put_complete(MPI_Group peer) {
+    obuf[0] = 12;
+    MPI_CHK(MPI_Win_start(peer, 0, win));
+    MPI_CHK(MPI_Put(&obuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win));
+    MPI_CHK(MPI_Win_complete(win));
+}
+
+static void load_before_wait(void) {
+    MPI_Group peer = pscw_peer();
+    int64_t seen = 0;
     if (me == TARGET) {
         MPI_CHK(MPI_Win_post(peer, 0, win));
         seen = mem[0]; /* the exposure is open: the put may land now */
         MPI_CHK(MPI_Win_wait(win));
     } else if (me == ORIGIN) {
-        obuf[0] = 12;
-        MPI_CHK(MPI_Win_start(peer, 0, win));
-        MPI_CHK(MPI_Put(&obuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win));
-        MPI_CHK(MPI_Win_complete(win));
+        start_put_complete(peer);
     }
     MPI_CHK(MPI_Group_free(&peer));
-    MPI_CHK(MPI_Group_free(&world));
     (void)seen;
 }
 
@@ -190,25 +201,17 @@ static void load_during_get(void) {
 }
 
 static void post_then_wait(void) {
-    MPI_Group world, peer;
-    int64_t seen = 0;
-    const int other = me == TARGET ? ORIGIN : TARGET;
-    MPI_CHK(MPI_Comm_group(MPI_COMM_WORLD, &world));
-    MPI_CHK(MPI_Group_incl(world, 1, &other, &peer));
+    MPI_Group peer = pscw_peer();
     if (me == TARGET) {
         mem[0] = 7; /* before the post */
         MPI_CHK(MPI_Win_post(peer, 0, win));
         MPI_CHK(MPI_Win_wait(win));
-        seen = mem[0];
+        const int64_t seen = mem[0];
         CHECK(seen == 12, "read %lld, the put wrote 12", (long long)seen);
     } else if (me == ORIGIN) {
-        obuf[0] = 12;
-        MPI_CHK(MPI_Win_start(peer, 0, win));
-        MPI_CHK(MPI_Put(&obuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win));
-        MPI_CHK(MPI_Win_complete(win));
+        start_put_complete(peer);
     }
     MPI_CHK(MPI_Group_free(&peer));
-    MPI_CHK(MPI_Group_free(&world));
 }
 
 static void put_send_recv_load(void) {
