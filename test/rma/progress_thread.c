@@ -61,14 +61,16 @@
 #include "rmatest.h"
 #include "rmathreads.h"
 
-#define COMPUTE_S 1.0
+#define COMPUTE_S 0.5
 /* Thread modes: the computing rank goes on computing past COMPUTE_S until the scenario's
- * observers saw their events (sh->events), up to COMPUTE_MAX_S: on a loaded machine
- * (make -j2 check runs two suites at once, 6+ processes on 2 cores) the progress
- * threads may need longer than COMPUTE_S, and a fixed time made the test flaky (CI,
- * runtests-mixed, progress_thread 3 interrupt). Without progress the events never come
- * while it computes, so every check below still fails then. */
+ * observers saw their events (sh->events), up to COMPUTE_MAX_S, and then SLACK_S more,
+ * for the progress thread to finish the origin's side (its single MPI_Test comes next):
+ * on a loaded machine (several suite programs on 2 cores) the progress threads may need
+ * longer than COMPUTE_S, and a fixed time made the test flaky (CI, runtests-mixed,
+ * progress_thread 3 interrupt). Without progress the events never come while it
+ * computes, so every check below still fails then. */
 #define COMPUTE_MAX_S 15.0
+#define SLACK_S 0.25
 #define DELAY_S 0.1
 #define STAGGER_S 0.1
 #define NINTS 16
@@ -104,13 +106,18 @@ static void reset(void)
 }
 
 /* The computing rank: no MPI call in here. COMPUTE_S seconds, and in thread modes on
- * until `events` observers saw their event (or COMPUTE_MAX_S). */
+ * until `events` observers saw their event (or COMPUTE_MAX_S), then SLACK_S more. */
 static void compute(int events)
 {
     rt_flag_set(&sh->computing, 1);
     const double start = rt_now();
-    rt_compute(COMPUTE_S);
-    while (threaded && rt_flag_get(&sh->events) < events && rt_now() - start < COMPUTE_MAX_S)
+    double until = start + COMPUTE_S;
+    if (threaded) {
+        while (rt_flag_get(&sh->events) < events && rt_now() - start < COMPUTE_MAX_S)
+            rt_compute(0.01);
+        if (rt_now() + SLACK_S > until) until = rt_now() + SLACK_S;
+    }
+    while (rt_now() < until)
         rt_compute(0.01);
     rt_flag_set(&sh->computing, 2);
 }
@@ -134,8 +141,8 @@ static void single_test(MPI_Request *r, const char *scenario, const char *what)
     int flag = 0;
     MPI_CHK(MPI_Test(r, &flag, MPI_STATUS_IGNORE));
     if (threaded)
-        CHECK(flag, "%s: after %.1f s of computing, the first MPI_Test of the %s request did "
-              "not complete it", scenario, COMPUTE_S, what);
+        CHECK(flag, "%s: after at least %.2f s of computing, the first MPI_Test of the %s "
+              "request did not complete it", scenario, COMPUTE_S, what);
     else
         printf("%s (inline): first MPI_Test of the %s request after computing: %s\n", scenario,
                what, flag ? "complete" : "pending");
@@ -272,7 +279,7 @@ static void pending_ifence(void)
         int flag = 0;
         MPI_CHK(MPI_Testall(3, r, &flag, MPI_STATUSES_IGNORE));
         if (threaded)
-            CHECK(flag, "%s: after %.1f s of computing, the first MPI_Testall of the three "
+            CHECK(flag, "%s: after at least %.2f s of computing, the first MPI_Testall of the three "
                   "ifence requests did not complete them", sc, COMPUTE_S);
         else
             printf("%s (inline): first MPI_Testall of the ifence requests after computing: "
