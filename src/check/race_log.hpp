@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/threads.hpp"
+
 namespace nbrma::check {
 
 class WindowCheck;
@@ -97,13 +99,30 @@ struct Area {
     }
 };
 
+// The process's checker lock: short sections (a report's printing the longest), taken
+// only once locking is on (threads::active(): MPI_THREAD_MULTIPLE or a progress
+// thread), as the progress lock is; one branch before that. Locking is switched on
+// while no thread is inside nbrma, so a section's lock and unlock agree.
+class ProcessLock {
+  public:
+    void lock() {
+        if (threads::active()) lock_.lock();
+    }
+    void unlock() {
+        if (threads::active()) lock_.unlock();
+    }
+
+  private:
+    threads::SpinLock lock_;
+};
+
 // The process's checker state.
 struct Process {
     bool abort_on_race = false;
     int me = 0;
     int ranks = 1;
     std::string prefix;  // of every shared-memory name of this job on this node
-    std::mutex mutex;    // clock, peers, reported
+    ProcessLock mutex;   // clock, peers, reported
     std::vector<std::uint64_t> clock;
     Slot *own = nullptr;
     std::vector<Slot *> peers;  // by world rank; opened at the first acquire

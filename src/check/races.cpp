@@ -35,7 +35,9 @@ void SpinLock::lock() {
 Process process_state;
 
 namespace {
-thread_local const void *current_caller = nullptr;
+// Initial-exec: set on every RMA call, without a __tls_get_addr call (8 bytes of the
+// static TLS that glibc keeps for libraries).
+__attribute__((tls_model("initial-exec"))) thread_local const void *current_caller = nullptr;
 }
 void set_caller(const void *address) { current_caller = address; }
 std::uint64_t races_found() { return process().races.load(); }
@@ -120,7 +122,7 @@ void publish_locked() {
 void synchronized() {
     Process &p = process();
     if (!p.tsan) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     tsan::ordered_after_replays();
 }
 
@@ -130,7 +132,7 @@ void replay_locked() {
 
 void release() {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     publish_locked();
 }
 
@@ -416,7 +418,7 @@ void release_into(std::uint64_t *clock, const std::vector<std::uint64_t> &from) 
 
 std::vector<std::uint64_t> WindowCheck::snapshot() const {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     return p.clock;
 }
 
@@ -478,7 +480,9 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     }
     // The target bytes: a segment each (the rest as one span past a bound).
     constexpr std::size_t most_segments = 64;
-    std::pair<std::uint64_t, std::uint64_t> segments[most_segments];
+    struct Segment {  // no constructor: 1 KiB left uninitialized
+        std::uint64_t first, second;
+    } segments[most_segments];
     std::size_t n = 0;
     engine::type_for_each_segment(*target, static_cast<std::size_t>(call.target_count),
                                   [&](std::int64_t offset, std::size_t length) {
@@ -491,7 +495,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                                           last.second = std::max(last.second, low + length);
                                       }
                                   });
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     // The clock the call was issued with: now, or then plus what its epoch acquired since.
     if (!issued.empty()) {
         then_.assign(issued.begin(), issued.end());
@@ -538,21 +542,27 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     area->lock.unlock();
 }
 
+namespace {
+// The calls `me` logged in `area` completed there at its clock value `at`.
+void complete_in(Area &area, int me, std::uint64_t at) {
+    Entry *entries = area.entries();
+    for (std::uint32_t i = 0; i < area.count; ++i)
+        if (entries[i].origin == me && entries[i].completed == not_completed)
+            entries[i].completed = at;
+    if (area.landing_capacity) complete_landings(area, me, at, false);
+}
+}  // namespace
+
 void WindowCheck::completed(int target) {
     verify(target);
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     const std::uint64_t at = p.clock[p.me];
-    const int me = p.me;
     for (int r = 0; r < static_cast<int>(areas_.size()); ++r) {
         Area *area = areas_[r];
         if (!area || (target != -1 && r != target)) continue;
         area->lock.lock();
-        Entry *entries = area->entries();
-        for (std::uint32_t i = 0; i < area->count; ++i)
-            if (entries[i].origin == me && entries[i].completed == not_completed)
-                entries[i].completed = at;
-        if (area->landing_capacity) complete_landings(*area, me, at, false);
+        complete_in(*area, p.me, at);
         area->lock.unlock();
     }
     tick_locked();
@@ -561,18 +571,21 @@ void WindowCheck::completed(int target) {
     publish_locked();
 }
 
-void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch) {
+void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch, bool later_calls) {
     Process &p = process();
     Area *area = areas_[target];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
-    std::vector<std::uint64_t> &acquired = scratch_;
-    acquired.assign(static_cast<std::size_t>(p.ranks), 0);
-    join_into(acquired, area->clock(Area::exclusive_release));
-    if (exclusive) join_into(acquired, area->clock(Area::shared_release));
-    join_into(p.clock, acquired.data());
-    keep_acquired(epoch, target, acquired);
+    join_into(p.clock, area->clock(Area::exclusive_release));
+    if (exclusive) join_into(p.clock, area->clock(Area::shared_release));
+    if (later_calls) {
+        std::vector<std::uint64_t> &acquired = scratch_;
+        acquired.assign(area->clock(Area::exclusive_release),
+                        area->clock(Area::exclusive_release) + p.ranks);
+        if (exclusive) join_into(acquired, area->clock(Area::shared_release));
+        keep_acquired(epoch, target, acquired);
+    }
     if (exclusive) {  // everything logged before is ordered before every later holder
         Entry probe{};
         prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
@@ -581,27 +594,36 @@ void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch)
     replay_locked();
 }
 
-void WindowCheck::lock_released(int target, bool exclusive) {
+void WindowCheck::unlocked(int target, bool exclusive, bool release) {
+    verify(target);
     Process &p = process();
+    std::lock_guard<ProcessLock> guard(p.mutex);
     Area *area = areas_[target];
-    if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
-    area->lock.lock();
-    release_into(area->clock(exclusive ? Area::exclusive_release : Area::shared_release), p.clock);
-    if (exclusive) {
-        const int me = p.me;
-        prune(*area,
-              [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
+    if (area) {
+        area->lock.lock();
+        complete_in(*area, p.me, p.clock[p.me]);
+        tick_locked();  // the released clock covers those completions
+        if (release) {
+            release_into(area->clock(exclusive ? Area::exclusive_release : Area::shared_release),
+                         p.clock);
+            const int me = p.me;
+            if (exclusive)
+                prune(*area, [me](const Entry &e) {
+                    return e.origin == me && e.completed != not_completed;
+                });
+        }
+        area->lock.unlock();
+    } else {
+        tick_locked();
     }
-    area->lock.unlock();
-    tick_locked();
+    publish_locked();  // as completed() does
 }
 
 void WindowCheck::fence_entered(std::uint64_t fence) {
     Process &p = process();
     Area *area = areas_[rank_];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
     std::uint64_t *clock = area->clock(fence % 2 ? Area::fence1 : Area::fence0);
     std::copy(p.clock.begin(), p.clock.end(), clock);
@@ -612,7 +634,7 @@ void WindowCheck::fence_entered(std::uint64_t fence) {
 
 void WindowCheck::fence_acquire(std::uint64_t fence, std::uint64_t epoch) {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     std::vector<std::uint64_t> &acquired = scratch_;
     acquired.assign(static_cast<std::size_t>(p.ranks), 0);
     for (Area *area : areas_) {
@@ -631,7 +653,7 @@ void WindowCheck::post_release() {
     Process &p = process();
     Area *area = areas_[rank_];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
     std::copy(p.clock.begin(), p.clock.end(), area->clock(Area::post));
     area->lock.unlock();
@@ -642,7 +664,7 @@ void WindowCheck::post_acquire(int target, std::uint64_t epoch) {
     Process &p = process();
     Area *area = areas_[target];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     std::vector<std::uint64_t> &acquired = scratch_;
     acquired.assign(static_cast<std::size_t>(p.ranks), 0);
     area->lock.lock();
@@ -656,7 +678,7 @@ void WindowCheck::complete_release(int target) {
     Process &p = process();
     Area *area = areas_[target];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
     release_into(area->clock(Area::done), p.clock);
     area->lock.unlock();
@@ -667,7 +689,7 @@ void WindowCheck::complete_acquire() {
     Process &p = process();
     Area *area = areas_[rank_];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
     join_into(p.clock, area->clock(Area::done));
     area->lock.unlock();
@@ -678,7 +700,7 @@ void WindowCheck::notified() {
     Process &p = process();
     Area *area = areas_[rank_];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
     join_into(p.clock, area->clock(Area::notified));
     const std::uint64_t at = p.clock[p.me];
@@ -697,7 +719,7 @@ void WindowCheck::notified() {
 
 void WindowCheck::fence_passed() {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     const int me = p.me;
     for (Area *area : areas_) {
         if (!area) continue;
@@ -712,7 +734,7 @@ void WindowCheck::exposure_done() {
     Process &p = process();
     Area *area = areas_[rank_];
     if (!area) return;
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
     Entry probe{};
     prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
@@ -744,7 +766,8 @@ std::uint64_t mix(std::uint64_t hash, const unsigned char *bytes, std::size_t le
     return hash ^ (hash >> 29);
 }
 
-// A digest of the bytes of ranges [0, n): every byte of buffers up to 8 KiB; of larger
+// A digest of the bytes of ranges [0, n): a buffer of one word or less is its own digest;
+// every byte of buffers up to 8 KiB; of larger
 // ones a sample (each range's first and last 2 KiB and 64 bytes of every 1 KiB between, at
 // most 64 of them: a buffer refilled is caught, a byte changed in the middle may not be).
 // Up to 64 KiB in all it reads in place (the application's memory, small: malloc never
@@ -755,6 +778,16 @@ std::uint64_t digest(const std::pair<std::uintptr_t, std::size_t> *ranges, std::
     constexpr std::size_t whole = 8 << 10, in_place = 64 << 10, edge = 2048, stride = 1024,
                           sample = 64;
     *readable = true;
+    if (n == 1 && ranges[0].second <= 8) {  // a word or less: the bytes themselves
+        const auto *bytes = reinterpret_cast<const unsigned char *>(ranges[0].first);
+        std::uint64_t word = 0;
+        if (ranges[0].second == 8)
+            std::memcpy(&word, bytes, 8);
+        else
+            for (std::size_t i = 0; i < ranges[0].second; ++i)
+                word |= std::uint64_t{bytes[i]} << 8 * i;
+        return word;
+    }
     std::size_t total = 0;
     for (std::size_t r = 0; r < n; ++r) total += ranges[r].second;
     std::uint64_t hash = 0xcbf29ce484222325ull;
@@ -871,7 +904,7 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
         bool readable = false;
         if (digest(w.ranges(), w.count, &readable) == w.digest || !readable) continue;
         ++p.races;
-        std::lock_guard<std::mutex> guard(p.mutex);
+        std::lock_guard<ProcessLock> guard(p.mutex);
         if (!p.reported.insert({w.site, w.result ? 1 : 0}).second && !p.abort_on_race) continue;
         std::fprintf(stderr,
                      "nbrma check: rank %d: the %s buffer of %s to rank %d (target "
@@ -912,7 +945,7 @@ void WindowCheck::replay(bool all) {
 
 void WindowCheck::forget(bool replay_rest) {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     auto found = std::find(p.replaying.begin(), p.replaying.end(), this);
     if (found == p.replaying.end()) return;
     if (replay_rest) replay(true);

@@ -103,10 +103,13 @@ class WindowCheck {
     std::vector<std::uint64_t> snapshot() const;
     // Every call this rank ran toward `target` (-1: every target) completed there.
     void completed(int target);
-    // Lock hand-over at `target`: acquired after the grant, released before the
-    // release leaves (after completed(target)).
-    void lock_acquired(int target, bool exclusive, std::uint64_t epoch);
-    void lock_released(int target, bool exclusive);
+    // Lock hand-over at `target`: acquired after the grant (`later_calls`: the epoch's
+    // calls may have been issued before it, to run once it is granted: what it acquired
+    // is kept for them, see access); at the unlock, before the release leaves, this
+    // rank's calls toward `target` completed there and (`release`: a lock was held,
+    // not MPI_MODE_NOCHECK) the release is published, under one lock of the area.
+    void lock_acquired(int target, bool exclusive, std::uint64_t epoch, bool later_calls);
+    void unlocked(int target, bool exclusive, bool release);
     // Active target. This rank enters fence number `fence` (before its notices leave),
     // and passes its barrier: every window rank's clock at its entry is joined. A post
     // publishes the target's clock (before its grants), start acquires it (the grant

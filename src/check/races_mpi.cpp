@@ -83,7 +83,7 @@ void init() {
     mpich::Barrier(MPI_COMM_WORLD);  // every slot exists: one that cannot be opened is remote
     if (!p.summary) return;
     {  // every node-local peer's slot mapped now, so that ours can lose its name at once
-        std::lock_guard<std::mutex> guard(p.mutex);
+        std::lock_guard<ProcessLock> guard(p.mutex);
         for (int rank = 0; rank < p.ranks; ++rank) join_slot_locked(rank);
     }
     mpich::Barrier(MPI_COMM_WORLD);
@@ -118,7 +118,7 @@ void finalize() {
                      static_cast<unsigned long long>(all[2] + all[3]), loads.c_str());
     }
     shm_unlink(slot_name(p.me).c_str());
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     for (Slot *&slot : p.peers) {
         unmap_shared(slot, Slot::bytes(p.ranks));
         slot = nullptr;
@@ -136,21 +136,21 @@ void acquire_from(MPI_Comm comm, int rank) {
     const std::vector<int> world = world_ranks(comm);
     if (rank >= static_cast<int>(world.size())) return;
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     join_slot_locked(world[rank]);
     replay_locked();
 }
 
 void acquire_node() {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     for (int rank = 0; rank < p.ranks; ++rank) join_slot_locked(rank);
     replay_locked();
 }
 
 std::vector<std::uint64_t> enter_collective() {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     std::vector<std::uint64_t> mine = p.clock;
     tick_locked();
     return mine;
@@ -158,7 +158,7 @@ std::vector<std::uint64_t> enter_collective() {
 
 void leave_collective(const std::vector<std::uint64_t> &joined) {
     Process &p = process();
-    std::lock_guard<std::mutex> guard(p.mutex);
+    std::lock_guard<ProcessLock> guard(p.mutex);
     for (std::size_t i = 0; i < joined.size() && i < p.clock.size(); ++i)
         p.clock[i] = std::max(p.clock[i], joined[i]);
     replay_locked();
@@ -214,7 +214,7 @@ std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm, const void *base
     mpich::Barrier(comm);  // every peer mapped our area: its name can go
     if (own) shm_unlink(name(check->rank_).c_str());
     if (own && landings) {
-        std::lock_guard<std::mutex> guard(p.mutex);
+        std::lock_guard<ProcessLock> guard(p.mutex);
         p.replaying.push_back(check.get());
     }
     return check;

@@ -34,7 +34,7 @@ inline bool Window::take_at_once(Epoch &epoch) {
     epoch.activate();
     if (target >= 0) epoch.at(target).phase = TargetPhase::held;
     if (check_ && takes_lock)
-        check_->lock_acquired(target, epoch.mode() == LockMode::exclusive, epoch.id());
+        check_->lock_acquired(target, epoch.mode() == LockMode::exclusive, epoch.id(), false);
     ++counters().locks_at_once;
     if (takes_lock) {
         ++counters().lock_grants;
@@ -114,10 +114,7 @@ inline bool Window::close_at_once() {
 // again then).
 void Window::check_closing_at_once(Epoch &epoch) {
     const bool exclusive = epoch.mode() == LockMode::exclusive;
-    auto close = [&](int rank) {
-        check_->completed(rank);
-        if (!epoch.nocheck()) check_->lock_released(rank, exclusive);
-    };
+    auto close = [&](int rank) { check_->unlocked(rank, exclusive, !epoch.nocheck()); };
     if (epoch.kind() == EpochKind::lock) {
         close(epoch.target());
         return;
@@ -183,7 +180,7 @@ bool Window::take_target(int target) {
             return false;
         }
         ++counters().lock_grants;
-        if (check_) check_->lock_acquired(target, false, at_once_->id());
+        if (check_) check_->lock_acquired(target, false, at_once_->id(), false);
     }
     at_once_->first_touch(target).phase = TargetPhase::held;  // (ready_at_once found none)
     return true;
@@ -239,7 +236,8 @@ bool Window::advance_passive(Epoch &epoch) {
             if (status == Status::ok) {
                 state->phase = TargetPhase::held;
                 if (check_)
-                    check_->lock_acquired(rank, epoch.mode() == LockMode::exclusive, epoch.id());
+                    check_->lock_acquired(rank, epoch.mode() == LockMode::exclusive, epoch.id(),
+                                          true);
                 ++counters().lock_grants;
                 if (verbose_level() >= 2)
                     log(2, "lock on %d granted (epoch %llu)", rank,
@@ -263,11 +261,8 @@ bool Window::advance_passive(Epoch &epoch) {
                 busy = true;
                 continue;
             }
-            if (check_) {
-                check_->completed(rank);
-                if (!epoch.nocheck())
-                    check_->lock_released(rank, epoch.mode() == LockMode::exclusive);
-            }
+            if (check_)
+                check_->unlocked(rank, epoch.mode() == LockMode::exclusive, !epoch.nocheck());
             if (epoch.nocheck()) {
                 state->phase = TargetPhase::released;
             } else {

@@ -29,6 +29,7 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "check/races.hpp"
@@ -250,100 +251,127 @@ int testsome_unchecked(int incount, MPI_Request requests[], int *outcount, int i
 // NBRMA_CHECK=races: a completed receive orders what its sender completed before it
 // before what the receiver does after it. A request does not tell its communicator, so
 // the receiver joins every node-local rank's published clock (check::acquire_node): it
-// may miss a race, never invent one. Statuses the application ignores are asked for.
+// may miss a race, never invent one. Statuses the application ignores are asked for,
+// unless no request can be a receive (nbrma's complete requests, which MPIX_Win_ilock
+// and a closing call that completed inside it return, carry a status of source 0).
 namespace checked {
 
-bool received(const MPI_Status &status) { return status.MPI_SOURCE >= 0 && status.MPI_TAG >= 0; }
-
-void after(int count, const MPI_Status *statuses) {
-    nbrma::check::synchronized();  // an nbrma request's epoch may have acquired
+bool may_receive(int count, const MPI_Request *requests) {
     for (int i = 0; i < count; ++i)
-        if (received(statuses[i])) {
-            nbrma::check::acquire_node();
-            return;
-        }
+        if (requests[i] != MPI_REQUEST_NULL && !nbrma::mpich::is_complete_request(requests[i]))
+            return true;
+    return false;
 }
 
-struct Statuses {
-    std::vector<MPI_Status> own;
-    MPI_Status *use;
-    Statuses(int count, MPI_Status *given) : use(given) {
-        if (given != MPI_STATUSES_IGNORE) return;
+// Runs call(statuses, &completed) (the wait or test, unchecked; `completed`: how many
+// statuses it filled) over `count` requests, the application's statuses `given`.
+template <class Call>
+int run(int count, const MPI_Request *requests, MPI_Status *given, Call call) {
+    int completed = 0;
+    if (!may_receive(count, requests)) {
+        const int error = call(given, &completed);
+        nbrma::check::synchronized();  // an nbrma request's epoch may have acquired
+        return error;
+    }
+    MPI_Status few[4];
+    std::vector<MPI_Status> more;
+    MPI_Status *use = given;
+    if (given == MPI_STATUSES_IGNORE) {
         MPI_Status blank{};
         blank.MPI_SOURCE = blank.MPI_TAG = -1;
-        own.assign(static_cast<std::size_t>(count > 0 ? count : 1), blank);
-        use = own.data();
+        const std::size_t n = static_cast<std::size_t>(count > 0 ? count : 1);
+        if (n <= 4) {
+            std::fill(few, few + n, blank);
+            use = few;
+        } else {
+            more.assign(n, blank);
+            use = more.data();
+        }
     }
-};
+    const int error = call(use, &completed);
+    nbrma::check::synchronized();
+    for (int i = 0; i < completed; ++i)
+        if (use[i].MPI_SOURCE >= 0 && use[i].MPI_TAG >= 0) {
+            nbrma::check::acquire_node();
+            break;
+        }
+    return error;
+}
 
 }  // namespace checked
 
 int wait_impl(MPI_Request *request, MPI_Status *status) {
     if (!nbrma::check::enabled()) return wait_unchecked(request, status);
-    checked::Statuses use(1, status);
-    const int error = wait_unchecked(request, use.use);
-    checked::after(1, use.use);
-    return error;
+    return checked::run(1, request, status, [&](MPI_Status *use, int *completed) {
+        *completed = 1;
+        return wait_unchecked(request, use);
+    });
 }
 
 int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
     if (!nbrma::check::enabled()) return waitall_unchecked(count, requests, statuses);
-    checked::Statuses use(count, statuses);
-    const int error = waitall_unchecked(count, requests, use.use);
-    checked::after(count, use.use);
-    return error;
+    return checked::run(count, requests, statuses, [&](MPI_Status *use, int *completed) {
+        *completed = count;
+        return waitall_unchecked(count, requests, use);
+    });
 }
 
 int waitany_impl(int count, MPI_Request requests[], int *index, MPI_Status *status) {
     if (!nbrma::check::enabled()) return waitany_unchecked(count, requests, index, status);
-    checked::Statuses use(1, status);
-    const int error = waitany_unchecked(count, requests, index, use.use);
-    if (*index != MPI_UNDEFINED) checked::after(1, use.use);
-    return error;
+    return checked::run(count, requests, status, [&](MPI_Status *use, int *completed) {
+        const int error = waitany_unchecked(count, requests, index, use);
+        *completed = *index != MPI_UNDEFINED;
+        return error;
+    });
 }
 
 int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
                   MPI_Status statuses[]) {
     if (!nbrma::check::enabled())
         return waitsome_unchecked(incount, requests, outcount, indices, statuses);
-    checked::Statuses use(incount, statuses);
-    const int error = waitsome_unchecked(incount, requests, outcount, indices, use.use);
-    if (*outcount != MPI_UNDEFINED) checked::after(*outcount, use.use);
-    return error;
+    return checked::run(incount, requests, statuses, [&](MPI_Status *use, int *completed) {
+        const int error = waitsome_unchecked(incount, requests, outcount, indices, use);
+        *completed = *outcount != MPI_UNDEFINED ? *outcount : 0;
+        return error;
+    });
 }
 
 int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
     if (!nbrma::check::enabled()) return test_unchecked(request, flag, status);
-    checked::Statuses use(1, status);
-    const int error = test_unchecked(request, flag, use.use);
-    if (*flag) checked::after(1, use.use);
-    return error;
+    return checked::run(1, request, status, [&](MPI_Status *use, int *completed) {
+        const int error = test_unchecked(request, flag, use);
+        *completed = *flag;
+        return error;
+    });
 }
 
 int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
     if (!nbrma::check::enabled()) return testall_unchecked(count, requests, flag, statuses);
-    checked::Statuses use(count, statuses);
-    const int error = testall_unchecked(count, requests, flag, use.use);
-    if (*flag) checked::after(count, use.use);
-    return error;
+    return checked::run(count, requests, statuses, [&](MPI_Status *use, int *completed) {
+        const int error = testall_unchecked(count, requests, flag, use);
+        *completed = *flag ? count : 0;
+        return error;
+    });
 }
 
 int testany_impl(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
     if (!nbrma::check::enabled()) return testany_unchecked(count, requests, index, flag, status);
-    checked::Statuses use(1, status);
-    const int error = testany_unchecked(count, requests, index, flag, use.use);
-    if (*flag && *index != MPI_UNDEFINED) checked::after(1, use.use);
-    return error;
+    return checked::run(count, requests, status, [&](MPI_Status *use, int *completed) {
+        const int error = testany_unchecked(count, requests, index, flag, use);
+        *completed = *flag && *index != MPI_UNDEFINED;
+        return error;
+    });
 }
 
 int testsome_impl(int incount, MPI_Request requests[], int *outcount, int indices[],
                   MPI_Status statuses[]) {
     if (!nbrma::check::enabled())
         return testsome_unchecked(incount, requests, outcount, indices, statuses);
-    checked::Statuses use(incount, statuses);
-    const int error = testsome_unchecked(incount, requests, outcount, indices, use.use);
-    if (*outcount != MPI_UNDEFINED) checked::after(*outcount, use.use);
-    return error;
+    return checked::run(incount, requests, statuses, [&](MPI_Status *use, int *completed) {
+        const int error = testsome_unchecked(incount, requests, outcount, indices, use);
+        *completed = *outcount != MPI_UNDEFINED ? *outcount : 0;
+        return error;
+    });
 }
 
 // A poll loop on MPI_Iprobe is a wait too: sweep before asking MPICH, as the tests do.
