@@ -846,7 +846,8 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                         const engine::TypeLayout &layout, MPI_Aint count, bool result,
                         std::uint64_t site) {
     if (!buffer || count <= 0) return;
-    Watched &watched = watched_.emplace_back();
+    if (watching_ == watched_.size()) watched_.emplace_back();
+    Watched &watched = watched_[watching_++];
     watched.target = call.target;
     watched.kind = static_cast<std::uint8_t>(call.kind);
     watched.result = result;
@@ -863,7 +864,7 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                                   });
     bool readable = false;
     watched.digest = digest(watched.ranges(), watched.count, &readable);
-    if (!readable) watched_.pop_back();
+    if (!readable) --watching_;
 }
 
 void WindowCheck::watch_origin(const engine::RmaCall &call, std::uint64_t site) {
@@ -892,7 +893,7 @@ void WindowCheck::result_running(const engine::RmaCall &call) {
 void WindowCheck::verify(int target, std::uintptr_t result) {
     Process &p = process();
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < watched_.size(); ++i) {
+    for (std::size_t i = 0; i < watching_; ++i) {
         Watched &w = watched_[i];
         if ((target != -1 && w.target != target) ||
             (result && (!w.result || w.count == 0 || w.ranges()[0].first > result ||
@@ -917,7 +918,7 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
         std::fflush(stderr);
         if (p.abort_on_race) std::abort();
     }
-    watched_.resize(kept);
+    watching_ = kept;
 }
 
 // ---- ThreadSanitizer ----------------------------------------------------------------

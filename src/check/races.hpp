@@ -194,7 +194,8 @@ class WindowCheck {
         void add(Range range);
         const Range *ranges() const { return count <= 2 ? few : more.data(); }
     };
-    std::vector<Watched> watched_;
+    std::vector<Watched> watched_;  // the first watching_ are watched (the rest reused)
+    std::size_t watching_ = 0;
     void watch(const engine::RmaCall &call, const void *buffer, const engine::TypeLayout &layout,
                MPI_Aint count, bool result, std::uint64_t site);
     void keep_acquired(std::uint64_t epoch, int target, const std::vector<std::uint64_t> &clock);
