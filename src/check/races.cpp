@@ -34,12 +34,6 @@ void SpinLock::lock() {
 
 Process process_state;
 
-namespace {
-// Initial-exec: set on every RMA call, without a __tls_get_addr call (8 bytes of the
-// static TLS that glibc keeps for libraries).
-__attribute__((tls_model("initial-exec"))) thread_local const void *current_caller = nullptr;
-}
-void set_caller(const void *address) { current_caller = address; }
 std::uint64_t races_found() { return process().races.load(); }
 std::uint64_t accesses_checked() { return process().checked.load(); }
 
@@ -191,7 +185,7 @@ std::uint64_t call_site() {
         std::uint64_t site;
     };
     thread_local Cached cache[64] = {};
-    const void *address = current_caller;
+    const void *address = detail::caller;
     if (!address) return 0;
     Cached &slot = cache[(reinterpret_cast<std::uintptr_t>(address) >> 2) % 64];
     if (slot.address != address)
@@ -252,24 +246,27 @@ bool writes(const Entry &e) {
 }
 
 // MPI's exception for concurrent accumulates: same basic datatype on the same elements,
-// and the same op or MPI_NO_OP on one side (accumulate_ops same_op_no_op).
-bool concurrent_allowed(const Entry &a, const Entry &b) {
+// and the same op, or MPI_NO_OP on one side where accumulate_ops is same_op_no_op.
+bool concurrent_allowed(const Entry &a, const Entry &b, const AccumulateRules &rules) {
     if (!accumulate_family(a.kind) || !accumulate_family(b.kind)) return false;
     if (a.basic != b.basic || a.element == 0 || a.low % a.element != b.low % a.element)
         return false;
-    return a.op == b.op || a.op == no_op() || b.op == no_op();
+    return a.op == b.op || (rules.no_op_mixes && (a.op == no_op() || b.op == no_op()));
 }
 
 // Whether `e`, logged at its target, is ordered before a call this rank runs now.
 bool ordered_before(const Entry &e, const Entry &now, const std::vector<std::uint64_t> &clock,
-                    int me) {
+                    int me, const AccumulateRules &rules = {}) {
     // Completed, and this rank learned of it: it completed the call itself (a flush, an
     // epoch's end), or acquired a clock published after that.
     const bool seen = e.completed != not_completed &&
                       (e.completer == me ? true : clock[e.completer] > e.completed);
-    if (e.origin == me)  // two accumulate-family calls of one origin: accumulate_ordering
-        return seen || (accumulate_family(e.kind) && accumulate_family(now.kind));
-    return seen;
+    if (seen || e.origin != me) return seen;
+    // Two accumulate-family calls of one origin: as accumulate_ordering orders them.
+    if (!accumulate_family(e.kind) || !accumulate_family(now.kind)) return false;
+    const unsigned pair = writes(e) ? (writes(now) ? AccumulateRules::waw : AccumulateRules::raw)
+                                    : (writes(now) ? AccumulateRules::war : AccumulateRules::rar);
+    return (rules.ordering & pair) != 0;
 }
 
 const char *call_name(std::uint8_t kind) {
@@ -520,8 +517,8 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
         for (std::uint32_t i = 0; i < area->count; ++i) {
             Entry &e = entries[i];
             if (e.high <= now.low || now.high <= e.low) continue;
-            if ((writes(e) || writes(now)) && !concurrent_allowed(e, now) &&
-                !ordered_before(e, now, clock, p.me))
+            if ((writes(e) || writes(now)) && !concurrent_allowed(e, now, rules_) &&
+                !ordered_before(e, now, clock, p.me, rules_))
                 race(e, now, call.target, world_[call.target]);
             if (!logged && same_shape(e, now)) {  // the newer stands for both
                 e.completed = now.completed;

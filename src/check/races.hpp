@@ -38,7 +38,9 @@ __attribute__((visibility("hidden"))) inline std::atomic<bool> on{false};
 // The checker runs in this process (NBRMA_CHECK=races at MPI_Init, or a window whose
 // info key asked for it): the interposed MPI calls publish and acquire clocks, and
 // windows are checked unless their info key says off. One relaxed load: free when off.
-inline bool enabled() { return detail::on.load(std::memory_order_relaxed); }
+inline bool enabled() {
+    return __builtin_expect(detail::on.load(std::memory_order_relaxed), false);
+}
 // At MPI_Init (after MPICH's): reads NBRMA_CHECK and NBRMA_CHECK_ABORT, creates this
 // rank's clock slot when checking.
 void init();
@@ -49,7 +51,13 @@ void finalize();
 // The application's call site of the RMA call being issued on this thread: the return
 // address of its MPI_ binding (NBRMA_CALL_SITE, src/mpi/bindings.hpp), resolved (as an
 // object and an offset, cached by address) when the engine records the call.
-void set_caller(const void *address);
+namespace detail {
+// Initial-exec TLS, hidden: the binding stores the address inline (no call, so the binding
+// saves no registers for one), in 8 bytes of the static TLS glibc keeps for libraries.
+__attribute__((visibility("hidden"),
+               tls_model("initial-exec"))) inline thread_local const void *caller = nullptr;
+}  // namespace detail
+inline void set_caller(const void *address) { detail::caller = address; }
 std::uint64_t call_site();
 
 // Happens-before from the MPI calls nbrma interposes. `release` publishes this rank's
@@ -74,6 +82,20 @@ std::uint64_t accesses_checked();
 
 struct Area;  // one rank's access log (races.cpp)
 
+// A window's accumulate info keys, as the checker applies them (MPI 4.0 §12.7.1):
+// whether an op and MPI_NO_OP may meet at the same elements (accumulate_ops
+// same_op_no_op, the default; same_op: they may not), and which pairs of one origin's
+// accumulate-family calls to the same bytes stay in order (accumulate_ordering: a
+// subset of read-after-read, read-after-write, write-after-read, write-after-write;
+// none: no pair).
+struct AccumulateRules {
+    enum : unsigned { rar = 1, raw = 2, war = 4, waw = 8 };
+    bool no_op_mixes = true;
+    unsigned ordering = rar | raw | war | waw;
+    // From the keys' values (as validated at window creation).
+    static AccumulateRules from_info(const char *ops, const char *ordering);
+};
+
 // One window's checker: this rank's area and the areas of the window's node-local
 // ranks. Made collectively at window creation (create), used by the engine under the
 // progress lock.
@@ -82,8 +104,9 @@ class WindowCheck {
     // Collective over comm: every rank makes its area, maps its peers'. Null when the
     // checker cannot run (then the window runs unchecked, said once). `base`: where
     // target offsets start in this rank's memory (null for a dynamic window, whose
-    // offsets are addresses).
-    static std::unique_ptr<WindowCheck> create(MPI_Comm comm, const void *base);
+    // offsets are addresses). `rules`: the window's accumulate info keys.
+    static std::unique_ptr<WindowCheck> create(MPI_Comm comm, const void *base,
+                                               const AccumulateRules &rules);
     ~WindowCheck();
     WindowCheck(const WindowCheck &) = delete;
     WindowCheck &operator=(const WindowCheck &) = delete;
@@ -159,6 +182,7 @@ class WindowCheck {
   private:
     WindowCheck() = default;
     int rank_ = 0;               // in the window
+    AccumulateRules rules_;
     std::uintptr_t base_ = 0;    // of this rank's window memory (0: dynamic)
     std::vector<int> world_;     // window rank -> world rank
     std::vector<Area *> areas_;  // by window rank; null: on another node

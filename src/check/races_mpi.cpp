@@ -164,7 +164,25 @@ void leave_collective(const std::vector<std::uint64_t> &joined) {
     replay_locked();
 }
 
-std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm, const void *base) {
+AccumulateRules AccumulateRules::from_info(const char *ops, const char *ordering) {
+    AccumulateRules rules;
+    rules.no_op_mixes = std::strcmp(ops, "same_op") != 0;
+    rules.ordering = 0;
+    const std::string list = std::string(ordering) + ",";
+    for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
+         at = comma + 1) {
+        const std::string word = list.substr(at, comma - at);
+        rules.ordering |= word == "rar"   ? rar
+                          : word == "raw" ? raw
+                          : word == "war" ? war
+                          : word == "waw" ? waw
+                                          : 0u;
+    }
+    return rules;
+}
+
+std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm, const void *base,
+                                                 const AccumulateRules &rules) {
     Process &p = process();
     // Whether every rank can: one that cannot leaves the window unchecked everywhere.
     int can = start() ? 1 : 0, all = 0;
@@ -172,6 +190,7 @@ std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm, const void *base
     if (!all) return nullptr;
     std::unique_ptr<WindowCheck> check(new WindowCheck());
     PMPI_Comm_rank(comm, &check->rank_);
+    check->rules_ = rules;
     check->world_ = world_ranks(comm);
     const int size = static_cast<int>(check->world_.size());
     // Each rank names its area with a number of its own (threads create windows at once,

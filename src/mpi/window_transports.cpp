@@ -373,7 +373,10 @@ int Creation::choose_transports(void *base_out) {
     }
     state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
     if (state->info.check.empty() ? check::enabled() : state->info.check == "races") {
-        state->check = check::WindowCheck::create(comm, flavor == Flavor::dynamic ? nullptr : base);
+        state->check = check::WindowCheck::create(
+            comm, flavor == Flavor::dynamic ? nullptr : base,
+            check::AccumulateRules::from_info(state->info.accumulate_ops.c_str(),
+                                              state->info.accumulate_ordering.c_str()));
         state->engine->set_check(state->check.get());
     }
 

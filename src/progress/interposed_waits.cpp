@@ -169,7 +169,7 @@ namespace {
 
 // ---- the wait/test family
 
-int wait_unchecked(MPI_Request *request, MPI_Status *status) {
+__attribute__((always_inline)) inline int wait_unchecked(MPI_Request *request, MPI_Status *status) {
     // What nbrma's opening calls and closing calls that completed inside them return:
     // complete, nothing to free (src/mpich/complete_request.cpp).
     if (status == MPI_STATUS_IGNORE && request && nbrma::mpich::is_complete_request(*request)) {
@@ -266,7 +266,8 @@ bool may_receive(int count, const MPI_Request *requests) {
 // Runs call(statuses, &completed) (the wait or test, unchecked; `completed`: how many
 // statuses it filled) over `count` requests, the application's statuses `given`.
 template <class Call>
-int run(int count, const MPI_Request *requests, MPI_Status *given, Call call) {
+__attribute__((noinline, cold)) int run(int count, const MPI_Request *requests, MPI_Status *given,
+                                        Call call) {
     int completed = 0;
     if (!may_receive(count, requests)) {
         const int error = call(given, &completed);
@@ -302,7 +303,7 @@ int run(int count, const MPI_Request *requests, MPI_Status *given, Call call) {
 
 int wait_impl(MPI_Request *request, MPI_Status *status) {
     if (!nbrma::check::enabled()) return wait_unchecked(request, status);
-    return checked::run(1, request, status, [&](MPI_Status *use, int *completed) {
+    return checked::run(1, request, status, [=](MPI_Status *use, int *completed) {
         *completed = 1;
         return wait_unchecked(request, use);
     });
@@ -310,7 +311,7 @@ int wait_impl(MPI_Request *request, MPI_Status *status) {
 
 int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
     if (!nbrma::check::enabled()) return waitall_unchecked(count, requests, statuses);
-    return checked::run(count, requests, statuses, [&](MPI_Status *use, int *completed) {
+    return checked::run(count, requests, statuses, [=](MPI_Status *use, int *completed) {
         *completed = count;
         return waitall_unchecked(count, requests, use);
     });
@@ -318,7 +319,7 @@ int waitall_impl(int count, MPI_Request requests[], MPI_Status statuses[]) {
 
 int waitany_impl(int count, MPI_Request requests[], int *index, MPI_Status *status) {
     if (!nbrma::check::enabled()) return waitany_unchecked(count, requests, index, status);
-    return checked::run(count, requests, status, [&](MPI_Status *use, int *completed) {
+    return checked::run(count, requests, status, [=](MPI_Status *use, int *completed) {
         const int error = waitany_unchecked(count, requests, index, use);
         *completed = *index != MPI_UNDEFINED;
         return error;
@@ -329,7 +330,7 @@ int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indice
                   MPI_Status statuses[]) {
     if (!nbrma::check::enabled())
         return waitsome_unchecked(incount, requests, outcount, indices, statuses);
-    return checked::run(incount, requests, statuses, [&](MPI_Status *use, int *completed) {
+    return checked::run(incount, requests, statuses, [=](MPI_Status *use, int *completed) {
         const int error = waitsome_unchecked(incount, requests, outcount, indices, use);
         *completed = *outcount != MPI_UNDEFINED ? *outcount : 0;
         return error;
@@ -338,7 +339,7 @@ int waitsome_impl(int incount, MPI_Request requests[], int *outcount, int indice
 
 int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
     if (!nbrma::check::enabled()) return test_unchecked(request, flag, status);
-    return checked::run(1, request, status, [&](MPI_Status *use, int *completed) {
+    return checked::run(1, request, status, [=](MPI_Status *use, int *completed) {
         const int error = test_unchecked(request, flag, use);
         *completed = *flag;
         return error;
@@ -347,7 +348,7 @@ int test_impl(MPI_Request *request, int *flag, MPI_Status *status) {
 
 int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
     if (!nbrma::check::enabled()) return testall_unchecked(count, requests, flag, statuses);
-    return checked::run(count, requests, statuses, [&](MPI_Status *use, int *completed) {
+    return checked::run(count, requests, statuses, [=](MPI_Status *use, int *completed) {
         const int error = testall_unchecked(count, requests, flag, use);
         *completed = *flag ? count : 0;
         return error;
@@ -356,7 +357,7 @@ int testall_impl(int count, MPI_Request requests[], int *flag, MPI_Status status
 
 int testany_impl(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
     if (!nbrma::check::enabled()) return testany_unchecked(count, requests, index, flag, status);
-    return checked::run(count, requests, status, [&](MPI_Status *use, int *completed) {
+    return checked::run(count, requests, status, [=](MPI_Status *use, int *completed) {
         const int error = testany_unchecked(count, requests, index, flag, use);
         *completed = *flag && *index != MPI_UNDEFINED;
         return error;
@@ -367,7 +368,7 @@ int testsome_impl(int incount, MPI_Request requests[], int *outcount, int indice
                   MPI_Status statuses[]) {
     if (!nbrma::check::enabled())
         return testsome_unchecked(incount, requests, outcount, indices, statuses);
-    return checked::run(incount, requests, statuses, [&](MPI_Status *use, int *completed) {
+    return checked::run(incount, requests, statuses, [=](MPI_Status *use, int *completed) {
         const int error = testsome_unchecked(incount, requests, outcount, indices, use);
         *completed = *outcount != MPI_UNDEFINED ? *outcount : 0;
         return error;

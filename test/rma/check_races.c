@@ -11,11 +11,11 @@
  *
  * Each label is what the MPI standard says (MPI 4.0 chapter 12, "Semantics and
  * Correctness", with the default window info: accumulate_ops=same_op_no_op,
- * accumulate_ordering=rar,raw,war,waw): a RACE scenario has two conflicting accesses to
- * the same bytes (at least one writing, not two accumulates of the same predefined
- * datatype with the same op or one MPI_NO_OP) that no MPI synchronization orders, in every
- * interleaving; a NONE scenario is correctly synchronized. The racy accesses only write
- * bytes of a window: no scenario crashes or hangs either way.
+ * accumulate_ordering=rar,raw,war,waw, unless the scenario gives another): a RACE scenario has two
+ * conflicting accesses to the same bytes (at least one writing, not two accumulates of the same
+ * predefined datatype with the same op or one MPI_NO_OP) that no MPI synchronization orders, in
+ * every interleaving; a NONE scenario is correctly synchronized. The racy accesses only write bytes
+ * of a window: no scenario crashes or hangs either way.
  *
  * A job with a thread scenario runs at MPI_THREAD_MULTIPLE (the thread scenarios SKIP where
  * MPI provides less), one without at MPI_THREAD_SINGLE. A scenario refuses fewer ranks than it
@@ -35,6 +35,7 @@ typedef struct {
     int threaded; /* needs MPI_THREAD_MULTIPLE */
     void (*run)(void);
     const char *description;
+    const char *info_key, *info_value; /* the window's info, if not the default */
 } scenario_t;
 
 /* ------------------------------------------------------------------ shared setup */
@@ -183,6 +184,15 @@ static void same_origin(int flush, int accumulates) {
     accumulates ? op_acc_sum() : op_put0();
     if (flush) MPI_CHK(MPI_Win_flush(TARGET, win));
     accumulates ? op_gacc_sum() : op_get0();
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+}
+/* rank 1 alone, one exclusive lock epoch: accumulates of two ops to the same bytes (in
+ * order under the default accumulate_ordering, not under none or without waw) */
+static void same_origin_acc_ops(void) {
+    if (me != 1) return;
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    op_acc_sum();
+    op_acc_max();
     MPI_CHK(MPI_Win_unlock(TARGET, win));
 }
 static void same_origin_no_flush(void) { same_origin(0, 0); }
@@ -346,7 +356,10 @@ static void rput_wait_then_change(void) {
 
 /* ------------------------------------------------------------------ the table */
 #define S(name, ranks, label, threaded, description) \
-    { #name, ranks, label, threaded, name, description }
+    { #name, ranks, label, threaded, name, description, NULL, NULL }
+/* A scenario of function `run` on a window created with info key=value. */
+#define SI(name, run, ranks, label, key, value, description) \
+    { #name, ranks, label, 0, run, description, key, value }
 static const scenario_t scenarios[] = {
     S(put_put_shared, 3, RACE, 0, "ranks 1, 2: shared lock, put the same 8 bytes"),
     S(put_put_exclusive, 3, NONE, 0, "ranks 1, 2: exclusive lock, put the same 8 bytes"),
@@ -388,6 +401,13 @@ static const scenario_t scenarios[] = {
       "rank 1: put, flush_local, then origin buffer changed"),
     S(result_stored_before_flush, 2, RACE, 0, "rank 1: get, result buffer stored into, flush"),
     S(rput_wait_then_change, 2, NONE, 0, "rank 1: rput, wait, then origin buffer changed"),
+    SI(acc_and_no_op_same_op, acc_and_no_op, 3, RACE, "accumulate_ops", "same_op",
+       "accumulate_ops=same_op: accumulate MPI_SUM vs get_accumulate MPI_NO_OP"),
+    S(same_origin_acc_ops, 2, NONE, 0, "rank 1, one epoch: accumulate MPI_SUM, then MPI_MAX"),
+    SI(same_origin_acc_unordered, same_origin_acc_ops, 2, RACE, "accumulate_ordering", "none",
+       "accumulate_ordering=none: rank 1, one epoch: accumulate MPI_SUM, then MPI_MAX"),
+    SI(same_origin_acc_no_waw, same_origin_acc_ops, 2, RACE, "accumulate_ordering", "rar,raw,war",
+       "accumulate_ordering=rar,raw,war: rank 1, one epoch: accumulate MPI_SUM, then MPI_MAX"),
 };
 #undef S
 #define NSCENARIOS ((int)(sizeof scenarios / sizeof scenarios[0]))
@@ -441,7 +461,13 @@ static int select_scenarios(const char *name, int chosen[]) {
 static void run_scenario(const scenario_t *s, int have_counter) {
     char *base;
     const unsigned long long before = have_counter ? counter_read() : 0;
-    MPI_CHK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_Info info = MPI_INFO_NULL;
+    if (s->info_key) {
+        MPI_CHK(MPI_Info_create(&info));
+        MPI_CHK(MPI_Info_set(info, s->info_key, s->info_value));
+    }
+    MPI_CHK(MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win));
+    if (info != MPI_INFO_NULL) MPI_CHK(MPI_Info_free(&info));
     MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     s->run();
     MPI_CHK(MPI_Win_free(&win));
