@@ -448,9 +448,7 @@ static void counter_close(void) {
 static int select_scenarios(const char *name, int chosen[]) {
     int n = 0;
     for (int i = 0; name && i < NSCENARIOS; i++) {
-        chosen[i] = strcmp(scenarios[i].name, name) == 0 ||
-                    (strcmp(name, "racy") == 0 && scenarios[i].label == RACE) ||
-                    (strcmp(name, "clean") == 0 && scenarios[i].label == NONE);
+        chosen[i] = rt_scenario_chosen(name, scenarios[i].name, scenarios[i].label == RACE);
         n += chosen[i];
     }
     return n;

@@ -277,9 +277,7 @@ int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : NULL;
     int chosen[NSCENARIOS], n = 0, np = 0;
     for (int i = 0; name && i < NSCENARIOS; i++) {
-        chosen[i] = strcmp(scenarios[i].name, name) == 0 ||
-                    (strcmp(name, "racy") == 0 && scenarios[i].label == RACE) ||
-                    (strcmp(name, "clean") == 0 && scenarios[i].label == NONE);
+        chosen[i] = rt_scenario_chosen(name, scenarios[i].name, scenarios[i].label == RACE);
         n += chosen[i];
     }
 #ifdef UNDER_TSAN

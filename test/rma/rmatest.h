@@ -63,6 +63,14 @@ static inline int nbrma_is_active(void)
 #endif
 
 /* ------------------------------------------------------------------ error counting */
+/* Labelled scenarios (check_races, check_tsan): whether the command line's `name` chooses
+ * the scenario `scenario` (labelled racy or not): its own name, "racy" for every racy
+ * one, "clean" for every other. */
+static inline int rt_scenario_chosen(const char *name, const char *scenario, int racy)
+{
+    return strcmp(scenario, name) == 0 || strcmp(name, racy ? "racy" : "clean") == 0;
+}
+
 static int rt_errs = 0;          /* errors found by this process */
 static int rt_max_print = 10;    /* print at most this many error lines per process */
 
