@@ -132,7 +132,11 @@ static void fop_different_op(void) { two_origins(MPI_LOCK_SHARED, op_fop_sum, op
 
 /* lock_all on every rank; rank 1 puts, then rank 2 puts the same bytes after a barrier.
  * flush_first: rank 1 flushes before the barrier (else after it); rput: rank 1 uses
- * MPI_Rput + MPI_Wait (local completion only); barrier: 0 leaves the barrier out. */
+ * MPI_Rput + MPI_Wait (local completion only); barrier: 0 leaves the barrier out, 2 is
+ * MPI_Ibarrier + MPI_Wait. (Its racy twin, no flush before the MPI_Ibarrier, is not among
+ * the scenarios: the wait joins the peers' clocks as published when it returns, maybe
+ * after rank 1's flush, so the checker may miss that race; nonblocking collectives carry
+ * no clocks of their own.) */
 static void lock_all_sequence(int flush_first, int rput, int barrier) {
     MPI_CHK(MPI_Win_lock_all(0, win));
     if (me == 1) {
@@ -146,7 +150,12 @@ static void lock_all_sequence(int flush_first, int rput, int barrier) {
         }
         if (flush_first) MPI_CHK(MPI_Win_flush(TARGET, win));
     }
-    if (barrier) MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (barrier == 1) MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (barrier == 2) { /* a nonblocking barrier, completed by MPI_Wait */
+        MPI_Request req;
+        MPI_CHK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+        MPI_CHK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    }
     if (me == 1 && !flush_first) MPI_CHK(MPI_Win_flush(TARGET, win));
     if (me == 2) {
         op_put0();
@@ -159,6 +168,7 @@ static void lock_all_barrier_no_flush(void) { lock_all_sequence(0, 0, 1); }
 static void lock_all_no_barrier(void) { lock_all_sequence(1, 0, 0); }
 static void rput_wait_barrier(void) { lock_all_sequence(1, 1, 1); }
 static void rput_wait_no_flush(void) { lock_all_sequence(0, 1, 1); }
+static void lock_all_flush_ibarrier(void) { lock_all_sequence(1, 0, 2); }
 
 /* lock_all on every rank; rank 1 puts and flushes, then sends a message to rank 2, which
  * puts the same bytes once it has received it. */
@@ -378,6 +388,8 @@ static const scenario_t scenarios[] = {
     S(lock_all_barrier_no_flush, 3, RACE, 0,
       "lock_all: rank 1 put; barrier; rank 1 flush, rank 2 put"),
     S(lock_all_no_barrier, 3, RACE, 0, "lock_all: ranks 1, 2 put, flush, no barrier"),
+    S(lock_all_flush_ibarrier, 3, NONE, 0,
+      "lock_all: rank 1 put, flush; MPI_Ibarrier + MPI_Wait; rank 2 put"),
     S(same_origin_no_flush, 2, RACE, 0, "rank 1, one exclusive epoch: put, get same bytes"),
     S(same_origin_flush, 2, NONE, 0, "rank 1, one exclusive epoch: put, flush, get"),
     S(same_origin_acc, 2, NONE, 0, "rank 1, one epoch: accumulate MPI_SUM, get_accumulate MPI_SUM"),
