@@ -27,11 +27,17 @@ struct SpinLock {
 };
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared between processes");
 
-// A process's published clock: its vector clock as of its last release.
+// A process's published clock: its vector clock as of its last release. Its one writer
+// (the process, under its checker lock) stores entry by entry and readers load entry by
+// entry, without a lock: entries only grow, so a read racing with a publication joins
+// some entries of the newer clock, a clock newer than the message that led to the read,
+// which may miss a race, never invent one (as joining the newest slot does anyway).
 struct Slot {
-    SpinLock lock;
+    std::uint32_t unused;
     std::uint32_t ranks;
     std::uint64_t clock[1];  // [ranks]
+    std::uint64_t load(int i) const { return __atomic_load_n(&clock[i], __ATOMIC_ACQUIRE); }
+    void store(int i, std::uint64_t value) { __atomic_store_n(&clock[i], value, __ATOMIC_RELEASE); }
     static std::size_t bytes(int ranks) {
         return sizeof(Slot) + sizeof(std::uint64_t) * static_cast<std::size_t>(ranks - 1);
     }

@@ -92,11 +92,11 @@ void join_slot_locked(int rank, std::vector<std::uint64_t> *also) {
     }
     Slot *slot = p.peers[rank];
     if (!slot) return;
-    slot->lock.lock();
-    for (int i = 0; i < p.ranks; ++i) p.clock[i] = std::max(p.clock[i], slot->clock[i]);
-    if (also)
-        for (int i = 0; i < p.ranks; ++i) (*also)[i] = std::max((*also)[i], slot->clock[i]);
-    slot->lock.unlock();
+    for (int i = 0; i < p.ranks; ++i) {
+        const std::uint64_t published = slot->load(i);
+        p.clock[i] = std::max(p.clock[i], published);
+        if (also) (*also)[i] = std::max((*also)[i], published);
+    }
 }
 
 void tick_locked() {
@@ -107,9 +107,7 @@ void tick_locked() {
 
 void publish_locked() {
     Process &p = process();
-    p.own->lock.lock();
-    std::memcpy(p.own->clock, p.clock.data(), sizeof(std::uint64_t) * p.clock.size());
-    p.own->lock.unlock();
+    for (std::size_t i = 0; i < p.clock.size(); ++i) p.own->store(static_cast<int>(i), p.clock[i]);
     tick_locked();
 }
 
