@@ -627,16 +627,19 @@ void WindowCheck::fence_entered(std::uint64_t fence) {
     tick_locked();
 }
 
-void WindowCheck::fence_acquire(std::uint64_t fence, std::uint64_t epoch) {
+void WindowCheck::fence_passed(std::uint64_t fence, std::uint64_t epoch) {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     std::vector<std::uint64_t> &acquired = scratch_;
     acquired.assign(static_cast<std::size_t>(p.ranks), 0);
+    const int me = p.me;
     for (Area *area : areas_) {
         if (!area) continue;
         area->lock.lock();
         if (area->fences[fence % 2] == fence)
             join_into(acquired, area->clock(fence % 2 ? Area::fence1 : Area::fence0));
+        prune(*area,
+              [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
         area->lock.unlock();
     }
     join_into(p.clock, acquired.data());
@@ -710,19 +713,6 @@ void WindowCheck::notified() {
     tick_locked();
     publish_locked();
     replay_locked();
-}
-
-void WindowCheck::fence_passed() {
-    Process &p = process();
-    std::lock_guard<ProcessLock> guard(p.mutex);
-    const int me = p.me;
-    for (Area *area : areas_) {
-        if (!area) continue;
-        area->lock.lock();
-        prune(*area,
-              [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
-        area->lock.unlock();
-    }
 }
 
 void WindowCheck::exposure_done() {

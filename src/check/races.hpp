@@ -134,12 +134,14 @@ class WindowCheck {
     void lock_acquired(int target, bool exclusive, std::uint64_t epoch, bool later_calls);
     void unlocked(int target, bool exclusive, bool release);
     // Active target. This rank enters fence number `fence` (before its notices leave),
-    // and passes its barrier: every window rank's clock at its entry is joined. A post
+    // and passes its barrier: every window rank's clock at its entry is joined, and this
+    // rank's completed calls, ordered before every later one now, leave the logs (one
+    // lock of each area). A post
     // publishes the target's clock (before its grants), start acquires it (the grant
     // seen); complete publishes the origin's (before its done notice, after completed()),
     // wait acquires it (the notice seen).
     void fence_entered(std::uint64_t fence);
-    void fence_acquire(std::uint64_t fence, std::uint64_t epoch);
+    void fence_passed(std::uint64_t fence, std::uint64_t epoch);
     void post_release();
     void post_acquire(int target, std::uint64_t epoch);
     void complete_release(int target);
@@ -167,10 +169,8 @@ class WindowCheck {
     // A call with a result runs now: its result buffer, watched since the call, must not
     // have changed (the call is about to write it; watch_result watches it again after).
     void result_running(const engine::RmaCall &call);
-    // The fence's barrier passed: this rank's completed calls are ordered before every
-    // later one; its own entries go. The exposure epoch completed: entries ordered
-    // before this rank's clock go from its own log.
-    void fence_passed();
+    // The exposure epoch completed: entries ordered before this rank's clock go from its
+    // own log.
     void exposure_done();
     // Under ThreadSanitizer (tsan.hpp): replays into it the calls logged at this rank
     // that its clock covers now (`all`: every call), as accesses of their origins' fibers

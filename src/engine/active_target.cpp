@@ -141,10 +141,8 @@ bool Window::advance_fence(Epoch &epoch) {
         if (!notices.done()) return moved;
         if (is_error(notices.failure)) epoch.fail(notices.failure);
         epoch.pass_barrier();
-        if (check_) {  // every rank entered the fence: their clocks are ours
-            check_->fence_acquire(epoch.sequence(), epoch.id());
-            check_->fence_passed();
-        }
+        // every rank entered the fence: their clocks are ours
+        if (check_) check_->fence_passed(epoch.sequence(), epoch.id());
         for (int peer : epoch.touched()) epoch.find(peer)->phase = TargetPhase::held;
         moved = true;
     }
