@@ -257,6 +257,7 @@ int testsome_unchecked(int incount, MPI_Request requests[], int *outcount, int i
 namespace checked {
 
 bool may_receive(int count, const MPI_Request *requests) {
+    if (!requests) return true;  // erroneous: MPICH's wait reports it
     for (int i = 0; i < count; ++i)
         if (requests[i] != MPI_REQUEST_NULL && !nbrma::mpich::is_complete_request(requests[i]))
             return true;
