@@ -89,7 +89,7 @@ struct Area;  // one rank's access log (races.cpp)
 // subset of read-after-read, read-after-write, write-after-read, write-after-write;
 // none: no pair).
 struct AccumulateRules {
-    enum : unsigned { rar = 1, raw = 2, war = 4, waw = 8 };
+    enum : unsigned { rar = 1, raw = 2, war = 4, waw = 8 };  // settings::accumulate_ordering_mask's
     bool no_op_mixes = true;
     unsigned ordering = rar | raw | war | waw;
     // From the keys' values (as validated at window creation).

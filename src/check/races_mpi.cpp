@@ -167,17 +167,8 @@ void leave_collective(const std::vector<std::uint64_t> &joined) {
 AccumulateRules AccumulateRules::from_info(const char *ops, const char *ordering) {
     AccumulateRules rules;
     rules.no_op_mixes = std::strcmp(ops, "same_op") != 0;
-    rules.ordering = 0;
-    const std::string list = std::string(ordering) + ",";
-    for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
-         at = comma + 1) {
-        const std::string word = list.substr(at, comma - at);
-        rules.ordering |= word == "rar"   ? rar
-                          : word == "raw" ? raw
-                          : word == "war" ? war
-                          : word == "waw" ? waw
-                                          : 0u;
-    }
+    if (!settings::accumulate_ordering_mask(ordering, &rules.ordering))
+        rules.ordering = rar | raw | war | waw;  // (validated at creation: not reached)
     return rules;
 }
 

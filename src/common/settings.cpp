@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace nbrma::settings {
@@ -148,6 +150,24 @@ int launcher_local_ranks() {
     const char *value = std::getenv("MPI_LOCALNRANKS");
     const int ranks = value ? std::atoi(value) : 0;
     return ranks > 0 ? ranks : 0;
+}
+
+bool accumulate_ordering_mask(const char *value, unsigned *mask) {
+    *mask = 0;
+    if (std::strcmp(value, "none") == 0) return true;
+    const std::string list = std::string(value) + ",";
+    for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
+         at = comma + 1) {
+        const std::string word = list.substr(at, comma - at);
+        const unsigned bit = word == "rar"   ? 1u
+                             : word == "raw" ? 2u
+                             : word == "war" ? 4u
+                             : word == "waw" ? 8u
+                                             : 0u;
+        if (!bit) return false;
+        *mask |= bit;
+    }
+    return true;
 }
 
 bool valid(const Setting &setting, const char *value) {

@@ -81,6 +81,10 @@ const char *env(Id id);
 // words ("inline, thread, interrupt"), an integer in range where it says "N to M";
 // settings whose values are described in prose (a path, a list) are checked where read.
 bool valid(const Setting &setting, const char *value);
+// The info key accumulate_ordering's value as a mask of the orderings it names (read
+// after read 1, read after write 2, write after read 4, write after write 8; "none": 0);
+// false for a value that is not "none" nor a comma-separated subset of rar, raw, war, waw.
+bool accumulate_ordering_mask(const char *value, unsigned *mask);
 
 // The number of ranks on this node that the launcher reports (MPI_LOCALNRANKS, which
 // MPICH's mpiexec exports to each process), or 0 when it reports none. Not a setting of

@@ -251,14 +251,9 @@ std::string parse_info(MPI_Info info, WindowInfo *out) {
         PMPI_Info_get(info, name, MPI_MAX_INFO_VAL, value, &flag);
         if (!flag) return false;
         bool ok = settings::valid(key, value);
-        if (ok && id == Id::accumulate_ordering && std::strcmp(value, "none") != 0) {
-            std::string list = std::string(value) + ",";  // a comma-separated subset
-            for (std::size_t at = 0, comma; ok && (comma = list.find(',', at)) != std::string::npos;
-                 at = comma + 1) {
-                const std::string word = list.substr(at, comma - at);
-                ok = word == "rar" || word == "raw" || word == "war" || word == "waw";
-            }
-        }
+        unsigned mask = 0;
+        if (ok && id == Id::accumulate_ordering)
+            ok = settings::accumulate_ordering_mask(value, &mask);
         if (ok && id == Id::accumulate_granularity) {
             char *end = nullptr;
             ok = std::strtoll(value, &end, 10) >= 0 && end != value && *end == '\0';
