@@ -103,7 +103,11 @@ int notify_ithreshold(const char *call, MPI_Win win, int notification_idx, MPI_C
             if (met && state->check) state->check->notified();
             return checked;
         }
-        return counters.threshold(notification_idx, wanted, &pending);
+        // The counter may reach `wanted` between the read above and threshold()'s own,
+        // which then completes the request at once: seen now, as above.
+        checked = counters.threshold(notification_idx, wanted, &pending);
+        if (!is_error(checked) && pending->complete() && state->check) state->check->notified();
+        return checked;
     });
     if (is_error(status)) return bad_index(call, win, notification_idx, count);
     // Met already: a request that MPICH itself made complete (a receive from
