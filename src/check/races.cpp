@@ -7,7 +7,6 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -755,17 +754,48 @@ std::uint64_t mix(std::uint64_t hash, const unsigned char *bytes, std::size_t le
     return hash ^ (hash >> 29);
 }
 
+using Range = std::pair<std::uintptr_t, std::size_t>;
+
+// Whether every page from the lowest to the highest byte of ranges [0, n) is mapped: a
+// large buffer freed before its call completed (malloc unmaps those) reads as missing,
+// not as a crash. msync(MS_ASYNC) only looks the span up in the process's mappings
+// (ENOMEM for a hole; no page is written back since Linux 2.6.19): one system call,
+// whatever the span's size, where mincore walks every page of it.
+bool mapped(const Range *ranges, std::size_t n) {
+    static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    std::uintptr_t low = UINTPTR_MAX, high = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+        low = std::min(low, ranges[r].first);
+        high = std::max(high, ranges[r].first + ranges[r].second);
+    }
+    low &= ~(page - 1);
+    return msync(reinterpret_cast<void *>(low), high - low, MS_ASYNC) == 0;
+}
+
+// A sample of a range of more than sample_bytes: its first and last 64 bytes and 16
+// words evenly spaced between, mixed as one block (a digest costs the same at any size).
+constexpr std::size_t sample_bytes = 256;
+std::uint64_t mix_sample(std::uint64_t hash, std::uintptr_t address, std::size_t length) {
+    constexpr std::size_t edge = 64, words = 16;
+    unsigned char block[sample_bytes];
+    std::memcpy(block, reinterpret_cast<const void *>(address), edge);
+    const std::size_t step = (length - 2 * edge) / words;  // >= 8: length > 256
+    for (std::size_t i = 0; i < words; ++i)
+        std::memcpy(block + edge + 8 * i, reinterpret_cast<const void *>(address + edge + i * step),
+                    8);
+    std::memcpy(block + edge + 8 * words, reinterpret_cast<const void *>(address + length - edge),
+                edge);
+    return mix(hash, block, sample_bytes);
+}
+
 // A digest of the bytes of ranges [0, n): a buffer of one word or less is its own digest;
-// every byte of buffers up to 8 KiB; of larger
-// ones a sample (each range's first and last 2 KiB and 64 bytes of every 1 KiB between, at
-// most 64 of them: a buffer refilled is caught, a byte changed in the middle may not be).
-// Up to 64 KiB in all it reads in place (the application's memory, small: malloc never
-// unmaps such buffers); beyond, with one process_vm_readv, so that a large buffer freed
-// meanwhile reads as missing, not as a crash. *readable: every byte sampled could be read.
-std::uint64_t digest(const std::pair<std::uintptr_t, std::size_t> *ranges, std::size_t n,
-                     bool *readable) {
-    constexpr std::size_t whole = 8 << 10, in_place = 64 << 10, edge = 2048, stride = 1024,
-                          sample = 64;
+// every byte of buffers up to 256 bytes, and of each range of at most 256 bytes; of a
+// larger range a sample (mix_sample: a buffer refilled, or changed at either end, is
+// caught; a byte changed in the middle may not be). `verify`: the call may have
+// completed, and a buffer above 64 KiB is read only if it is still mapped (mapped(); at
+// the call the engine reads it anyway). *readable: every byte sampled could be read.
+std::uint64_t digest(const Range *ranges, std::size_t n, bool verify, bool *readable) {
+    constexpr std::size_t may_unmap = 64 << 10;
     *readable = true;
     if (n == 1 && ranges[0].second <= 8) {  // a word or less: the bytes themselves
         const auto *bytes = reinterpret_cast<const unsigned char *>(ranges[0].first);
@@ -777,46 +807,22 @@ std::uint64_t digest(const std::pair<std::uintptr_t, std::size_t> *ranges, std::
                 word |= std::uint64_t{bytes[i]} << 8 * i;
         return word;
     }
-    std::size_t total = 0;
-    for (std::size_t r = 0; r < n; ++r) total += ranges[r].second;
-    std::uint64_t hash = 0xcbf29ce484222325ull;
-    if (total <= whole) {  // the common case: every byte, in place, nothing allocated
-        for (std::size_t r = 0; r < n; ++r)
-            hash = mix(hash, reinterpret_cast<const unsigned char *>(ranges[r].first),
-                       ranges[r].second);
-        return hash;
+    if (verify) {
+        std::size_t total = 0;
+        for (std::size_t r = 0; r < n; ++r) total += ranges[r].second;
+        if (total > may_unmap && !mapped(ranges, n)) {
+            *readable = false;
+            return 0;
+        }
     }
-    std::vector<struct iovec> pieces;
-    auto take = [&](std::uintptr_t address, std::size_t length) {
-        if (pieces.size() < IOV_MAX) pieces.push_back({reinterpret_cast<void *>(address), length});
-    };
+    std::uint64_t hash = 0xcbf29ce484222325ull;
     for (std::size_t r = 0; r < n; ++r) {
         const auto [address, length] = ranges[r];
-        if (length <= 2 * edge) {
-            take(address, length);
-            continue;
-        }
-        take(address, edge);  // at most 64 samples between: each costs the kernel a page walk
-        const std::size_t step = std::max(stride, (length - 2 * edge) / 64);
-        for (std::size_t at = edge; at + sample <= length - edge; at += step)
-            take(address + at, sample);
-        take(address + length - edge, edge);
+        hash = length <= sample_bytes
+                   ? mix(hash, reinterpret_cast<const unsigned char *>(address), length)
+                   : mix_sample(hash, address, length);
     }
-    if (total <= in_place) {
-        for (const struct iovec &piece : pieces)
-            hash = mix(hash, static_cast<const unsigned char *>(piece.iov_base), piece.iov_len);
-        return hash;
-    }
-    std::size_t bytes = 0;
-    for (const struct iovec &piece : pieces) bytes += piece.iov_len;
-    std::vector<unsigned char> copy(bytes);
-    struct iovec local = {copy.data(), bytes};
-    if (process_vm_readv(getpid(), &local, 1, pieces.data(), pieces.size(), 0) !=
-        static_cast<ssize_t>(bytes)) {
-        *readable = false;
-        return hash;
-    }
-    return mix(hash, copy.data(), bytes);
+    return hash;
 }
 
 }  // namespace
@@ -852,7 +858,7 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                                           watched.add({base + offset, length});
                                   });
     bool readable = false;
-    watched.digest = digest(watched.ranges(), watched.count, &readable);
+    watched.digest = digest(watched.ranges(), watched.count, false, &readable);
     if (!readable) --watching_;
 }
 
@@ -892,7 +898,7 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
             continue;
         }
         bool readable = false;
-        if (digest(w.ranges(), w.count, &readable) == w.digest || !readable) continue;
+        if (digest(w.ranges(), w.count, true, &readable) == w.digest || !readable) continue;
         ++p.races;
         std::lock_guard<ProcessLock> guard(p.mutex);
         if (!p.reported.insert({w.site, w.result ? 1 : 0}).second && !p.abort_on_race) continue;

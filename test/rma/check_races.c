@@ -3,8 +3,8 @@
  *
  * `check_races <scenario>` sets NBRMA_CHECK=races before MPI_Init and runs one scenario of
  * the table below, or every RACE scenario (`check_races racy`) or every NONE scenario
- * (`check_races clean`), one after the other in one job. Each runs on a new window of 64
- * bytes a rank (MPI_Win_allocate, disp_unit 1; rank 0 is the target, ranks 1 and 2 the
+ * (`check_races clean`), one after the other in one job. Each runs on a new window of 256
+ * KiB a rank (MPI_Win_allocate, disp_unit 1; rank 0 is the target, ranks 1 and 2 the
  * origins), frees it, and then sums over the ranks what the MPI_T counter
  * "nbrma_check_races" (the races each process detected) grew by meanwhile. A RACE scenario
  * passes iff that sum is > 0, a NONE scenario iff it is 0; rank 0 prints each sum.
@@ -23,6 +23,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "rmatest.h"
 
@@ -40,7 +41,8 @@ typedef struct {
 
 /* ------------------------------------------------------------------ shared setup */
 #define TARGET 0
-#define WIN_BYTES 64
+#define LARGE (256 << 10) /* a large origin buffer's bytes (sampled by the checker) */
+#define WIN_BYTES LARGE
 
 static int me, np;
 static MPI_Win win;
@@ -344,6 +346,30 @@ static void origin_change(int before_flush_local) {
 static void origin_changed_before_flush_local(void) { origin_change(1); }
 static void origin_changed_after_flush_local(void) { origin_change(0); }
 
+/* The same with a put of LARGE bytes from a buffer of its own mapping (the checker takes a
+ * sample of a buffer this size, its ends among it), refilled before or after
+ * MPI_Win_flush_local. */
+static void *large_buffer(void) {
+    void *buffer = mmap(NULL, LARGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(buffer != MAP_FAILED, "mmap of %d bytes failed", LARGE);
+    if (buffer == MAP_FAILED) MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(buffer, me, LARGE);
+    return buffer;
+}
+static void large_origin_change(int before_flush_local) {
+    if (me != 1) return;
+    unsigned char *buffer = large_buffer();
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    MPI_CHK(MPI_Put(buffer, LARGE, MPI_BYTE, TARGET, 0, LARGE, MPI_BYTE, win));
+    if (before_flush_local) memset(buffer, 0xa5, LARGE);
+    MPI_CHK(MPI_Win_flush_local(TARGET, win));
+    if (!before_flush_local) memset(buffer, 0xa5, LARGE);
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+    munmap(buffer, LARGE);
+}
+static void large_origin_refilled_before_flush_local(void) { large_origin_change(1); }
+static void large_origin_refilled_after_flush_local(void) { large_origin_change(0); }
+
 static void result_stored_before_flush(void) {
     if (me != 1) return;
     MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
@@ -413,6 +439,10 @@ static const scenario_t scenarios[] = {
       "rank 1: put, flush_local, then origin buffer changed"),
     S(result_stored_before_flush, 2, RACE, 0, "rank 1: get, result buffer stored into, flush"),
     S(rput_wait_then_change, 2, NONE, 0, "rank 1: rput, wait, then origin buffer changed"),
+    S(large_origin_refilled_before_flush_local, 2, RACE, 0,
+      "rank 1: put of 256 KiB, origin buffer refilled, then flush_local"),
+    S(large_origin_refilled_after_flush_local, 2, NONE, 0,
+      "rank 1: put of 256 KiB, flush_local, then origin buffer refilled"),
     SI(acc_and_no_op_same_op, acc_and_no_op, 3, RACE, "accumulate_ops", "same_op",
        "accumulate_ops=same_op: accumulate MPI_SUM vs get_accumulate MPI_NO_OP"),
     S(same_origin_acc_ops, 2, NONE, 0, "rank 1, one epoch: accumulate MPI_SUM, then MPI_MAX"),
@@ -436,6 +466,31 @@ static void null_request_arrays(void) {
           "MPI_Waitany(2, NULL) succeeded");
     CHECK(MPI_Testall(2, none, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS,
           "MPI_Testall(2, NULL) succeeded");
+}
+
+/* ------------------------------------------------------------------ a freed origin buffer */
+/* A large origin buffer unmapped before its call completed (erroneous) is not read by the
+ * checker at the completion (no crash) and not counted. Only where the put copied the data
+ * at the call (shared memory, inline progress): over UCX the transport may still read it.
+ * Returns the races this process counted meanwhile (0 expected). */
+static unsigned long long counter_read(void);
+static unsigned long long unmapped_origin(int have_counter) {
+    const char *transport = getenv("NBRMA_TRANSPORT"), *progress = getenv("NBRMA_PROGRESS");
+    if ((transport && strcmp(transport, "shm") != 0) || getenv("NBRMA_VIRTUAL_NODES") ||
+        (progress && strcmp(progress, "inline") != 0))
+        return 0;
+    const unsigned long long before = have_counter ? counter_read() : 0;
+    char *base;
+    MPI_CHK(MPI_Win_allocate(LARGE, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    if (me == 1) {
+        unsigned char *buffer = large_buffer();
+        MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+        MPI_CHK(MPI_Put(buffer, LARGE, MPI_BYTE, TARGET, 0, LARGE, MPI_BYTE, win));
+        CHECK(munmap(buffer, LARGE) == 0, "munmap failed");
+        MPI_CHK(MPI_Win_unlock(TARGET, win));
+    }
+    MPI_CHK(MPI_Win_free(&win));
+    return have_counter ? counter_read() - before : 0;
 }
 
 /* ------------------------------------------------------------------ the race counter */
@@ -557,6 +612,11 @@ int main(int argc, char **argv) {
             rt_errs++;
         }
     } else {
+        const unsigned long long unmapped = unmapped_origin(have_counter);
+        CHECK(unmapped == 0,
+              "rank %d counted %llu races for an origin buffer unmapped before "
+              "the unlock",
+              me, unmapped);
         for (int i = 0; i < NSCENARIOS; i++) {
             if (!chosen[i]) continue;
             if (scenarios[i].threaded && provided < MPI_THREAD_MULTIPLE) {
