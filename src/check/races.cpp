@@ -402,11 +402,15 @@ void complete_landings(Area &area, int me, std::uint64_t at, bool notified) {
 // ---- WindowCheck --------------------------------------------------------------------
 
 namespace {
+// An area's clocks are stored entry by entry under its lock and loaded entry by entry,
+// some without it (lock_acquired).
 void join_into(std::vector<std::uint64_t> &into, const std::uint64_t *clock) {
-    for (std::size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], clock[i]);
+    for (std::size_t i = 0; i < into.size(); ++i)
+        into[i] = std::max(into[i], __atomic_load_n(&clock[i], __ATOMIC_RELAXED));
 }
 void release_into(std::uint64_t *clock, const std::vector<std::uint64_t> &from) {
-    for (std::size_t i = 0; i < from.size(); ++i) clock[i] = std::max(clock[i], from[i]);
+    for (std::size_t i = 0; i < from.size(); ++i)
+        if (from[i] > clock[i]) __atomic_store_n(&clock[i], from[i], __ATOMIC_RELAXED);
 }
 }  // namespace
 
@@ -509,7 +513,8 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     for (std::size_t s = 0; s < n; ++s) {
         now.low = segments[s].first;
         now.high = segments[s].second;
-        ++p.checked;
+        // Under the process lock: no read-modify-write needed (readers load it whole).
+        p.checked.store(p.checked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         bool logged = false;
         for (std::uint32_t i = 0; i < area->count; ++i) {
             Entry &e = entries[i];
@@ -570,21 +575,28 @@ void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch,
     Area *area = areas_[target];
     if (!area) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    area->lock.lock();
+    // The releases this grant follows are read without the area's lock: each holder stored
+    // its release (unlocked) before its lock word let the next holder in, and none
+    // stores the clock the grant reads while the grant holds the lock (an exclusive
+    // release while any holder does, a shared one while an exclusive holder does).
     join_into(p.clock, area->clock(Area::exclusive_release));
     if (exclusive) join_into(p.clock, area->clock(Area::shared_release));
     if (later_calls) {
         std::vector<std::uint64_t> &acquired = scratch_;
-        acquired.assign(area->clock(Area::exclusive_release),
-                        area->clock(Area::exclusive_release) + p.ranks);
+        acquired.assign(static_cast<std::size_t>(p.ranks), 0);
+        join_into(acquired, area->clock(Area::exclusive_release));
         if (exclusive) join_into(acquired, area->clock(Area::shared_release));
         keep_acquired(epoch, target, acquired);
     }
-    if (exclusive) {  // everything logged before is ordered before every later holder
+    // Everything logged before is ordered before every later holder: gone from the log,
+    // which an exclusive holder's unlock leaves empty of its own calls (only the lock is
+    // taken for a log with entries; one appended meanwhile, unordered, is kept).
+    if (exclusive && __atomic_load_n(&area->count, __ATOMIC_RELAXED) != 0) {
         Entry probe{};
+        area->lock.lock();
         prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
+        area->lock.unlock();
     }
-    area->lock.unlock();
     replay_locked();
 }
 
