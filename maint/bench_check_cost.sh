@@ -1,0 +1,57 @@
+#!/bin/bash
+# bench_check_cost.sh — the race checker's cost table of doc/benchmarks.md ("Race
+# checker cost"): PAIRS pairs of `nbrma-bench --quick --groups latency,patterns` runs,
+# without and with NBRMA_CHECK=races in the environment, alternated (off, on, off, on,
+# ...) so that both see the same machine, then one markdown table: per row the medians of
+# the pairs (MPICH: of every run; the latency rows' nbrma series is nbrma-blocking, the
+# patterns rows' nbrma-nonblocking), their ratio, and the lowest and highest ratio of one
+# pair. Run from a built tree: maint/bench_check_cost.sh [PAIRS (default 5)] [DIR].
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+pairs=${1:-5}
+dir=${2:-$(mktemp -d "${TMPDIR:-/tmp}/nbrma-check-cost.XXXXXX")}
+mkdir -p "$dir"
+for i in $(seq "$pairs"); do
+    for mode in off races; do
+        echo "bench_check_cost: pair $i of $pairs, NBRMA_CHECK=$mode" >&2
+        NBRMA_CHECK=$mode "$top/test/bench/nbrma-bench" --quick --groups latency,patterns \
+            --no-plots --csv "$dir/$mode-$i.csv" > "$dir/$mode-$i.txt" 2>&1
+    done
+done
+python3 - "$dir" "$pairs" <<'EOF'
+import csv, statistics, sys
+dir, pairs = sys.argv[1], int(sys.argv[2])
+rows = ("lock_put_unlock lock_get_unlock osu_put_lock osu_get_lock osu_acc_lock osu_fop_lock "
+        "osu_cas_lock osu_acc_char_lock osu_put_flush osu_get_flush osu_acc_flush osu_fop_flush "
+        "osu_cas_flush osu_put_lock_all osu_acc_lock_all osu_put_fence osu_acc_fence osu_put_pscw "
+        "osu_acc_pscw osu_put_lock_create osu_put_lock_alloc_mem late_post late_complete "
+        "early_fence wait_at_fence late_unlock").split()
+patterns = {"late_post", "late_complete", "early_fence", "wait_at_fence", "late_unlock"}
+def load(path):
+    with open(path) as f:
+        return {(r["benchmark"], r["series"], r["parameter"]): float(r["value"])
+                for r in csv.DictReader(f)}
+runs = {m: [load(f"{dir}/{m}-{i}.csv") for i in range(1, pairs + 1)] for m in ("off", "races")}
+order = []
+with open(f"{dir}/off-1.csv") as f:
+    for r in csv.DictReader(f):
+        key = (r["benchmark"], r["parameter"])
+        if r["benchmark"] in rows and key not in order:
+            order.append(key)
+print("| group | row | size | MPICH | nbrma | nbrma + checker | on / off | on / MPICH "
+      "| on / off, lowest-highest pair |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+for bench, param in order:
+    series = "nbrma-nonblocking" if bench in patterns else "nbrma-blocking"
+    def values(mode, s):
+        return [run[(bench, s, param)] for run in runs[mode] if (bench, s, param) in run]
+    off, on = values("off", series), values("races", series)
+    mpich = values("off", "mpich") + values("races", "mpich")
+    if len(off) != pairs or len(on) != pairs or not mpich:
+        continue
+    pair = sorted(b / a for a, b in zip(off, on) if a > 0)
+    m_off, m_on, m_mpich = statistics.median(off), statistics.median(on), statistics.median(mpich)
+    print("| %s | %s | %s | %.4g | %.4g | %.4g | %.1f | %.2f | %.1f-%.1f |" % (
+        "patterns" if bench in patterns else "latency", bench, param, m_mpich, m_off, m_on,
+        m_on / m_off, m_on / m_mpich, pair[0], pair[-1]))
+EOF
