@@ -801,11 +801,11 @@ std::uint64_t mix_sample(std::uint64_t hash, std::uintptr_t address, std::size_t
 }
 
 // A digest of the bytes of ranges [0, n): a buffer of one word or less is its own digest;
-// every byte of buffers up to 256 bytes, and of each range of at most 256 bytes; of a
-// larger range a sample (mix_sample: a buffer refilled, or changed at either end, is
-// caught; a byte changed in the middle may not be). `verify`: the call may have
-// completed, and a buffer above 64 KiB is read only if it is still mapped (mapped(); at
-// the call the engine reads it anyway). *readable: every byte sampled could be read.
+// every byte of each range of up to 256 bytes; of a larger range a sample (mix_sample: a buffer
+// refilled, or changed at either end, is caught; a byte changed in the middle may not be).
+// `verify`: the call may have completed, and a buffer above 64 KiB is read only if it is still
+// mapped (mapped(); at the call the engine reads it anyway). *readable: every byte sampled could be
+// read.
 std::uint64_t digest(const Range *ranges, std::size_t n, bool verify, bool *readable) {
     constexpr std::size_t may_unmap = 64 << 10;
     *readable = true;
@@ -869,9 +869,8 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                                       if (watched.count < most_ranges)
                                           watched.add({base + offset, length});
                                   });
-    bool readable = false;
+    bool readable = false;  // at the call: always
     watched.digest = digest(watched.ranges(), watched.count, false, &readable);
-    if (!readable) --watching_;
 }
 
 void WindowCheck::watch_origin(const engine::RmaCall &call, std::uint64_t site) {
