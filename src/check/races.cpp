@@ -768,18 +768,24 @@ std::uint64_t mix(std::uint64_t hash, const unsigned char *bytes, std::size_t le
 
 using Range = std::pair<std::uintptr_t, std::size_t>;
 
-// Whether every page from the lowest to the highest byte of ranges [0, n) is mapped: a
-// large buffer freed before its call completed (malloc unmaps those) reads as missing,
-// not as a crash. msync(MS_ASYNC) only looks the span up in the process's mappings
-// (ENOMEM for a hole; no page is written back since Linux 2.6.19): one system call,
-// whatever the span's size, where mincore walks every page of it.
-bool mapped(const Range *ranges, std::size_t n) {
+// Whether a watched buffer can be read when its call completes: one of up to 64 KiB
+// always (malloc never unmaps such); a larger one if every page from its lowest to its
+// highest byte is still mapped, so that a large buffer freed before its call completed
+// (malloc unmaps those) reads as missing, not as a crash. msync(MS_ASYNC) only looks the
+// span up in the process's mappings (ENOMEM for a hole; no page is written back since
+// Linux 2.6.19): one system call, whatever the span's size, where mincore walks every
+// page of it. At the call the engine reads the buffer anyway.
+bool readable_at_completion(const Range *ranges, std::size_t n) {
+    constexpr std::size_t may_unmap = 64 << 10;
     static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    std::size_t total = 0;
     std::uintptr_t low = UINTPTR_MAX, high = 0;
     for (std::size_t r = 0; r < n; ++r) {
+        total += ranges[r].second;
         low = std::min(low, ranges[r].first);
         high = std::max(high, ranges[r].first + ranges[r].second);
     }
+    if (total <= may_unmap) return true;
     low &= ~(page - 1);
     return msync(reinterpret_cast<void *>(low), high - low, MS_ASYNC) == 0;
 }
@@ -801,14 +807,10 @@ std::uint64_t mix_sample(std::uint64_t hash, std::uintptr_t address, std::size_t
 }
 
 // A digest of the bytes of ranges [0, n): a buffer of one word or less is its own digest;
-// every byte of each range of up to 256 bytes; of a larger range a sample (mix_sample: a buffer
-// refilled, or changed at either end, is caught; a byte changed in the middle may not be).
-// `verify`: the call may have completed, and a buffer above 64 KiB is read only if it is still
-// mapped (mapped(); at the call the engine reads it anyway). *readable: every byte sampled could be
-// read.
-std::uint64_t digest(const Range *ranges, std::size_t n, bool verify, bool *readable) {
-    constexpr std::size_t may_unmap = 64 << 10;
-    *readable = true;
+// every byte of each range of up to 256 bytes; of a larger range a sample (mix_sample: a
+// buffer refilled, or changed at either end, is caught; a byte changed in the middle may
+// not be).
+std::uint64_t digest(const Range *ranges, std::size_t n) {
     if (n == 1 && ranges[0].second <= 8) {  // a word or less: the bytes themselves
         const auto *bytes = reinterpret_cast<const unsigned char *>(ranges[0].first);
         std::uint64_t word = 0;
@@ -818,14 +820,6 @@ std::uint64_t digest(const Range *ranges, std::size_t n, bool verify, bool *read
             for (std::size_t i = 0; i < ranges[0].second; ++i)
                 word |= std::uint64_t{bytes[i]} << 8 * i;
         return word;
-    }
-    if (verify) {
-        std::size_t total = 0;
-        for (std::size_t r = 0; r < n; ++r) total += ranges[r].second;
-        if (total > may_unmap && !mapped(ranges, n)) {
-            *readable = false;
-            return 0;
-        }
     }
     std::uint64_t hash = 0xcbf29ce484222325ull;
     for (std::size_t r = 0; r < n; ++r) {
@@ -869,8 +863,7 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                                       if (watched.count < most_ranges)
                                           watched.add({base + offset, length});
                                   });
-    bool readable = false;  // at the call: always
-    watched.digest = digest(watched.ranges(), watched.count, false, &readable);
+    watched.digest = digest(watched.ranges(), watched.count);
 }
 
 void WindowCheck::watch_origin(const engine::RmaCall &call, std::uint64_t site) {
@@ -908,8 +901,8 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
             ++kept;
             continue;
         }
-        bool readable = false;
-        if (digest(w.ranges(), w.count, true, &readable) == w.digest || !readable) continue;
+        if (!readable_at_completion(w.ranges(), w.count) || digest(w.ranges(), w.count) == w.digest)
+            continue;
         ++p.races;
         std::lock_guard<ProcessLock> guard(p.mutex);
         if (!p.reported.insert({w.site, w.result ? 1 : 0}).second && !p.abort_on_race) continue;
