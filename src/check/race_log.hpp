@@ -5,13 +5,19 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "check/remote.hpp"
 #include "common/threads.hpp"
+
+namespace nbrma::transport::ucx {
+class UcxRegistration;
+}
 
 namespace nbrma::check {
 
@@ -139,6 +145,30 @@ struct Process {
     bool tsan = false;     // under ThreadSanitizer: windows replay their calls into it
     std::vector<WindowCheck *> replaying;  // this process's windows that do
     std::atomic<std::uint64_t> races{0}, checked{0}, unchecked{0}, dropped{0};
+    // Ranks on another (virtual) node, reached through nbrma's UCX worker (remote.hpp):
+    // set up by the first checked window that has such peers; their slots by world rank,
+    // read while `spanning` of this rank's live checked windows reach them (their
+    // windows keep their workers progressed, which UCX over tcp needs).
+    std::atomic<bool> ucx{false};
+    transport::ucx::UcxWorker *worker = nullptr;
+    std::unique_ptr<transport::ucx::UcxRegistration> slot_registration;
+    std::vector<Remote> remote_slots;
+    std::vector<int> spanning;
+    // Reads of those slots, one in flight per rank (`again`: a message came from it
+    // meanwhile, so another read must follow this one).
+    struct SlotRead {
+        void *request = nullptr;
+        bool again = false;
+        std::vector<std::uint64_t> clock;
+    };
+    std::vector<SlotRead> slot_reads;
+    int slot_reads_in_flight = 0;
+    int virtual_nodes = 0;  // NBRMA_VIRTUAL_NODES (test mode), else 0
+    // Whether world rank `rank` may be on this node (its slot and areas tried through
+    // shared memory): not in another virtual node.
+    bool may_share_node(int rank) const {
+        return virtual_nodes <= 0 || rank % virtual_nodes == me % virtual_nodes;
+    }
 };
 extern Process process_state;  // races.cpp
 inline Process &process() { return process_state; }
@@ -150,9 +180,17 @@ void *open_shared(const std::string &name, std::size_t *bytes);
 void unmap_shared(void *address, std::size_t bytes);
 std::string slot_name(int world_rank);
 
-// Joins world rank `rank`'s published clock into ours and, if given, into *also (caller
-// holds process().mutex).
-void join_slot_locked(int rank, std::vector<std::uint64_t> *also = nullptr);
+// Joins world rank `rank`'s published clock into ours (caller holds process().mutex, and
+// the progress lock). A slot on another node is read through UCX without waiting: its
+// read joins when settle_slot_reads_locked finds it done.
+void join_slot_locked(int rank);
+// Joins the reads of slots on another node that completed; `wait`: waits for every one
+// (an engine hook, which may then check or publish: a receive does not wait, as the
+// sender may be blocked in an MPICH call that does not serve UCX peers).
+void settle_slot_reads_locked(bool wait);
+inline void settle_slot_reads(bool wait) {
+    if (process().slot_reads_in_flight != 0) settle_slot_reads_locked(wait);
+}
 // Ticks our clock's own entry past the value just published (caller holds the mutex).
 void tick_locked();
 // Publishes our clock, then ticks it (caller holds process().mutex).

@@ -18,7 +18,9 @@
 
 #include "check/race_log.hpp"
 #include "check/tsan.hpp"
+#include "common/yield.hpp"
 #include "engine/datatype.hpp"
+#include "transport/ucx/ucx_worker.hpp"
 
 namespace nbrma::check {
 
@@ -75,10 +77,12 @@ std::string slot_name(int world_rank) {
     return process().prefix + "-r" + std::to_string(world_rank);
 }
 
-void join_slot_locked(int rank, std::vector<std::uint64_t> *also) {
+void start_slot_read(int rank);
+
+void join_slot_locked(int rank) {
     Process &p = process();
     if (rank == p.me || rank < 0 || rank >= p.ranks) return;
-    if (!p.tried[rank]) {
+    if (!p.tried[rank] && p.may_share_node(rank)) {
         std::size_t bytes = 0;
         void *address = open_shared(slot_name(rank), &bytes);
         if (address && bytes >= Slot::bytes(p.ranks)) {
@@ -89,12 +93,58 @@ void join_slot_locked(int rank, std::vector<std::uint64_t> *also) {
             if (p.summary) p.tried[rank] = 1;  // every slot was made at MPI_Init
         }
     }
-    Slot *slot = p.peers[rank];
-    if (!slot) return;
-    for (int i = 0; i < p.ranks; ++i) {
-        const std::uint64_t published = slot->load(i);
-        p.clock[i] = std::max(p.clock[i], published);
-        if (also) (*also)[i] = std::max((*also)[i], published);
+    const Slot *slot = p.peers[rank];
+    if (slot) {
+        for (int i = 0; i < p.ranks; ++i) p.clock[i] = std::max(p.clock[i], slot->load(i));
+    } else if (p.ucx.load(std::memory_order_relaxed) && p.spanning[rank] != 0 &&
+               p.remote_slots[rank]) {
+        Process::SlotRead &read = p.slot_reads[rank];
+        if (read.request)
+            read.again = true;
+        else
+            start_slot_read(rank);
+    }
+}
+
+namespace {
+void join_slot_read(int rank) {
+    Process &p = process();
+    const auto *slot = reinterpret_cast<const Slot *>(p.slot_reads[rank].clock.data());
+    for (int i = 0; i < p.ranks; ++i) p.clock[i] = std::max(p.clock[i], slot->clock[i]);
+}
+}  // namespace
+
+void start_slot_read(int rank) {
+    Process &p = process();
+    Process::SlotRead &read = p.slot_reads[rank];
+    const std::size_t bytes = Slot::bytes(p.ranks);
+    read.clock.resize(bytes / sizeof(std::uint64_t));
+    read.again = false;
+    if (is_error(
+            remote::get_start(p.remote_slots[rank], 0, read.clock.data(), bytes, &read.request)))
+        return;
+    if (read.request)
+        ++p.slot_reads_in_flight;
+    else
+        join_slot_read(rank);
+}
+
+void settle_slot_reads_locked(bool wait) {
+    Process &p = process();
+    Backoff backoff;
+    while (p.slot_reads_in_flight != 0) {
+        for (int rank = 0; rank < p.ranks; ++rank) {
+            Process::SlotRead &read = p.slot_reads[rank];
+            if (!read.request) continue;
+            const Status status = remote::test(read.request);
+            if (status == Status::in_progress) continue;
+            read.request = nullptr;
+            --p.slot_reads_in_flight;
+            if (!is_error(status)) join_slot_read(rank);
+            if (read.again) start_slot_read(rank);
+        }
+        if (!wait || p.slot_reads_in_flight == 0) return;
+        if (p.worker->progress() == 0) backoff.pause();
     }
 }
 
@@ -124,6 +174,7 @@ void replay_locked() {
 void release() {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
+    settle_slot_reads(false);
     publish_locked();
 }
 
@@ -414,9 +465,90 @@ void release_into(std::uint64_t *clock, const std::vector<std::uint64_t> &from) 
 }
 }  // namespace
 
+namespace {
+// Calls `move(offset, bytes)` for the area's ring slots [from, to) (indices modulo its
+// capacity): one or two pieces of the area, `offset` from its start.
+template <typename Move>
+Status ring_pieces(Area &area, std::uint64_t from, std::uint64_t to, Move move) {
+    const std::uint64_t size = area.landing_capacity;
+    Status status = Status::ok;
+    while (from < to && !is_error(status)) {
+        const std::uint64_t first = from % size, n = std::min(to - from, size - first);
+        status = move(static_cast<std::size_t>(reinterpret_cast<char *>(area.landings() + first) -
+                                               reinterpret_cast<char *>(&area)),
+                      sizeof(Landing) * n);
+        from += n;
+    }
+    return status;
+}
+}  // namespace
+
+Area *WindowCheck::hold(int rank) {
+    Area *area = areas_[rank];
+    if (!worker_) {
+        if (area) area->lock.lock();
+        return area;
+    }
+    if (is_error(remote::lock(*worker_, remote_[rank]))) return nullptr;
+    if (area) return area;
+    // A remote area: copied here, byte for byte where used: its header and clocks, its
+    // entries in use, the slots of its ring that are not replayed yet.
+    const Remote &region = remote_[rank];
+    const std::size_t header = Area::bytes(process().ranks, 0, 0);
+    if (mirror_.size() * sizeof(std::uint64_t) < header)
+        mirror_.resize(header / sizeof(std::uint64_t));
+    auto *copy = reinterpret_cast<Area *>(mirror_.data());
+    Status status = remote::get(*worker_, region, 0, copy, header);
+    if (!is_error(status) &&
+        (copy->count > copy->capacity || copy->landings_head < copy->landings_tail ||
+         copy->landings_head - copy->landings_tail > copy->landing_capacity))
+        status = Status::err_range;
+    if (!is_error(status)) {
+        const std::size_t bytes =
+            Area::bytes(process().ranks, copy->capacity, copy->landing_capacity);
+        if (mirror_.size() * sizeof(std::uint64_t) < bytes) {
+            mirror_.resize((bytes + sizeof(std::uint64_t) - 1) / sizeof(std::uint64_t));
+            copy = reinterpret_cast<Area *>(mirror_.data());
+        }
+        status =
+            remote::get(*worker_, region, header, copy->entries(), sizeof(Entry) * copy->count);
+    }
+    if (!is_error(status))
+        status = ring_pieces(*copy, copy->landings_tail, copy->landings_head,
+                             [&](std::size_t offset, std::size_t bytes) {
+                                 return remote::get(*worker_, region, offset,
+                                                    reinterpret_cast<char *>(copy) + offset, bytes);
+                             });
+    if (is_error(status)) {
+        (void)remote::unlock(*worker_, region);
+        return nullptr;
+    }
+    return copy;
+}
+
+void WindowCheck::let_go(int rank, bool wrote) {
+    if (!worker_) {
+        areas_[rank]->lock.unlock();
+        return;
+    }
+    const Remote &region = remote_[rank];
+    if (!areas_[rank] && wrote) {  // all but the lock word, the entries and ring slots in use
+        auto *copy = reinterpret_cast<Area *>(mirror_.data());
+        auto put = [&](std::size_t offset, std::size_t bytes) {
+            return remote::put(*worker_, region, offset, reinterpret_cast<char *>(copy) + offset,
+                               bytes);
+        };
+        const std::size_t skip = sizeof(SpinLock);
+        (void)put(skip, Area::bytes(process().ranks, copy->count, 0) - skip);
+        (void)ring_pieces(*copy, copy->landings_tail, copy->landings_head, put);
+    }
+    (void)remote::unlock(*worker_, region);
+}
+
 std::vector<std::uint64_t> WindowCheck::snapshot() const {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
+    settle_slot_reads(true);
     return p.clock;
 }
 
@@ -454,8 +586,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                          const std::vector<std::uint64_t> &issued, std::uint64_t epoch,
                          bool fetch_request) {
     Process &p = process();
-    Area *area = areas_[call.target];
-    if (!area) {
+    if (!reaches(call.target)) {
         ++p.unchecked;
         return;
     }
@@ -494,6 +625,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                                       }
                                   });
     std::lock_guard<ProcessLock> guard(p.mutex);
+    settle_slot_reads(true);
     // The clock the call was issued with: now, or then plus what its epoch acquired since.
     if (!issued.empty()) {
         then_.assign(issued.begin(), issued.end());
@@ -506,7 +638,12 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
         now.completed = p.clock[p.me];
         tick_locked();
     }
-    area->lock.lock();
+    Area *area = hold(call.target);
+    if (!area) {
+        ++p.unchecked;
+        return;
+    }
+    pending_[call.target] = 1;
     if (call.notify)  // the notification will tell the target of our clock up to this call
         release_into(area->clock(Area::notified), clock);
     Entry *entries = area->entries();
@@ -538,7 +675,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
             ++p.dropped;
         }
     }
-    area->lock.unlock();
+    let_go(call.target, true);
 }
 
 namespace {
@@ -556,13 +693,15 @@ void WindowCheck::completed(int target) {
     verify(target);
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
+    settle_slot_reads(true);
     const std::uint64_t at = p.clock[p.me];
     for (int r = 0; r < static_cast<int>(areas_.size()); ++r) {
-        Area *area = areas_[r];
-        if (!area || (target != -1 && r != target)) continue;
-        area->lock.lock();
+        if (!pending_[r] || (target != -1 && r != target)) continue;
+        Area *area = hold(r);
+        if (!area) continue;
         complete_in(*area, p.me, at);
-        area->lock.unlock();
+        let_go(r, true);
+        pending_[r] = 0;
     }
     tick_locked();
     // Published at once: a message this rank sends next carries it (send/receive joins
@@ -572,13 +711,17 @@ void WindowCheck::completed(int target) {
 
 void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch, bool later_calls) {
     Process &p = process();
-    Area *area = areas_[target];
-    if (!area) return;
+    if (!reaches(target)) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    // The releases this grant follows are read without the area's lock: each holder stored
-    // its release (unlocked) before its lock word let the next holder in, and none
-    // stores the clock the grant reads while the grant holds the lock (an exclusive
-    // release while any holder does, a shared one while an exclusive holder does).
+    settle_slot_reads(true);
+    // The releases this grant follows are read without the area's lock where the area is
+    // mapped: each holder stored its release (unlocked) before its lock word let the next
+    // holder in, and none stores the clock the grant reads while the grant holds the lock
+    // (an exclusive release while any holder does, a shared one while an exclusive holder
+    // does). A remote area is read under its lock.
+    Area *held = areas_[target] ? nullptr : hold(target);
+    Area *area = areas_[target] ? areas_[target] : held;
+    if (!area) return;
     join_into(p.clock, area->clock(Area::exclusive_release));
     if (exclusive) join_into(p.clock, area->clock(Area::shared_release));
     if (later_calls) {
@@ -593,10 +736,11 @@ void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch,
     // taken for a log with entries; one appended meanwhile, unordered, is kept).
     if (exclusive && __atomic_load_n(&area->count, __ATOMIC_RELAXED) != 0) {
         Entry probe{};
-        area->lock.lock();
-        prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
-        area->lock.unlock();
+        if (!held) held = hold(target);
+        if (held)
+            prune(*held, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
     }
+    if (held) let_go(target, true);
     replay_locked();
 }
 
@@ -604,10 +748,11 @@ void WindowCheck::unlocked(int target, bool exclusive, bool release) {
     verify(target);
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
-    Area *area = areas_[target];
+    settle_slot_reads(true);
+    Area *area = reaches(target) ? hold(target) : nullptr;
     if (area) {
-        area->lock.lock();
         complete_in(*area, p.me, p.clock[p.me]);
+        pending_[target] = 0;
         tick_locked();  // the released clock covers those completions
         if (release) {
             release_into(area->clock(exclusive ? Area::exclusive_release : Area::shared_release),
@@ -618,7 +763,7 @@ void WindowCheck::unlocked(int target, bool exclusive, bool release) {
                     return e.origin == me && e.completed != not_completed;
                 });
         }
-        area->lock.unlock();
+        let_go(target, true);
     } else {
         tick_locked();
     }
@@ -627,31 +772,32 @@ void WindowCheck::unlocked(int target, bool exclusive, bool release) {
 
 void WindowCheck::fence_entered(std::uint64_t fence) {
     Process &p = process();
-    Area *area = areas_[rank_];
-    if (!area) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    area->lock.lock();
+    settle_slot_reads(true);
+    Area *area = hold(rank_);
+    if (!area) return;
     std::uint64_t *clock = area->clock(fence % 2 ? Area::fence1 : Area::fence0);
     std::copy(p.clock.begin(), p.clock.end(), clock);
     area->fences[fence % 2] = fence;
-    area->lock.unlock();
+    let_go(rank_, true);
     tick_locked();
 }
 
 void WindowCheck::fence_passed(std::uint64_t fence, std::uint64_t epoch) {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
+    settle_slot_reads(true);
     std::vector<std::uint64_t> &acquired = scratch_;
     acquired.assign(static_cast<std::size_t>(p.ranks), 0);
     const int me = p.me;
-    for (Area *area : areas_) {
+    for (int r = 0; r < static_cast<int>(areas_.size()); ++r) {
+        Area *area = reaches(r) ? hold(r) : nullptr;
         if (!area) continue;
-        area->lock.lock();
         if (area->fences[fence % 2] == fence)
             join_into(acquired, area->clock(fence % 2 ? Area::fence1 : Area::fence0));
         prune(*area,
               [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
-        area->lock.unlock();
+        let_go(r, true);
     }
     join_into(p.clock, acquired.data());
     keep_acquired(epoch, -1, acquired);
@@ -660,57 +806,59 @@ void WindowCheck::fence_passed(std::uint64_t fence, std::uint64_t epoch) {
 
 void WindowCheck::post_release() {
     Process &p = process();
-    Area *area = areas_[rank_];
-    if (!area) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    area->lock.lock();
+    settle_slot_reads(true);
+    Area *area = hold(rank_);
+    if (!area) return;
     std::copy(p.clock.begin(), p.clock.end(), area->clock(Area::post));
-    area->lock.unlock();
+    let_go(rank_, true);
     tick_locked();
 }
 
 void WindowCheck::post_acquire(int target, std::uint64_t epoch) {
     Process &p = process();
-    Area *area = areas_[target];
-    if (!area) return;
+    if (!reaches(target)) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
+    settle_slot_reads(true);
     std::vector<std::uint64_t> &acquired = scratch_;
     acquired.assign(static_cast<std::size_t>(p.ranks), 0);
-    area->lock.lock();
+    Area *area = hold(target);
+    if (!area) return;
     join_into(acquired, area->clock(Area::post));
-    area->lock.unlock();
+    let_go(target, false);
     join_into(p.clock, acquired.data());
     keep_acquired(epoch, target, acquired);
 }
 
 void WindowCheck::complete_release(int target) {
     Process &p = process();
-    Area *area = areas_[target];
-    if (!area) return;
+    if (!reaches(target)) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    area->lock.lock();
+    settle_slot_reads(true);
+    Area *area = hold(target);
+    if (!area) return;
     release_into(area->clock(Area::done), p.clock);
-    area->lock.unlock();
+    let_go(target, true);
     tick_locked();
 }
 
 void WindowCheck::complete_acquire() {
     Process &p = process();
-    Area *area = areas_[rank_];
-    if (!area) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    area->lock.lock();
+    settle_slot_reads(true);
+    Area *area = hold(rank_);
+    if (!area) return;
     join_into(p.clock, area->clock(Area::done));
-    area->lock.unlock();
+    let_go(rank_, false);
     replay_locked();
 }
 
 void WindowCheck::notified() {
     Process &p = process();
-    Area *area = areas_[rank_];
-    if (!area) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    area->lock.lock();
+    settle_slot_reads(true);
+    Area *area = hold(rank_);
+    if (!area) return;
     join_into(p.clock, area->clock(Area::notified));
     const std::uint64_t at = p.clock[p.me];
     Entry *entries = area->entries();
@@ -720,7 +868,7 @@ void WindowCheck::notified() {
             entries[i].completer = p.me;
         }
     if (area->landing_capacity) complete_landings(*area, p.me, at, true);
-    area->lock.unlock();
+    let_go(rank_, true);
     tick_locked();
     publish_locked();
     replay_locked();
@@ -728,13 +876,13 @@ void WindowCheck::notified() {
 
 void WindowCheck::exposure_done() {
     Process &p = process();
-    Area *area = areas_[rank_];
-    if (!area) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
-    area->lock.lock();
+    settle_slot_reads(true);
+    Area *area = hold(rank_);
+    if (!area) return;
     Entry probe{};
     prune(*area, [&](const Entry &e) { return ordered_before(e, probe, p.clock, p.me); });
-    area->lock.unlock();
+    let_go(rank_, true);
 }
 
 // ---- origin and result buffers ------------------------------------------------------
@@ -924,8 +1072,8 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
 
 void WindowCheck::replay(bool all) {
     Process &p = process();
-    Area *area = areas_[rank_];
-    area->lock.lock();
+    Area *area = hold(rank_);
+    if (!area) return;
     Landing *ring = area->landings();
     for (std::uint64_t i = area->landings_tail; i < area->landings_head; ++i) {
         Landing &l = ring[i % area->landing_capacity];
@@ -940,7 +1088,7 @@ void WindowCheck::replay(bool all) {
     while (area->landings_tail < area->landings_head &&
            ring[area->landings_tail % area->landing_capacity].replayed)
         ++area->landings_tail;
-    area->lock.unlock();
+    let_go(rank_, true);
 }
 
 void WindowCheck::forget(bool replay_rest) {
@@ -956,6 +1104,15 @@ void WindowCheck::freed() { forget(true); }
 
 WindowCheck::~WindowCheck() {
     forget(false);
+    Process &p = process();
+    if (worker_) {
+        std::lock_guard<ProcessLock> guard(p.mutex);
+        for (std::size_t r = 0; r < remote_.size(); ++r) {
+            if (remote_[r].rkey) ucp_rkey_destroy(remote_[r].rkey);
+            if (!areas_[r]) --p.spanning[world_[r]];
+        }
+    }
+    registration_.reset();  // before the area goes
     for (std::size_t r = 0; r < maps_.size(); ++r) unmap_shared(maps_[r], map_bytes_[r]);
 }
 

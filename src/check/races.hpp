@@ -15,8 +15,10 @@
 // Where the clocks live: every process publishes its clock in a small shared-memory
 // slot of its own; every rank's window memory gets an access log (and the clocks of its
 // lock's releases) in a shared-memory area of its own, which the node's origins write
-// and read under a spin lock. So a check needs no help from the target's CPU; targets
-// and peers on another node are not checked (counted and said in the summary).
+// and read under a spin lock. Origins on another node reach the area (and the slot)
+// through nbrma's UCX worker: the lock taken with a UCX compare-and-swap, the area read
+// and written back with gets and puts (remote.hpp). So a check needs no help from the
+// target's CPU (where the network does RMA and atomics).
 #ifndef NBRMA_CHECK_RACES_HPP
 #define NBRMA_CHECK_RACES_HPP
 
@@ -28,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "check/remote.hpp"
 #include "engine/operation.hpp"
 
 namespace nbrma::check {
@@ -105,8 +108,14 @@ class WindowCheck {
     // checker cannot run (then the window runs unchecked, said once). `base`: where
     // target offsets start in this rank's memory (null for a dynamic window, whose
     // offsets are addresses). `rules`: the window's accumulate info keys.
+    // `shm_reach`: the window's ranks this rank reaches through shared memory (the
+    // others' areas are reached through `worker`, nbrma's process UCX worker, which the
+    // window's transport connected to every rank); empty when the window reaches every
+    // rank so.
     static std::unique_ptr<WindowCheck> create(MPI_Comm comm, const void *base,
-                                               const AccumulateRules &rules);
+                                               const AccumulateRules &rules,
+                                               const std::vector<bool> &shm_reach = {},
+                                               transport::ucx::UcxWorker *worker = nullptr);
     ~WindowCheck();
     WindowCheck(const WindowCheck &) = delete;
     WindowCheck &operator=(const WindowCheck &) = delete;
@@ -188,6 +197,20 @@ class WindowCheck {
     std::vector<Area *> areas_;  // by window rank; null: on another node
     std::vector<void *> maps_;
     std::vector<std::size_t> map_bytes_;
+    // When some rank's area is reached through UCX: the worker; every rank's area as a
+    // UCX region (whose lock is then always taken through UCX); our area's registration;
+    // the copy of a remote area while held.
+    transport::ucx::UcxWorker *worker_ = nullptr;
+    std::vector<Remote> remote_;
+    std::unique_ptr<transport::ucx::UcxRegistration> registration_;
+    std::vector<std::uint64_t> mirror_;
+    bool reaches(int rank) const { return areas_[rank] || (worker_ && remote_[rank]); }
+    // Takes rank's area lock and returns the area (a remote one: its copy); null when
+    // it cannot be reached. `let_go` writes a remote copy back (`wrote`) and unlocks.
+    Area *hold(int rank);
+    void let_go(int rank, bool wrote);
+    // Ranks whose log may hold calls of ours not completed yet.
+    std::vector<char> pending_;
     // What each epoch acquired toward a target (-1: every target, a fence), while the
     // epoch lasts: for its calls run after they were issued. Entries are reused (their
     // clocks keep their capacity), so an epoch allocates nothing once warm.

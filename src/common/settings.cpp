@@ -152,6 +152,14 @@ int launcher_local_ranks() {
     return ranks > 0 ? ranks : 0;
 }
 
+int virtual_nodes() {
+    const char *text = env(Id::virtual_nodes);
+    if (!text) return 0;
+    char *end = nullptr;
+    const long k = std::strtol(text, &end, 10);
+    return *end || k < 1 || k > 4096 ? -1 : static_cast<int>(k);
+}
+
 bool accumulate_ordering_mask(const char *value, unsigned *mask) {
     *mask = 0;
     if (std::strcmp(value, "none") == 0) return true;

@@ -113,14 +113,11 @@ std::int64_t round_up(std::int64_t value, std::int64_t to) { return (value + to 
 // through UCX as if on another machine. Memory stays per real node. -1: a bad value.
 int virtual_node() {
     static int node = [] {
-        const char *text = settings::env(settings::Id::virtual_nodes);
-        if (!text || !*text) return 0;
-        char *end = nullptr;
-        const long k = std::strtol(text, &end, 10);
-        if (*end || k < 1 || k > 4096) return -1;
+        const int k = settings::virtual_nodes();
+        if (k <= 0) return k;
         int world_rank = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-        return static_cast<int>(world_rank % k);
+        return world_rank % k;
     }();
     return node;
 }

@@ -373,10 +373,14 @@ int Creation::choose_transports(void *base_out) {
     }
     state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
     if (state->info.check.empty() ? check::enabled() : state->info.check == "races") {
+        // Peers not reached through shared memory: their logs through the window's worker
+        transport::ucx::UcxWorker *worker = nullptr;
+        if (!shm_only) (void)process_worker(&worker);
         state->check = check::WindowCheck::create(
             comm, flavor == Flavor::dynamic ? nullptr : base,
             check::AccumulateRules::from_info(state->info.accumulate_ops.c_str(),
-                                              state->info.accumulate_ordering.c_str()));
+                                              state->info.accumulate_ordering.c_str()),
+            shm_only ? std::vector<bool>{} : shm_reach, worker);
         state->engine->set_check(state->check.get());
     }
 
