@@ -28,8 +28,11 @@ constexpr std::uint64_t not_completed = ~std::uint64_t{0};
 // A spin lock in shared memory.
 struct SpinLock {
     std::atomic<std::uint32_t> word{0};
-    void lock();
+    void lock() {
+        if (word.exchange(1, std::memory_order_acquire) != 0) wait();
+    }
     void unlock() { word.store(0, std::memory_order_release); }
+    void wait();  // held: spins (yielding) until taken
 };
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared between processes");
 

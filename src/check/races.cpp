@@ -26,11 +26,12 @@ namespace nbrma::check {
 
 using engine::RmaKind;
 
-void SpinLock::lock() {
-    for (unsigned spins = 0; word.exchange(1, std::memory_order_acquire) != 0;) {
+void SpinLock::wait() {
+    unsigned spins = 0;
+    do {
         while (word.load(std::memory_order_relaxed) != 0)
             if (++spins % 64 == 0) sched_yield();  // the holder may be descheduled
-    }
+    } while (word.exchange(1, std::memory_order_acquire) != 0);
 }
 
 Process process_state;
@@ -226,18 +227,25 @@ std::uint64_t encode_site(const void *address) {
            (offset & ((std::uint64_t{1} << site_shift) - 1));
 }
 
+namespace {
+struct CachedSite {
+    const void *address;
+    std::uint64_t site;
+};
+// This thread's last call site, in static TLS as detail::caller (no __tls_get_addr call).
+__attribute__((tls_model("initial-exec"))) thread_local CachedSite last_site = {};
+}  // namespace
+
 std::uint64_t call_site() {
-    // dladdr walks the loaded objects: a call site is resolved once per thread and address
-    struct Cached {
-        const void *address;
-        std::uint64_t site;
-    };
-    thread_local Cached cache[64] = {};
     const void *address = detail::caller;
+    if (address == last_site.address) return last_site.site;
     if (!address) return 0;
-    Cached &slot = cache[(reinterpret_cast<std::uintptr_t>(address) >> 2) % 64];
+    // dladdr walks the loaded objects: a call site is resolved once per thread and address
+    thread_local CachedSite cache[64] = {};
+    CachedSite &slot = cache[(reinterpret_cast<std::uintptr_t>(address) >> 2) % 64];
     if (slot.address != address)
         slot = {address, encode_site(static_cast<const char *>(address) - 1)};
+    last_site = slot;
     return slot.site;
 }
 
@@ -483,12 +491,22 @@ Status ring_pieces(Area &area, std::uint64_t from, std::uint64_t to, Move move) 
 }
 }  // namespace
 
-Area *WindowCheck::hold(int rank) {
+inline Area *WindowCheck::hold(int rank) {
+    if (worker_) return hold_through_ucx(rank);
     Area *area = areas_[rank];
-    if (!worker_) {
-        if (area) area->lock.lock();
-        return area;
-    }
+    if (area) area->lock.lock();
+    return area;
+}
+
+inline void WindowCheck::let_go(int rank, bool wrote) {
+    if (worker_)
+        let_go_through_ucx(rank, wrote);
+    else
+        areas_[rank]->lock.unlock();
+}
+
+Area *WindowCheck::hold_through_ucx(int rank) {
+    Area *area = areas_[rank];
     if (is_error(remote::lock(*worker_, remote_[rank]))) return nullptr;
     if (area) return area;
     // A remote area: copied here, byte for byte where used: its header and clocks, its
@@ -526,11 +544,7 @@ Area *WindowCheck::hold(int rank) {
     return copy;
 }
 
-void WindowCheck::let_go(int rank, bool wrote) {
-    if (!worker_) {
-        areas_[rank]->lock.unlock();
-        return;
-    }
+void WindowCheck::let_go_through_ucx(int rank, bool wrote) {
     const Remote &region = remote_[rank];
     if (!areas_[rank] && wrote) {  // all but the lock word, the entries and ring slots in use
         auto *copy = reinterpret_cast<Area *>(mirror_.data());
@@ -981,11 +995,7 @@ std::uint64_t digest(const Range *ranges, std::size_t n) {
 
 }  // namespace
 
-void WindowCheck::Watched::add(Range range) {
-    if (count < 2) {
-        few[count++] = range;
-        return;
-    }
+void WindowCheck::Watched::add_more(Range range) {
     if (count == 2) more.assign(few, few + 2);
     more.push_back(range);
     ++count;

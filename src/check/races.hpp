@@ -209,6 +209,8 @@ class WindowCheck {
     // it cannot be reached. `let_go` writes a remote copy back (`wrote`) and unlocks.
     Area *hold(int rank);
     void let_go(int rank, bool wrote);
+    Area *hold_through_ucx(int rank);
+    void let_go_through_ucx(int rank, bool wrote);
     // Ranks whose log may hold calls of ours not completed yet.
     std::vector<char> pending_;
     // What each epoch acquired toward a target (-1: every target, a fence), while the
@@ -238,7 +240,13 @@ class WindowCheck {
         Range few[2];
         std::vector<Range> more;
         std::uint64_t digest = 0;
-        void add(Range range);
+        void add(Range range) {
+            if (count < 2)
+                few[count++] = range;
+            else
+                add_more(range);
+        }
+        void add_more(Range range);
         const Range *ranges() const { return count <= 2 ? few : more.data(); }
     };
     std::vector<Watched> watched_;  // the first watching_ are watched (the rest reused)
