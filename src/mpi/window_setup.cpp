@@ -57,7 +57,7 @@ void barrier_serving(MPI_Comm comm, transport::Transport &transport) {
         return;
     }
     MPI_Request request;
-    PMPI_Ibarrier(comm, &request);
+    mpich::Ibarrier(comm, &request);
     Backoff backoff;
     for (int done = 0;;) {
         mpich::Test(&request, &done, MPI_STATUS_IGNORE);

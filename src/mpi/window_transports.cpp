@@ -144,7 +144,7 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
         if (!done) backoff.pause();
     }
     MPI_Request barrier;
-    PMPI_Ibarrier(state.comm, &barrier);
+    mpich::Ibarrier(state.comm, &barrier);
     for (int done = 0; !done;) {
         mpich::Test(&barrier, &done, MPI_STATUS_IGNORE);
         if (!done && locked([&] { return worker->progress(); }) == 0) backoff.pause();

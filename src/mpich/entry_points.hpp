@@ -25,7 +25,8 @@
     X(Iprobe) X(Probe) X(Request_get_status)                                               \
     X(Recv) X(Send) X(Ssend) X(Sendrecv)                                                   \
     X(Barrier) X(Bcast) X(Reduce) X(Allreduce) X(Gather) X(Scatter) X(Allgather)           \
-    X(Alltoall)                                                                            \
+    X(Alltoall) X(Ibarrier) X(Ibcast) X(Ireduce) X(Iallreduce) X(Igather) X(Iscatter)      \
+    X(Iallgather) X(Ialltoall)                                                             \
     X(Win_create) X(Win_create_dynamic) X(Win_free)                                        \
     X(Win_get_attr) X(Win_set_info) X(Alloc_mem) X(Free_mem)                               \
     X(T_category_get_categories) X(T_category_get_cvars) X(T_category_get_events)          \

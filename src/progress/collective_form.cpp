@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/yield.hpp"
+#include "mpich/entry_points.hpp"
 
 namespace nbrma::mpi {
 
@@ -71,13 +72,13 @@ int agree_collective_form(MPI_Comm comm, CollectiveForm *form, int (*wait)(MPI_R
     int error = PMPI_Comm_test_inter(comm, &inter);
     MPI_Request request;
     if (error == MPI_SUCCESS)
-        error = PMPI_Iallreduce(&wish, &agreed, 1, MPI_INT, MPI_MAX, comm, &request);
+        error = mpich::Iallreduce(&wish, &agreed, 1, MPI_INT, MPI_MAX, comm, &request);
     if (error == MPI_SUCCESS) error = wait(&request);
     if (error == MPI_SUCCESS && inter) {
         // An intercommunicator's allreduce returns the other group's maximum: a second
         // one returns, to each process, its own group's.
         int own = 0;
-        error = PMPI_Iallreduce(&agreed, &own, 1, MPI_INT, MPI_MAX, comm, &request);
+        error = mpich::Iallreduce(&agreed, &own, 1, MPI_INT, MPI_MAX, comm, &request);
         if (error == MPI_SUCCESS) error = wait(&request);
         agreed |= own;
     }

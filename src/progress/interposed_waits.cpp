@@ -26,10 +26,17 @@
 // (progress/assist.hpp; with nothing pending the call costs progress_wanted() and a
 // cache lookup), or, where a member runs at MPI_THREAD_MULTIPLE, the nonblocking twin
 // plus a sweeping wait.
+//
+// The nonblocking forms of those collectives are defined too, for the race checker only
+// (exchanges below); with it off they are MPICH's behind one branch.
 #include <mpi.h>
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "check/races.hpp"
@@ -157,11 +164,79 @@ int collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
     int error = run_collective(comm, twin, blocking, args...);
     if (error != MPI_SUCCESS) return error;
     std::vector<std::uint64_t> joined(clock.size());
-    error = run_collective(comm, PMPI_Iallreduce, mpich::Allreduce, clock.data(), joined.data(),
+    error = run_collective(comm, mpich::Iallreduce, mpich::Allreduce, clock.data(), joined.data(),
                            static_cast<int>(clock.size()), MPI_UINT64_T, MPI_MAX, comm);
     if (error == MPI_SUCCESS) nbrma::check::leave_collective(joined);
     return error;
 }
+
+// NBRMA_CHECK=races: a nonblocking collective carries clocks as a blocking one does: the
+// members' clocks when they start it, combined by an MPI_Iallreduce each member starts
+// right after it (so the members start both in the same order), joined when the wait or
+// test that completes the application's request (checked::run) has the combination too.
+namespace exchanges {
+
+struct Exchange {
+    MPI_Request collective;  // the application's request (its handle while pending)
+    MPI_Request clocks;      // the MPI_Iallreduce of the clocks
+    std::vector<std::uint64_t> mine, joined;
+};
+std::mutex lock;  // threads start and complete collectives at once
+std::vector<std::unique_ptr<Exchange>> pending;
+std::atomic<int> count{0};
+
+template <class Start, class... Args>
+int start(MPI_Comm comm, Start collective, MPI_Request *request, Args... args) {
+    int inter = 0;
+    if (!nbrma::check::enabled() || (PMPI_Comm_test_inter(comm, &inter), inter))
+        return collective(args..., request);
+    auto exchange = std::make_unique<Exchange>();
+    exchange->mine = nbrma::check::enter_collective();
+    exchange->joined.assign(exchange->mine.size(), 0);
+    int error = collective(args..., request);
+    if (error != MPI_SUCCESS) return error;
+    error = mpich::Iallreduce(exchange->mine.data(), exchange->joined.data(),
+                              static_cast<int>(exchange->mine.size()), MPI_UINT64_T, MPI_MAX, comm,
+                              &exchange->clocks);
+    if (error != MPI_SUCCESS) return error;
+    exchange->collective = *request;
+    std::lock_guard<std::mutex> guard(lock);
+    pending.push_back(std::move(exchange));
+    count.fetch_add(1, std::memory_order_release);
+    return MPI_SUCCESS;
+}
+
+// The requests among `requests` that have an exchange: (index, handle) into *out.
+void find(int n, const MPI_Request *requests, std::vector<std::pair<int, MPI_Request>> *out) {
+    out->clear();
+    if (count.load(std::memory_order_acquire) == 0 || !requests) return;
+    std::lock_guard<std::mutex> guard(lock);
+    for (int i = 0; i < n; ++i)
+        for (const auto &exchange : pending)
+            if (exchange->collective == requests[i] && requests[i] != MPI_REQUEST_NULL)
+                out->emplace_back(i, requests[i]);
+}
+
+// The application's request `handle` completed: waits for its exchange (every member
+// started it with the collective) and joins the members' clocks.
+void complete(MPI_Request handle) {
+    std::unique_ptr<Exchange> exchange;
+    {
+        std::lock_guard<std::mutex> guard(lock);
+        for (auto &candidate : pending)
+            if (candidate->collective == handle) {
+                exchange = std::move(candidate);
+                candidate = std::move(pending.back());
+                pending.pop_back();
+                count.fetch_sub(1, std::memory_order_release);
+                break;
+            }
+    }
+    if (exchange && wait_ignoring_status(&exchange->clocks) == MPI_SUCCESS)
+        nbrma::check::leave_collective(exchange->joined);
+}
+
+}  // namespace exchanges
 
 }  // namespace
 
@@ -256,11 +331,20 @@ int testsome_unchecked(int incount, MPI_Request requests[], int *outcount, int i
 // and a closing call that completed inside it return, carry a status of source 0).
 namespace checked {
 
-bool may_receive(int count, const MPI_Request *requests) {
+// `collectives`: the indices (ascending) of nonblocking collectives, whose clocks their
+// exchange carries exactly.
+bool may_receive(int count, const MPI_Request *requests,
+                 const std::vector<std::pair<int, MPI_Request>> &collectives) {
     if (!requests) return true;  // erroneous: MPICH's wait reports it
-    for (int i = 0; i < count; ++i)
+    auto collective = collectives.begin();
+    for (int i = 0; i < count; ++i) {
+        if (collective != collectives.end() && collective->first == i) {
+            ++collective;
+            continue;
+        }
         if (requests[i] != MPI_REQUEST_NULL && !nbrma::mpich::is_complete_request(requests[i]))
             return true;
+    }
     return false;
 }
 
@@ -270,7 +354,18 @@ template <class Call>
 __attribute__((noinline, cold)) int run(int count, const MPI_Request *requests, MPI_Status *given,
                                         Call call) {
     int completed = 0;
-    if (!may_receive(count, requests)) {
+    // Nonblocking collectives among them: their clocks join once they completed (freed)
+    std::vector<std::pair<int, MPI_Request>> collectives;
+    exchanges::find(count, requests, &collectives);
+    struct Joined {
+        const MPI_Request *requests;
+        const std::vector<std::pair<int, MPI_Request>> &collectives;
+        ~Joined() {
+            for (const auto &[index, handle] : collectives)
+                if (requests[index] == MPI_REQUEST_NULL) exchanges::complete(handle);
+        }
+    } joined{requests, collectives};
+    if (!may_receive(count, requests, collectives)) {
         const int error = call(given, &completed);
         nbrma::check::synchronized();  // an nbrma request's epoch may have acquired
         return error;
@@ -476,46 +571,95 @@ int probe_impl(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 // ---- blocking collectives (in the form the communicator's members agreed; see the file
 // comment)
 
-int barrier_impl(MPI_Comm comm) { return collective(comm, PMPI_Ibarrier, mpich::Barrier, comm); }
+int barrier_impl(MPI_Comm comm) { return collective(comm, mpich::Ibarrier, mpich::Barrier, comm); }
 
 int bcast_impl(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-    return collective(comm, PMPI_Ibcast, mpich::Bcast, buffer, count, type, root, comm);
+    return collective(comm, mpich::Ibcast, mpich::Bcast, buffer, count, type, root, comm);
 }
 
 int reduce_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm comm) {
-    return collective(comm, PMPI_Ireduce, mpich::Reduce, send_buffer, recv_buffer, count, type, op,
-                      root, comm);
+    return collective(comm, mpich::Ireduce, mpich::Reduce, send_buffer, recv_buffer, count, type,
+                      op, root, comm);
 }
 
 int allreduce_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
                    MPI_Op op, MPI_Comm comm) {
-    return collective(comm, PMPI_Iallreduce, mpich::Allreduce, send_buffer, recv_buffer, count,
+    return collective(comm, mpich::Iallreduce, mpich::Allreduce, send_buffer, recv_buffer, count,
                       type, op, comm);
 }
 
 int gather_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                 int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    return collective(comm, PMPI_Igather, mpich::Gather, send_buffer, send_count, send_type,
+    return collective(comm, mpich::Igather, mpich::Gather, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, root, comm);
 }
 
 int scatter_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
                  int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm) {
-    return collective(comm, PMPI_Iscatter, mpich::Scatter, send_buffer, send_count, send_type,
+    return collective(comm, mpich::Iscatter, mpich::Scatter, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, root, comm);
 }
 
 int allgather_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
                    void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    return collective(comm, PMPI_Iallgather, mpich::Allgather, send_buffer, send_count, send_type,
+    return collective(comm, mpich::Iallgather, mpich::Allgather, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, comm);
 }
 
 int alltoall_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
                   void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm) {
-    return collective(comm, PMPI_Ialltoall, mpich::Alltoall, send_buffer, send_count, send_type,
+    return collective(comm, mpich::Ialltoall, mpich::Alltoall, send_buffer, send_count, send_type,
                       recv_buffer, recv_count, recv_type, comm);
+}
+
+int ibarrier_impl(MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ibarrier, request, comm);
+}
+
+int ibcast_impl(void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ibcast, request, buffer, count, type, root, comm);
+}
+
+int ireduce_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
+                 MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ireduce, request, send_buffer, recv_buffer, count, type,
+                            op, root, comm);
+}
+
+int iallreduce_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
+                    MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Iallreduce, request, send_buffer, recv_buffer, count, type,
+                            op, comm);
+}
+
+int igather_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
+                 int recv_count, MPI_Datatype recv_type, int root, MPI_Comm comm,
+                 MPI_Request *request) {
+    return exchanges::start(comm, mpich::Igather, request, send_buffer, send_count, send_type,
+                            recv_buffer, recv_count, recv_type, root, comm);
+}
+
+int iscatter_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                  void *recv_buffer, int recv_count, MPI_Datatype recv_type, int root,
+                  MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Iscatter, request, send_buffer, send_count, send_type,
+                            recv_buffer, recv_count, recv_type, root, comm);
+}
+
+int iallgather_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                    void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm,
+                    MPI_Request *request) {
+    return exchanges::start(comm, mpich::Iallgather, request, send_buffer, send_count, send_type,
+                            recv_buffer, recv_count, recv_type, comm);
+}
+
+int ialltoall_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                   void *recv_buffer, int recv_count, MPI_Datatype recv_type, MPI_Comm comm,
+                   MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ialltoall, request, send_buffer, send_count, send_type,
+                            recv_buffer, recv_count, recv_type, comm);
 }
 
 }  // namespace

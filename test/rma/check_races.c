@@ -158,6 +158,13 @@ static void lock_all_sequence(int flush_first, int rput, int barrier) {
         MPI_CHK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
         MPI_CHK(MPI_Wait(&req, MPI_STATUS_IGNORE));
     }
+    if (barrier == 3) { /* a nonblocking allreduce, completed by an MPI_Test loop */
+        MPI_Request req;
+        int one = 1, sum = 0, done = 0;
+        MPI_CHK(MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req));
+        while (!done) MPI_CHK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        CHECK(sum == np, "rank %d: MPI_Iallreduce summed %d, not %d", me, sum, np);
+    }
     if (me == 1 && !flush_first) MPI_CHK(MPI_Win_flush(TARGET, win));
     if (me == 2) {
         op_put0();
@@ -171,6 +178,8 @@ static void lock_all_no_barrier(void) { lock_all_sequence(1, 0, 0); }
 static void rput_wait_barrier(void) { lock_all_sequence(1, 1, 1); }
 static void rput_wait_no_flush(void) { lock_all_sequence(0, 1, 1); }
 static void lock_all_flush_ibarrier(void) { lock_all_sequence(1, 0, 2); }
+static void lock_all_ibarrier_no_flush(void) { lock_all_sequence(0, 0, 2); }
+static void lock_all_flush_iallreduce(void) { lock_all_sequence(1, 0, 3); }
 
 /* lock_all on every rank; rank 1 puts and flushes, then sends a message to rank 2, which
  * puts the same bytes once it has received it. */
@@ -416,6 +425,10 @@ static const scenario_t scenarios[] = {
     S(lock_all_no_barrier, 3, RACE, 0, "lock_all: ranks 1, 2 put, flush, no barrier"),
     S(lock_all_flush_ibarrier, 3, NONE, 0,
       "lock_all: rank 1 put, flush; MPI_Ibarrier + MPI_Wait; rank 2 put"),
+    S(lock_all_ibarrier_no_flush, 3, RACE, 0,
+      "lock_all: rank 1 put; MPI_Ibarrier + MPI_Wait; rank 1 flush, rank 2 put"),
+    S(lock_all_flush_iallreduce, 3, NONE, 0,
+      "lock_all: rank 1 put, flush; MPI_Iallreduce + MPI_Test loop; rank 2 put"),
     S(same_origin_no_flush, 2, RACE, 0, "rank 1, one exclusive epoch: put, get same bytes"),
     S(same_origin_flush, 2, NONE, 0, "rank 1, one exclusive epoch: put, flush, get"),
     S(same_origin_acc, 2, NONE, 0, "rank 1, one epoch: accumulate MPI_SUM, get_accumulate MPI_SUM"),
