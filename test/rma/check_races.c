@@ -17,6 +17,9 @@
  * every interleaving; a NONE scenario is correctly synchronized. The racy accesses only write bytes
  * of a window: no scenario crashes or hangs either way.
  *
+ * `check_races <scenario|racy|clean> info` leaves NBRMA_CHECK as it is and turns the checker on
+ * with the window info key nbrma_check=races on every window instead.
+ *
  * A job with a thread scenario runs at MPI_THREAD_MULTIPLE (the thread scenarios SKIP where
  * MPI provides less), one without at MPI_THREAD_SINGLE. A scenario refuses fewer ranks than it
  * needs; more ranks take part in the collectives only.
@@ -28,6 +31,23 @@
 #include "rmatest.h"
 
 enum { NONE = 0, RACE = 1 };
+
+/* `info` mode: every window asks for the checker with its info key */
+static int by_info_key;
+
+/* The info a window of the scenarios is made with: nbrma_check=races in `info` mode, and
+ * key=value when key is not NULL; MPI_INFO_NULL for neither. */
+static MPI_Info window_info(const char *key, const char *value) {
+    MPI_Info info = MPI_INFO_NULL;
+    if (!by_info_key && !key) return info;
+    MPI_CHK(MPI_Info_create(&info));
+    if (by_info_key) MPI_CHK(MPI_Info_set(info, "nbrma_check", "races"));
+    if (key) MPI_CHK(MPI_Info_set(info, key, value));
+    return info;
+}
+static void free_info(MPI_Info *info) {
+    if (*info != MPI_INFO_NULL) MPI_CHK(MPI_Info_free(info));
+}
 
 typedef struct {
     const char *name;
@@ -263,7 +283,9 @@ static void dynamic_put_put_locked(int lock_type) {
     MPI_Win dwin;
     MPI_Aint addr = 0;
     char *mem = NULL;
-    MPI_CHK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dwin));
+    MPI_Info info = window_info(NULL, NULL);
+    MPI_CHK(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &dwin));
+    free_info(&info);
     MPI_CHK(MPI_Win_set_errhandler(dwin, MPI_ERRORS_RETURN));
     if (me == TARGET) {
         mem = calloc(1, WIN_BYTES);
@@ -494,7 +516,9 @@ static unsigned long long unmapped_origin(int have_counter) {
         return 0;
     const unsigned long long before = have_counter ? counter_read() : 0;
     char *base;
-    MPI_CHK(MPI_Win_allocate(LARGE, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MPI_Info info = window_info(NULL, NULL);
+    MPI_CHK(MPI_Win_allocate(LARGE, 1, info, MPI_COMM_WORLD, &base, &win));
+    free_info(&info);
     if (me == 1) {
         unsigned char *buffer = large_buffer();
         MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
@@ -553,13 +577,9 @@ static int select_scenarios(const char *name, int chosen[]) {
 static void run_scenario(const scenario_t *s, int have_counter) {
     char *base;
     const unsigned long long before = have_counter ? counter_read() : 0;
-    MPI_Info info = MPI_INFO_NULL;
-    if (s->info_key) {
-        MPI_CHK(MPI_Info_create(&info));
-        MPI_CHK(MPI_Info_set(info, s->info_key, s->info_value));
-    }
+    MPI_Info info = window_info(s->info_key, s->info_value);
     MPI_CHK(MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win));
-    if (info != MPI_INFO_NULL) MPI_CHK(MPI_Info_free(&info));
+    free_info(&info);
     MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     s->run();
     MPI_CHK(MPI_Win_free(&win));
@@ -590,7 +610,8 @@ int main(int argc, char **argv) {
         if (scenarios[i].min_ranks > ranks) ranks = scenarios[i].min_ranks;
     }
     int provided = MPI_THREAD_SINGLE;
-    setenv("NBRMA_CHECK", "races", 1);
+    by_info_key = argc > 2 && strcmp(argv[2], "info") == 0;
+    if (!by_info_key) setenv("NBRMA_CHECK", "races", 1);
     MPI_Init_thread(&argc, &argv, threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
