@@ -657,7 +657,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
         ++p.unchecked;
         return;
     }
-    pending_[call.target] = 1;
+    pending_[call.target] = logged_[call.target] = 1;
     if (call.notify)  // the notification will tell the target of our clock up to this call
         release_into(area->clock(Area::notified), clock);
     Entry *entries = area->entries();
@@ -788,12 +788,17 @@ void WindowCheck::fence_entered(std::uint64_t fence) {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     settle_slot_reads(true);
-    Area *area = hold(rank_);
+    // Only this rank writes its fence clocks, and a peer reads the one of fence k only
+    // once it passed k's barrier, before this rank can enter fence k + 2 (which writes
+    // it again): stored without the area's lock, unless peers copy the area whole
+    // (through UCX) and write it back.
+    Area *area = worker_ ? hold(rank_) : areas_[rank_];
     if (!area) return;
     std::uint64_t *clock = area->clock(fence % 2 ? Area::fence1 : Area::fence0);
-    std::copy(p.clock.begin(), p.clock.end(), clock);
-    area->fences[fence % 2] = fence;
-    let_go(rank_, true);
+    for (std::size_t i = 0; i < p.clock.size(); ++i)
+        __atomic_store_n(&clock[i], p.clock[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&area->fences[fence % 2], fence, __ATOMIC_RELEASE);
+    if (worker_) let_go(rank_, true);
     tick_locked();
 }
 
@@ -805,13 +810,21 @@ void WindowCheck::fence_passed(std::uint64_t fence, std::uint64_t epoch) {
     acquired.assign(static_cast<std::size_t>(p.ranks), 0);
     const int me = p.me;
     for (int r = 0; r < static_cast<int>(areas_.size()); ++r) {
-        Area *area = reaches(r) ? hold(r) : nullptr;
+        if (!reaches(r)) continue;
+        Area *mapped = worker_ ? nullptr : areas_[r];
+        if (mapped && !logged_[r]) {  // nothing of ours to prune: the clock, without the lock
+            if (__atomic_load_n(&mapped->fences[fence % 2], __ATOMIC_ACQUIRE) == fence)
+                join_into(acquired, mapped->clock(fence % 2 ? Area::fence1 : Area::fence0));
+            continue;
+        }
+        Area *area = hold(r);
         if (!area) continue;
         if (area->fences[fence % 2] == fence)
             join_into(acquired, area->clock(fence % 2 ? Area::fence1 : Area::fence0));
         prune(*area,
               [me](const Entry &e) { return e.origin == me && e.completed != not_completed; });
         let_go(r, true);
+        logged_[r] = 0;
     }
     join_into(p.clock, acquired.data());
     keep_acquired(epoch, -1, acquired);

@@ -335,6 +335,7 @@ std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm, const void *base
     check->maps_.assign(static_cast<std::size_t>(size), nullptr);
     check->map_bytes_.assign(static_cast<std::size_t>(size), 0);
     check->pending_.assign(static_cast<std::size_t>(size), 0);
+    check->logged_.assign(static_cast<std::size_t>(size), 0);
     check->maps_[check->rank_] = own;
     check->map_bytes_[check->rank_] = bytes;
     check->areas_[check->rank_] = static_cast<Area *>(own);
