@@ -463,11 +463,13 @@ void complete_landings(Area &area, int me, std::uint64_t at, bool notified) {
 namespace {
 // An area's clocks are stored entry by entry under its lock and loaded entry by entry,
 // some without it (lock_acquired).
-void join_into(std::vector<std::uint64_t> &into, const std::uint64_t *clock) {
+[[gnu::always_inline]] inline void join_into(std::vector<std::uint64_t> &into,
+                                             const std::uint64_t *clock) {
     for (std::size_t i = 0; i < into.size(); ++i)
         into[i] = std::max(into[i], __atomic_load_n(&clock[i], __ATOMIC_RELAXED));
 }
-void release_into(std::uint64_t *clock, const std::vector<std::uint64_t> &from) {
+[[gnu::always_inline]] inline void release_into(std::uint64_t *clock,
+                                                const std::vector<std::uint64_t> &from) {
     for (std::size_t i = 0; i < from.size(); ++i)
         if (from[i] > clock[i]) __atomic_store_n(&clock[i], from[i], __ATOMIC_RELAXED);
 }
@@ -802,7 +804,7 @@ void WindowCheck::fence_entered(std::uint64_t fence) {
     tick_locked();
 }
 
-void WindowCheck::fence_passed(std::uint64_t fence, std::uint64_t epoch) {
+void WindowCheck::fence_passed(std::uint64_t fence, std::uint64_t epoch, bool later_calls) {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     settle_slot_reads(true);
@@ -827,7 +829,7 @@ void WindowCheck::fence_passed(std::uint64_t fence, std::uint64_t epoch) {
         logged_[r] = 0;
     }
     join_into(p.clock, acquired.data());
-    keep_acquired(epoch, -1, acquired);
+    if (later_calls) keep_acquired(epoch, -1, acquired);
     replay_locked();
 }
 
@@ -842,7 +844,7 @@ void WindowCheck::post_release() {
     tick_locked();
 }
 
-void WindowCheck::post_acquire(int target, std::uint64_t epoch) {
+void WindowCheck::post_acquire(int target, std::uint64_t epoch, bool later_calls) {
     Process &p = process();
     if (!reaches(target)) return;
     std::lock_guard<ProcessLock> guard(p.mutex);
@@ -854,7 +856,7 @@ void WindowCheck::post_acquire(int target, std::uint64_t epoch) {
     join_into(acquired, area->clock(Area::post));
     let_go(target, false);
     join_into(p.clock, acquired.data());
-    keep_acquired(epoch, target, acquired);
+    if (later_calls) keep_acquired(epoch, target, acquired);
 }
 
 void WindowCheck::complete_release(int target) {
@@ -952,6 +954,7 @@ using Range = std::pair<std::uintptr_t, std::size_t>;
 // page of it. At the call the engine reads the buffer anyway.
 bool readable_at_completion(const Range *ranges, std::size_t n) {
     constexpr std::size_t may_unmap = 64 << 10;
+    if (n == 1 && ranges[0].second <= may_unmap) return true;
     static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
     std::size_t total = 0;
     std::uintptr_t low = UINTPTR_MAX, high = 0;

@@ -143,16 +143,17 @@ class WindowCheck {
     void lock_acquired(int target, bool exclusive, std::uint64_t epoch, bool later_calls);
     void unlocked(int target, bool exclusive, bool release);
     // Active target. This rank enters fence number `fence` (before its notices leave),
-    // and passes its barrier: every window rank's clock at its entry is joined, and this
-    // rank's completed calls, ordered before every later one now, leave the logs (one
-    // lock of each area). A post
+    // and passes its barrier: every window rank's clock at its entry is joined (and kept
+    // for epoch `epoch`'s calls issued before, if `later_calls` are left to run), and this
+    // rank's completed calls, ordered before every later one now, leave the logs (a lock
+    // of each area it logged in since its last fence). A post
     // publishes the target's clock (before its grants), start acquires it (the grant
-    // seen); complete publishes the origin's (before its done notice, after completed()),
-    // wait acquires it (the notice seen).
+    // seen; kept, as a fence's, if `later_calls` recorded before are left); complete publishes the
+    // origin's (before its done notice, after completed()), wait acquires it (the notice seen).
     void fence_entered(std::uint64_t fence);
-    void fence_passed(std::uint64_t fence, std::uint64_t epoch);
+    void fence_passed(std::uint64_t fence, std::uint64_t epoch, bool later_calls);
     void post_release();
-    void post_acquire(int target, std::uint64_t epoch);
+    void post_acquire(int target, std::uint64_t epoch, bool later_calls);
     void complete_release(int target);
     void complete_acquire();
     // Epoch `epoch` completed: what it acquired goes.

@@ -141,8 +141,13 @@ bool Window::advance_fence(Epoch &epoch) {
         if (!notices.done()) return moved;
         if (is_error(notices.failure)) epoch.fail(notices.failure);
         epoch.pass_barrier();
-        // every rank entered the fence: their clocks are ours
-        if (check_) check_->fence_passed(epoch.sequence(), epoch.id());
+        // every rank entered the fence: their clocks are ours (and, for the calls
+        // recorded before, their issue clocks')
+        if (check_) {
+            bool recorded = false;
+            for (int peer : epoch.touched()) recorded |= !epoch.find(peer)->pending.empty();
+            check_->fence_passed(epoch.sequence(), epoch.id(), recorded);
+        }
         for (int peer : epoch.touched()) epoch.find(peer)->phase = TargetPhase::held;
         moved = true;
     }
@@ -183,7 +188,8 @@ bool Window::advance_access(Epoch &epoch) {
         if (state.phase == TargetPhase::acquiring &&
             control_word(layout_.grant_count(peer)) >= state.match_id) {
             state.phase = TargetPhase::held;
-            if (check_) check_->post_acquire(peer, epoch.id());  // the post before the grant
+            if (check_)  // the post before the grant
+                check_->post_acquire(peer, epoch.id(), !state.pending.empty());
             moved = true;
         }
         if (state.phase == TargetPhase::held) moved |= run_pending(epoch, state);

@@ -262,7 +262,7 @@ void Window::activate(Epoch &epoch) {
                 TargetState &state = epoch.at(peer);
                 if (epoch.nocheck()) {  // the matching post happened: no grant to wait for
                     state.phase = TargetPhase::held;
-                    if (check_) check_->post_acquire(peer, epoch.id());
+                    if (check_) check_->post_acquire(peer, epoch.id(), !state.pending.empty());
                 } else {
                     state.match_id = ++accesses_[peer];
                     state.phase = TargetPhase::acquiring;
