@@ -15,6 +15,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "mpich/entry_points.hpp"
+#include "mpich/gather_records.hpp"
 #include "transport/ucx/ucx_worker.hpp"
 
 namespace nbrma::check {
@@ -236,20 +237,14 @@ bool connect_remote(MPI_Comm comm, transport::ucx::UcxWorker &worker, Area *own,
     mpich::Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
     if (any) return false;
     const int size = static_cast<int>(world.size());
-    const int length = static_cast<int>(record.size());
-    std::vector<int> lengths(static_cast<std::size_t>(size)), at(static_cast<std::size_t>(size), 0);
-    mpich::Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
-    for (int r = 1; r < size; ++r) at[r] = at[r - 1] + lengths[r - 1];
-    std::vector<std::uint8_t> records(static_cast<std::size_t>(at[size - 1] + lengths[size - 1]));
-    PMPI_Allgatherv(record.data(), length, MPI_BYTE, records.data(), lengths.data(), at.data(),
-                    MPI_BYTE, comm);
+    const mpich::Records records = mpich::gather_records(record, comm);
     remote->assign(static_cast<std::size_t>(size), Remote{});
     {
         threads::Guard progress;
         std::lock_guard<ProcessLock> guard(p.mutex);
         for (int r = 0; r < size && !is_error(status); ++r) {
             Header header;
-            const std::uint8_t *bytes = records.data() + at[r];
+            const std::uint8_t *bytes = records.of(r);
             std::memcpy(&header, bytes, sizeof header);
             bytes += sizeof header;
             Remote &area = (*remote)[r];

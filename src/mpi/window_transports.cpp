@@ -16,6 +16,7 @@
 #include "mpi/errors.hpp"
 #include "mpi/window_creation.hpp"
 #include "mpich/entry_points.hpp"
+#include "mpich/gather_records.hpp"
 #include "progress/interrupt.hpp"
 #include "progress/progress.hpp"
 #include "transport/shm/segment_cache.hpp"
@@ -116,18 +117,11 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
         return is_error(status) ? status : Status::err_transport;
     }
 
-    std::vector<std::uint8_t> mine = locked([&] { return ucx->exposure(); });
-    int length = static_cast<int>(mine.size());
-    std::vector<int> lengths(nranks), displacements(nranks, 0);
-    mpich::Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, state.comm);
-    for (int r = 1; r < nranks; ++r) displacements[r] = displacements[r - 1] + lengths[r - 1];
-    std::vector<std::uint8_t> records(static_cast<std::size_t>(displacements[nranks - 1]) +
-                                      lengths[nranks - 1]);
-    PMPI_Allgatherv(mine.data(), length, MPI_BYTE, records.data(), lengths.data(),
-                    displacements.data(), MPI_BYTE, state.comm);
+    const mpich::Records records =
+        mpich::gather_records(locked([&] { return ucx->exposure(); }), state.comm);
     locked([&] {
         for (int r = 0; r < nranks && !is_error(status); ++r) {
-            status = ucx->connect(r, records.data() + displacements[r], lengths[r]);
+            status = ucx->connect(r, records.of(r), records.lengths[r]);
             if (is_error(status)) log(0, "cannot create a UCX endpoint to rank %d", r);
         }
     });
