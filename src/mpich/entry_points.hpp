@@ -23,10 +23,13 @@
     X(Wait) X(Waitall) X(Waitany) X(Waitsome)                                              \
     X(Test) X(Testall) X(Testany) X(Testsome)                                              \
     X(Iprobe) X(Probe) X(Request_get_status)                                               \
-    X(Recv) X(Send) X(Ssend) X(Sendrecv)                                                   \
+    X(Recv) X(Send) X(Ssend) X(Sendrecv) X(Sendrecv_replace)                               \
     X(Barrier) X(Bcast) X(Reduce) X(Allreduce) X(Gather) X(Scatter) X(Allgather)           \
-    X(Alltoall) X(Ibarrier) X(Ibcast) X(Ireduce) X(Iallreduce) X(Igather) X(Iscatter)      \
-    X(Iallgather) X(Ialltoall)                                                             \
+    X(Alltoall) X(Allgatherv) X(Alltoallv) X(Alltoallw) X(Gatherv) X(Scatterv)             \
+    X(Reduce_scatter) X(Reduce_scatter_block) X(Scan) X(Exscan)                            \
+    X(Ibarrier) X(Ibcast) X(Ireduce) X(Iallreduce) X(Igather) X(Iscatter)                  \
+    X(Iallgather) X(Ialltoall) X(Iallgatherv) X(Ialltoallv) X(Ialltoallw) X(Igatherv)      \
+    X(Iscatterv) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Iscan) X(Iexscan)           \
     X(Win_create) X(Win_create_dynamic) X(Win_free)                                        \
     X(Win_get_attr) X(Win_set_info) X(Alloc_mem) X(Free_mem)                               \
     X(T_category_get_categories) X(T_category_get_cvars) X(T_category_get_events)          \

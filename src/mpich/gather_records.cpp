@@ -17,8 +17,8 @@ Records gather_records(const std::vector<std::uint8_t> &mine, MPI_Comm comm) {
         records.offsets[r] = records.offsets[r - 1] + records.lengths[r - 1];
     records.bytes.resize(static_cast<std::size_t>(records.offsets[size - 1]) +
                          static_cast<std::size_t>(records.lengths[size - 1]));
-    PMPI_Allgatherv(mine.data(), length, MPI_BYTE, records.bytes.data(), records.lengths.data(),
-                    records.offsets.data(), MPI_BYTE, comm);
+    Allgatherv(mine.data(), length, MPI_BYTE, records.bytes.data(), records.lengths.data(),
+               records.offsets.data(), MPI_BYTE, comm);
     return records;
 }
 

@@ -562,6 +562,27 @@ int sendrecv_impl(const void *send_buffer, int send_count, MPI_Datatype send_typ
     return error;
 }
 
+// MPICH's blocking call, assisted while nbrma wants progress: MPICH 4.0.2's
+// MPI_Isendrecv_replace completes with MPI_SOURCE 0 whatever the sender.
+int sendrecv_replace_impl(void *buffer, int count, MPI_Datatype type, int dest, int send_tag,
+                          int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
+    auto run = [&](MPI_Status *into) {
+        if (!progress_wanted())
+            return mpich::Sendrecv_replace(buffer, count, type, dest, send_tag, source, recv_tag,
+                                           comm, into);
+        nbrma::engine::Assist assist;
+        return mpich::Sendrecv_replace(buffer, count, type, dest, send_tag, source, recv_tag, comm,
+                                       into);
+    };
+    if (!nbrma::check::enabled()) return run(status);
+    MPI_Status own;
+    if (status == MPI_STATUS_IGNORE) status = &own;
+    nbrma::check::release();
+    const int error = run(status);
+    if (error == MPI_SUCCESS) nbrma::check::acquire_from(comm, status->MPI_SOURCE);
+    return error;
+}
+
 int probe_impl(int source, int tag, MPI_Comm comm, MPI_Status *status) {
     return progress_until(
         [&](int *found) { return mpich::Iprobe(source, tag, comm, found, status); },
@@ -613,6 +634,67 @@ int alltoall_impl(const void *send_buffer, int send_count, MPI_Datatype send_typ
                       recv_buffer, recv_count, recv_type, comm);
 }
 
+int allgatherv_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                    void *recv_buffer, const int recv_counts[], const int displacements[],
+                    MPI_Datatype recv_type, MPI_Comm comm) {
+    return collective(comm, mpich::Iallgatherv, mpich::Allgatherv, send_buffer, send_count,
+                      send_type, recv_buffer, recv_counts, displacements, recv_type, comm);
+}
+
+int alltoallv_impl(const void *send_buffer, const int send_counts[], const int send_displacements[],
+                   MPI_Datatype send_type, void *recv_buffer, const int recv_counts[],
+                   const int recv_displacements[], MPI_Datatype recv_type, MPI_Comm comm) {
+    return collective(comm, mpich::Ialltoallv, mpich::Alltoallv, send_buffer, send_counts,
+                      send_displacements, send_type, recv_buffer, recv_counts, recv_displacements,
+                      recv_type, comm);
+}
+
+int alltoallw_impl(const void *send_buffer, const int send_counts[], const int send_displacements[],
+                   const MPI_Datatype send_types[], void *recv_buffer, const int recv_counts[],
+                   const int recv_displacements[], const MPI_Datatype recv_types[], MPI_Comm comm) {
+    return collective(comm, mpich::Ialltoallw, mpich::Alltoallw, send_buffer, send_counts,
+                      send_displacements, send_types, recv_buffer, recv_counts, recv_displacements,
+                      recv_types, comm);
+}
+
+int gatherv_impl(const void *send_buffer, int send_count, MPI_Datatype send_type, void *recv_buffer,
+                 const int recv_counts[], const int displacements[], MPI_Datatype recv_type,
+                 int root, MPI_Comm comm) {
+    return collective(comm, mpich::Igatherv, mpich::Gatherv, send_buffer, send_count, send_type,
+                      recv_buffer, recv_counts, displacements, recv_type, root, comm);
+}
+
+int scatterv_impl(const void *send_buffer, const int send_counts[], const int displacements[],
+                  MPI_Datatype send_type, void *recv_buffer, int recv_count, MPI_Datatype recv_type,
+                  int root, MPI_Comm comm) {
+    return collective(comm, mpich::Iscatterv, mpich::Scatterv, send_buffer, send_counts,
+                      displacements, send_type, recv_buffer, recv_count, recv_type, root, comm);
+}
+
+int reduce_scatter_impl(const void *send_buffer, void *recv_buffer, const int recv_counts[],
+                        MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+    return collective(comm, mpich::Ireduce_scatter, mpich::Reduce_scatter, send_buffer, recv_buffer,
+                      recv_counts, type, op, comm);
+}
+
+int reduce_scatter_block_impl(const void *send_buffer, void *recv_buffer, int recv_count,
+                              MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+    return collective(comm, mpich::Ireduce_scatter_block, mpich::Reduce_scatter_block, send_buffer,
+                      recv_buffer, recv_count, type, op, comm);
+}
+
+int scan_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
+              MPI_Comm comm) {
+    return collective(comm, mpich::Iscan, mpich::Scan, send_buffer, recv_buffer, count, type, op,
+                      comm);
+}
+
+int exscan_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
+                MPI_Comm comm) {
+    return collective(comm, mpich::Iexscan, mpich::Exscan, send_buffer, recv_buffer, count, type,
+                      op, comm);
+}
+
 int ibarrier_impl(MPI_Comm comm, MPI_Request *request) {
     return exchanges::start(comm, mpich::Ibarrier, request, comm);
 }
@@ -660,6 +742,70 @@ int ialltoall_impl(const void *send_buffer, int send_count, MPI_Datatype send_ty
                    MPI_Request *request) {
     return exchanges::start(comm, mpich::Ialltoall, request, send_buffer, send_count, send_type,
                             recv_buffer, recv_count, recv_type, comm);
+}
+
+int iallgatherv_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                     void *recv_buffer, const int recv_counts[], const int displacements[],
+                     MPI_Datatype recv_type, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Iallgatherv, request, send_buffer, send_count, send_type,
+                            recv_buffer, recv_counts, displacements, recv_type, comm);
+}
+
+int ialltoallv_impl(const void *send_buffer, const int send_counts[],
+                    const int send_displacements[], MPI_Datatype send_type, void *recv_buffer,
+                    const int recv_counts[], const int recv_displacements[], MPI_Datatype recv_type,
+                    MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ialltoallv, request, send_buffer, send_counts,
+                            send_displacements, send_type, recv_buffer, recv_counts,
+                            recv_displacements, recv_type, comm);
+}
+
+int ialltoallw_impl(const void *send_buffer, const int send_counts[],
+                    const int send_displacements[], const MPI_Datatype send_types[],
+                    void *recv_buffer, const int recv_counts[], const int recv_displacements[],
+                    const MPI_Datatype recv_types[], MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ialltoallw, request, send_buffer, send_counts,
+                            send_displacements, send_types, recv_buffer, recv_counts,
+                            recv_displacements, recv_types, comm);
+}
+
+int igatherv_impl(const void *send_buffer, int send_count, MPI_Datatype send_type,
+                  void *recv_buffer, const int recv_counts[], const int displacements[],
+                  MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Igatherv, request, send_buffer, send_count, send_type,
+                            recv_buffer, recv_counts, displacements, recv_type, root, comm);
+}
+
+int iscatterv_impl(const void *send_buffer, const int send_counts[], const int displacements[],
+                   MPI_Datatype send_type, void *recv_buffer, int recv_count,
+                   MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Iscatterv, request, send_buffer, send_counts,
+                            displacements, send_type, recv_buffer, recv_count, recv_type, root,
+                            comm);
+}
+
+int ireduce_scatter_impl(const void *send_buffer, void *recv_buffer, const int recv_counts[],
+                         MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ireduce_scatter, request, send_buffer, recv_buffer,
+                            recv_counts, type, op, comm);
+}
+
+int ireduce_scatter_block_impl(const void *send_buffer, void *recv_buffer, int recv_count,
+                               MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Ireduce_scatter_block, request, send_buffer, recv_buffer,
+                            recv_count, type, op, comm);
+}
+
+int iscan_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Iscan, request, send_buffer, recv_buffer, count, type, op,
+                            comm);
+}
+
+int iexscan_impl(const void *send_buffer, void *recv_buffer, int count, MPI_Datatype type,
+                 MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    return exchanges::start(comm, mpich::Iexscan, request, send_buffer, recv_buffer, count, type,
+                            op, comm);
 }
 
 }  // namespace

@@ -154,11 +154,9 @@ static void fop_different_op(void) { two_origins(MPI_LOCK_SHARED, op_fop_sum, op
 
 /* lock_all on every rank; rank 1 puts, then rank 2 puts the same bytes after a barrier.
  * flush_first: rank 1 flushes before the barrier (else after it); rput: rank 1 uses
- * MPI_Rput + MPI_Wait (local completion only); barrier: 0 leaves the barrier out, 2 is
- * MPI_Ibarrier + MPI_Wait. (Its racy twin, no flush before the MPI_Ibarrier, is not among
- * the scenarios: the wait joins the peers' clocks as published when it returns, maybe
- * after rank 1's flush, so the checker may miss that race; nonblocking collectives carry
- * no clocks of their own.) */
+ * MPI_Rput + MPI_Wait (local completion only); barrier: 0 leaves the barrier out, 1 is
+ * MPI_Barrier, 2 MPI_Ibarrier + MPI_Wait, 3 MPI_Iallreduce + an MPI_Test loop, 4
+ * MPI_Alltoallv, 5 MPI_Iscan + MPI_Wait (rank 2's sum needs rank 1's part). */
 static void lock_all_sequence(int flush_first, int rput, int barrier) {
     MPI_CHK(MPI_Win_lock_all(0, win));
     if (me == 1) {
@@ -185,6 +183,24 @@ static void lock_all_sequence(int flush_first, int rput, int barrier) {
         while (!done) MPI_CHK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
         CHECK(sum == np, "rank %d: MPI_Iallreduce summed %d, not %d", me, sum, np);
     }
+    if (barrier == 4) { /* every rank sends its rank to every rank */
+        int *counts = malloc(3 * sizeof(int) * (size_t)np), *at = counts + np, *got = at + np;
+        for (int r = 0; r < np; ++r) counts[r] = 1, at[r] = r;
+        int *mine = malloc(sizeof(int) * (size_t)np);
+        for (int r = 0; r < np; ++r) mine[r] = me;
+        MPI_CHK(MPI_Alltoallv(mine, counts, at, MPI_INT, got, counts, at, MPI_INT, MPI_COMM_WORLD));
+        for (int r = 0; r < np; ++r)
+            CHECK(got[r] == r, "rank %d: MPI_Alltoallv brought %d from rank %d", me, got[r], r);
+        free(mine);
+        free(counts);
+    }
+    if (barrier == 5) {
+        MPI_Request req;
+        int one = 1, sum = 0;
+        MPI_CHK(MPI_Iscan(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req));
+        MPI_CHK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        CHECK(sum == me + 1, "rank %d: MPI_Iscan summed %d, not %d", me, sum, me + 1);
+    }
     if (me == 1 && !flush_first) MPI_CHK(MPI_Win_flush(TARGET, win));
     if (me == 2) {
         op_put0();
@@ -200,23 +216,38 @@ static void rput_wait_no_flush(void) { lock_all_sequence(0, 1, 1); }
 static void lock_all_flush_ibarrier(void) { lock_all_sequence(1, 0, 2); }
 static void lock_all_ibarrier_no_flush(void) { lock_all_sequence(0, 0, 2); }
 static void lock_all_flush_iallreduce(void) { lock_all_sequence(1, 0, 3); }
+static void lock_all_flush_alltoallv(void) { lock_all_sequence(1, 0, 4); }
+static void lock_all_alltoallv_no_flush(void) { lock_all_sequence(0, 0, 4); }
+static void lock_all_flush_iscan(void) { lock_all_sequence(1, 0, 5); }
 
 /* lock_all on every rank; rank 1 puts and flushes, then sends a message to rank 2, which
- * puts the same bytes once it has received it. */
-static void flush_send_recv(void) {
-    int token = 1;
+ * puts the same bytes once it has received it (replace: both exchange a token with
+ * MPI_Sendrecv_replace instead). */
+static void message_sequence(int replace) {
+    int token = me;
     MPI_CHK(MPI_Win_lock_all(0, win));
     if (me == 1) {
         op_put0();
         MPI_CHK(MPI_Win_flush(TARGET, win));
-        MPI_CHK(MPI_Send(&token, 1, MPI_INT, 2, 0, MPI_COMM_WORLD));
+        if (replace)
+            MPI_CHK(MPI_Sendrecv_replace(&token, 1, MPI_INT, 2, 0, 2, 0, MPI_COMM_WORLD,
+                                         MPI_STATUS_IGNORE));
+        else
+            MPI_CHK(MPI_Send(&token, 1, MPI_INT, 2, 0, MPI_COMM_WORLD));
     } else if (me == 2) {
-        MPI_CHK(MPI_Recv(&token, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        if (replace)
+            MPI_CHK(MPI_Sendrecv_replace(&token, 1, MPI_INT, 1, 0, 1, 0, MPI_COMM_WORLD,
+                                         MPI_STATUS_IGNORE));
+        else
+            MPI_CHK(MPI_Recv(&token, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(token == 1, "rank 2: the token from rank 1 is %d", token);
         op_put0();
         MPI_CHK(MPI_Win_flush(TARGET, win));
     }
     MPI_CHK(MPI_Win_unlock_all(win));
 }
+static void flush_send_recv(void) { message_sequence(0); }
+static void flush_sendrecv_replace(void) { message_sequence(1); }
 
 /* rank 1 alone, one exclusive lock epoch: a put and then an access of the same bytes */
 static void same_origin(int flush, int accumulates) {
@@ -451,6 +482,12 @@ static const scenario_t scenarios[] = {
       "lock_all: rank 1 put; MPI_Ibarrier + MPI_Wait; rank 1 flush, rank 2 put"),
     S(lock_all_flush_iallreduce, 3, NONE, 0,
       "lock_all: rank 1 put, flush; MPI_Iallreduce + MPI_Test loop; rank 2 put"),
+    S(lock_all_flush_alltoallv, 3, NONE, 0,
+      "lock_all: rank 1 put, flush; MPI_Alltoallv; rank 2 put"),
+    S(lock_all_alltoallv_no_flush, 3, RACE, 0,
+      "lock_all: rank 1 put; MPI_Alltoallv; rank 1 flush, rank 2 put"),
+    S(lock_all_flush_iscan, 3, NONE, 0,
+      "lock_all: rank 1 put, flush; MPI_Iscan + MPI_Wait; rank 2 put"),
     S(same_origin_no_flush, 2, RACE, 0, "rank 1, one exclusive epoch: put, get same bytes"),
     S(same_origin_flush, 2, NONE, 0, "rank 1, one exclusive epoch: put, flush, get"),
     S(same_origin_acc, 2, NONE, 0, "rank 1, one epoch: accumulate MPI_SUM, get_accumulate MPI_SUM"),
@@ -468,6 +505,8 @@ static const scenario_t scenarios[] = {
       "rank 1 shared lock, put, unlock; barrier; rank 2 exclusive lock, put"),
     S(put_put_overlap, 3, RACE, 0, "shared lock: puts of bytes [0,8) and [4,12)"),
     S(flush_send_recv, 3, NONE, 0, "lock_all: rank 1 put, flush, send; rank 2 recv, put"),
+    S(flush_sendrecv_replace, 3, NONE, 0,
+      "lock_all: rank 1 put, flush; ranks 1, 2 MPI_Sendrecv_replace; rank 2 put"),
     S(origin_changed_before_flush_local, 2, RACE, 0,
       "rank 1: put, origin buffer changed, then flush_local"),
     S(origin_changed_after_flush_local, 2, NONE, 0,
