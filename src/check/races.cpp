@@ -968,12 +968,16 @@ bool readable_at_completion(const Range *ranges, std::size_t n) {
     return msync(reinterpret_cast<void *>(low), high - low, MS_ASYNC) == 0;
 }
 
-// A sample of a range of more than sample_bytes: its first and last 64 bytes and 16
-// words evenly spaced between, mixed as one block (a digest costs the same at any size).
-constexpr std::size_t sample_bytes = 256;
-std::uint64_t mix_sample(std::uint64_t hash, std::uintptr_t address, std::size_t length) {
+// The bytes of a range that stand for it: all of them, up to sample_bytes; of a longer one
+// a sample: its first and last 64 bytes and 16 words evenly spaced between (the same
+// cost at any size). Written into `block`; returns how many.
+constexpr std::size_t sample_bytes = WindowCheck::sample_bytes;
+std::size_t take_sample(std::uintptr_t address, std::size_t length, unsigned char *block) {
+    if (length <= sample_bytes) {
+        std::memcpy(block, reinterpret_cast<const void *>(address), length);
+        return length;
+    }
     constexpr std::size_t edge = 64, words = 16;
-    unsigned char block[sample_bytes];
     std::memcpy(block, reinterpret_cast<const void *>(address), edge);
     const std::size_t step = (length - 2 * edge) / words;  // >= 8: length > 256
     for (std::size_t i = 0; i < words; ++i)
@@ -981,13 +985,12 @@ std::uint64_t mix_sample(std::uint64_t hash, std::uintptr_t address, std::size_t
                     8);
     std::memcpy(block + edge + 8 * words, reinterpret_cast<const void *>(address + length - edge),
                 edge);
-    return mix(hash, block, sample_bytes);
+    return sample_bytes;
 }
 
 // A digest of the bytes of ranges [0, n): a buffer of one word or less is its own digest;
-// every byte of each range of up to 256 bytes; of a larger range a sample (mix_sample: a
-// buffer refilled, or changed at either end, is caught; a byte changed in the middle may
-// not be).
+// of each range, its sample (take_sample: a buffer refilled, or changed at either end, is
+// caught; a byte changed in the middle of a range above 256 bytes may not be).
 std::uint64_t digest(const Range *ranges, std::size_t n) {
     if (n == 1 && ranges[0].second <= 8) {  // a word or less: the bytes themselves
         const auto *bytes = reinterpret_cast<const unsigned char *>(ranges[0].first);
@@ -1002,9 +1005,12 @@ std::uint64_t digest(const Range *ranges, std::size_t n) {
     std::uint64_t hash = 0xcbf29ce484222325ull;
     for (std::size_t r = 0; r < n; ++r) {
         const auto [address, length] = ranges[r];
-        hash = length <= sample_bytes
-                   ? mix(hash, reinterpret_cast<const unsigned char *>(address), length)
-                   : mix_sample(hash, address, length);
+        if (length <= sample_bytes) {
+            hash = mix(hash, reinterpret_cast<const unsigned char *>(address), length);
+        } else {
+            unsigned char block[sample_bytes];
+            hash = mix(hash, block, take_sample(address, length, block));
+        }
     }
     return hash;
 }
@@ -1037,7 +1043,14 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                                       if (watched.count < most_ranges)
                                           watched.add({base + offset, length});
                                   });
-    watched.digest = digest(watched.ranges(), watched.count);
+    // One range of more than a word (most buffers): its sample kept as it is, compared
+    // at completion; else a digest.
+    watched.kept = 0;
+    if (watched.count == 1 && watched.few[0].second > 8)
+        watched.kept = static_cast<std::uint16_t>(
+            take_sample(watched.few[0].first, watched.few[0].second, watched.sample));
+    else
+        watched.digest = digest(watched.ranges(), watched.count);
 }
 
 void WindowCheck::watch_origin(const engine::RmaCall &call, std::uint64_t site) {
@@ -1075,8 +1088,14 @@ void WindowCheck::verify(int target, std::uintptr_t result) {
             ++kept;
             continue;
         }
-        if (!readable_at_completion(w.ranges(), w.count) || digest(w.ranges(), w.count) == w.digest)
+        if (!readable_at_completion(w.ranges(), w.count)) continue;
+        if (w.kept != 0) {
+            unsigned char now[sample_bytes];
+            take_sample(w.few[0].first, w.few[0].second, now);
+            if (std::memcmp(now, w.sample, w.kept) == 0) continue;
+        } else if (digest(w.ranges(), w.count) == w.digest) {
             continue;
+        }
         ++p.races;
         std::lock_guard<ProcessLock> guard(p.mutex);
         if (!p.reported.insert({w.site, w.result ? 1 : 0}).second && !p.abort_on_race) continue;

@@ -119,6 +119,8 @@ class WindowCheck {
     ~WindowCheck();
     WindowCheck(const WindowCheck &) = delete;
     WindowCheck &operator=(const WindowCheck &) = delete;
+    // The most bytes of a watched buffer kept to compare at its completion.
+    static constexpr std::size_t sample_bytes = 256;
 
     // Epoch kinds as a report names them.
     enum class Sync : std::uint8_t { lock_exclusive, lock_shared, lock_all, fence, pscw };
@@ -242,6 +244,11 @@ class WindowCheck {
         Range few[2];
         std::vector<Range> more;
         std::uint64_t digest = 0;
+        // A buffer of one range above a word: the `kept` bytes that stand for it (all of
+        // it up to sample_bytes, else a sample), compared at completion instead of a
+        // digest; 0 for the others.
+        std::uint16_t kept = 0;
+        unsigned char sample[sample_bytes];
         void add(Range range) {
             if (count < 2)
                 few[count++] = range;

@@ -408,6 +408,22 @@ static void origin_change(int before_flush_local) {
 static void origin_changed_before_flush_local(void) { origin_change(1); }
 static void origin_changed_after_flush_local(void) { origin_change(0); }
 
+/* The same with a put of 200 bytes (more than a word, all of them kept), one byte in the
+ * middle changed. */
+static void mid_origin_change(int before_flush_local) {
+    if (me != 1) return;
+    unsigned char buffer[200];
+    memset(buffer, 7, sizeof buffer);
+    MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+    MPI_CHK(MPI_Put(buffer, 200, MPI_BYTE, TARGET, 0, 200, MPI_BYTE, win));
+    if (before_flush_local) buffer[101] = 8;
+    MPI_CHK(MPI_Win_flush_local(TARGET, win));
+    if (!before_flush_local) buffer[101] = 8;
+    MPI_CHK(MPI_Win_unlock(TARGET, win));
+}
+static void mid_origin_changed_before_flush_local(void) { mid_origin_change(1); }
+static void mid_origin_changed_after_flush_local(void) { mid_origin_change(0); }
+
 /* The same with a put of LARGE bytes from a buffer of its own mapping (the checker takes a
  * sample of a buffer this size, its ends among it), refilled before or after
  * MPI_Win_flush_local. */
@@ -511,6 +527,10 @@ static const scenario_t scenarios[] = {
       "rank 1: put, origin buffer changed, then flush_local"),
     S(origin_changed_after_flush_local, 2, NONE, 0,
       "rank 1: put, flush_local, then origin buffer changed"),
+    S(mid_origin_changed_before_flush_local, 2, RACE, 0,
+      "rank 1: put of 200 bytes, byte 101 changed, then flush_local"),
+    S(mid_origin_changed_after_flush_local, 2, NONE, 0,
+      "rank 1: put of 200 bytes, flush_local, then byte 101 changed"),
     S(result_stored_before_flush, 2, RACE, 0, "rank 1: get, result buffer stored into, flush"),
     S(rput_wait_then_change, 2, NONE, 0, "rank 1: rput, wait, then origin buffer changed"),
     S(large_origin_refilled_before_flush_local, 2, RACE, 0,
