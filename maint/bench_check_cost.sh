@@ -6,8 +6,47 @@
 # the pairs (MPICH: of every run; the latency rows' nbrma series is nbrma-blocking, the
 # patterns rows' nbrma-nonblocking), their ratio, and the lowest and highest ratio of one
 # pair. Run from a built tree: maint/bench_check_cost.sh [PAIRS (default 5)] [DIR].
+#
+# maint/bench_check_cost.sh --plain [ROUNDS (default 5)]: the control, a plain program
+# (maint/bench_check_plain.c: lock/put/unlock, put + flush, put + fence and PSCW of 8
+# bytes, 2 ranks bound to cores), built against this tree and run ROUNDS times per loop
+# without and with NBRMA_CHECK=races, alternated; one markdown table of the medians,
+# their ratio and the lowest and highest ratio of one round.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = --plain ]; then
+    rounds=${2:-5}
+    work=$(mktemp -d "${TMPDIR:-/tmp}/nbrma-check-plain.XXXXXX")
+    mpicc.mpich -O2 "$top/maint/bench_check_plain.c" -o "$work/plain" -L"$top/.libs" \
+        -Wl,-rpath,"$top/.libs" -lnbrma
+    for loop in lock flush fence pscw; do
+        iterations=1000000
+        case $loop in fence | pscw) iterations=300000 ;; esac
+        for i in $(seq "$rounds"); do
+            for mode in off races; do
+                NBRMA_CHECK=$mode mpiexec.mpich -n 2 -bind-to core "$work/plain" "$loop" \
+                    "$iterations" 2> /dev/null | sed -n "s/^$loop /$loop $mode /p" >> "$work/times"
+            done
+        done
+    done
+    python3 - "$work/times" <<'PLAIN'
+import statistics, sys
+times = {}
+for line in open(sys.argv[1]):
+    loop, mode, value = line.split()
+    times.setdefault(loop, {}).setdefault(mode, []).append(float(value))
+print("| loop (8 bytes) | unchecked, us | checked, us | on / off | lowest-highest round |")
+print("|---|---:|---:|---:|---:|")
+for loop, modes in times.items():
+    off, on = modes["off"], modes["races"]
+    pair = sorted(b / a for a, b in zip(off, on))
+    print("| %s | %.4f | %.4f | %.2f | %.2f-%.2f |" % (
+        loop, statistics.median(off), statistics.median(on),
+        statistics.median(on) / statistics.median(off), pair[0], pair[-1]))
+PLAIN
+    rm -rf "$work"
+    exit 0
+fi
 pairs=${1:-5}
 dir=${2:-$(mktemp -d "${TMPDIR:-/tmp}/nbrma-check-cost.XXXXXX")}
 mkdir -p "$dir"
