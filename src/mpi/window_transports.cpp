@@ -17,6 +17,7 @@
 #include "mpi/window_creation.hpp"
 #include "mpich/entry_points.hpp"
 #include "mpich/gather_records.hpp"
+#include "progress/collective_form.hpp"
 #include "progress/interrupt.hpp"
 #include "progress/progress.hpp"
 #include "transport/shm/segment_cache.hpp"
@@ -364,6 +365,9 @@ int Creation::choose_transports(void *base_out) {
         else
             state->transport = std::make_unique<transport::ucx::MixedTransport>(
                 std::move(shm), std::move(ucx), shm_reach);
+        // Its transport may serve peers in software: the collectives' form on comm is
+        // agreed again (every member is here; progress/collective_form.hpp).
+        forget_collective_form(comm);
     }
     state->engine = std::make_unique<engine::Window>(*state->transport, *state->layout, config);
     if (state->info.check.empty() ? check::enabled() : state->info.check == "races") {

@@ -5,6 +5,7 @@
 
 #include "common/yield.hpp"
 #include "mpich/entry_points.hpp"
+#include "progress/progress.hpp"
 
 namespace nbrma::mpi {
 
@@ -68,7 +69,9 @@ CollectiveForm detail::collective_form_slow(MPI_Comm comm) {
 int agree_collective_form(MPI_Comm comm, CollectiveForm *form, int (*wait)(MPI_Request *)) {
     int level = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&level);
-    int wish = level == MPI_THREAD_MULTIPLE || nbrma::oversubscribed(), agreed = 0, inter = 0;
+    int wish = level == MPI_THREAD_MULTIPLE || nbrma::oversubscribed() ||
+               nbrma::engine::progress_serves_peers(),
+        agreed = 0, inter = 0;
     int error = PMPI_Comm_test_inter(comm, &inter);
     MPI_Request request;
     if (error == MPI_SUCCESS)
@@ -91,6 +94,11 @@ int agree_collective_form(MPI_Comm comm, CollectiveForm *form, int (*wait)(MPI_R
             comm, key, reinterpret_cast<void *>(static_cast<std::intptr_t>(*form))) == MPI_SUCCESS)
         cache(comm, *form);
     return MPI_SUCCESS;
+}
+
+void forget_collective_form(MPI_Comm comm) {
+    const int key = form_keyval();
+    if (key != MPI_KEYVAL_INVALID) PMPI_Comm_delete_attr(comm, key);  // forget() uncaches it
 }
 
 void count_twin_collective() { twins.fetch_add(1, std::memory_order_relaxed); }

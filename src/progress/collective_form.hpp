@@ -14,7 +14,11 @@
 //   generalized requests), and on an oversubscribed node that cost the test
 //   threads_rma 3-10x its time. Taken too where some member's node has more ranks
 //   than cores (common/yield.hpp): MPICH's blocking collectives spin without yielding,
-//   and there each step waits for the scheduler to run the rank spun against.
+//   and there each step waits for the scheduler to run the rank spun against. And where
+//   some member has a window whose transport serves its peers in software (UCX over
+//   tcp: engine::progress_serves_peers): a target spinning in MPICH's barrier left its
+//   peers' puts to the assist thread, which the spinning rank starves (a put + flush
+//   toward it 190-210 us, against 43 us in the twin form).
 //
 // The members agree at the first interposed collective on the communicator, which MPI
 // makes the same call on every member: an allreduce of "MPI_THREAD_MULTIPLE or
@@ -63,6 +67,11 @@ inline CollectiveForm collective_form(MPI_Comm comm) {
 // collective, its first interposed one on `comm`), records it and returns it in *form.
 // `wait` completes an MPICH request with nbrma progressing meanwhile.
 int agree_collective_form(MPI_Comm comm, CollectiveForm *form, int (*wait)(MPI_Request *));
+
+// The members of `comm` made a window whose transport may serve peers in software (UCX
+// over tcp): its form is forgotten, to be agreed again at the next interposed collective
+// (every member calls this at the same point, the window's creation on `comm`).
+void forget_collective_form(MPI_Comm comm);
 
 // Counters (nbrma_get_counter): interposed collectives run as the nonblocking twin, and
 // agreements run (one per communicator whose members agreed; MPI_Comm_dup inherits).

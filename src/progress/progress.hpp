@@ -42,6 +42,8 @@ int progress_arm_events();
 // work pending, or serves its peers' operations in software (the transport says
 // needs_target_progress, e.g. UCX over tcp). Cheap: idle windows cost nothing.
 bool progress_wanted();
+// Some window's transport serves its peers' operations in software (needs_target_progress).
+bool progress_serves_peers();
 
 // Appends every window's engine state (Window::dump) to the file `path` (null: stderr),
 // without taking the lock: for a debugger attached to a process that hangs

@@ -210,7 +210,8 @@ extern "C" __attribute__((visibility("hidden"), used)) void nbrma_debug_dump(con
 
 namespace nbrma::engine {
 
-bool progress_wanted() { return serving.load(std::memory_order_relaxed) > 0 || progress_pending(); }
+bool progress_serves_peers() { return serving.load(std::memory_order_relaxed) > 0; }
+bool progress_wanted() { return progress_serves_peers() || progress_pending(); }
 
 void progress_set_external(void (*poke)()) { external_poke = poke; }
 

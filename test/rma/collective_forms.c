@@ -28,6 +28,11 @@
  *              handle must not be taken for the next communicator (one agreement each);
  *   errors     MPI_Barrier and MPI_Allreduce on MPI_COMM_NULL return MPI_ERR_COMM
  *              (MPI_ERRORS_RETURN on MPI_COMM_WORLD).
+ * Argument "tcp_window" (with "single"): then a window of MPI_COMM_WORLD whose transport
+ * serves its peers in software (nbrma_transport=ucx, NBRMA_UCX_TLS=tcp,self): the form
+ * on MPI_COMM_WORLD is agreed again at the next collective, and all 8 run as the twin
+ * from then on (in MPICH's blocking barrier a target would leave its peers' puts to a
+ * starved assist thread); a put around the ring through the window arrives.
  * 3 or more processes.
  */
 #include <stdlib.h>
@@ -38,7 +43,7 @@
 
 #define NCOLL 8
 
-static int me, np, multiple_rank = -1, over = 0;
+static int me, np, multiple_rank = -1, over = 0, tcp_window = 0;
 
 #define counter rt_counter
 
@@ -118,7 +123,10 @@ int main(int argc, char **argv)
         if (strncmp(argv[i], "multiple=", 9) == 0)
             multiple_rank = atoi(argv[i] + 9);
         keep_launcher |= strcmp(argv[i], "oversubscribed") == 0;
+        tcp_window |= strcmp(argv[i], "tcp_window") == 0;
     }
+    if (tcp_window)
+        setenv("NBRMA_UCX_TLS", "tcp,self", 1);
     if (keep_launcher) {
         const char *local = getenv("MPI_LOCALNRANKS");
         over = local && atoi(local) > sysconf(_SC_NPROCESSORS_ONLN);
@@ -215,6 +223,31 @@ int main(int argc, char **argv)
         MPI_CHK(MPI_Comm_free(&c));
     }
 
+    if (tcp_window) {
+        MPI_Info info;
+        MPI_CHK(MPI_Info_create(&info));
+        MPI_CHK(MPI_Info_set(info, "nbrma_transport", "ucx"));
+        int *base = NULL;
+        MPI_Win win;
+        MPI_CHK(MPI_Win_allocate(sizeof(int), sizeof(int), info, MPI_COMM_WORLD, &base, &win));
+        MPI_CHK(MPI_Info_free(&info));
+        *base = -1;
+        const unsigned long long agreed = counter("collective_agreements");
+        all_collectives(MPI_COMM_WORLD, 1, "world with a tcp window");
+        CHECK(counter("collective_agreements") - agreed == 1,
+              "world with a tcp window: %llu agreements, expected 1",
+              counter("collective_agreements") - agreed);
+        MPI_CHK(MPI_Win_lock_all(0, win));
+        MPI_CHK(MPI_Put(&me, 1, MPI_INT, (me + 1) % np, 0, 1, MPI_INT, win));
+        MPI_CHK(MPI_Win_flush((me + 1) % np, win));
+        MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHK(MPI_Win_sync(win));
+        CHECK(*base == (me + np - 1) % np, "tcp window: rank %d holds %d, expected %d", me, *base,
+              (me + np - 1) % np);
+        MPI_CHK(MPI_Win_unlock_all(win));
+        MPI_CHK(MPI_Win_free(&win));
+    }
+
     /* errors: a null communicator is MPICH's MPI_ERR_COMM */
     {
         int sum = 0, one = 1;
@@ -225,7 +258,10 @@ int main(int argc, char **argv)
 
     if (me == 0)
         printf("collective_forms (%s): %llu collectives ran as the nonblocking twin on rank 0\n",
-               mixed ? "mixed thread levels" : over ? "oversubscribed" : "single",
+               mixed        ? "mixed thread levels"
+               : over       ? "oversubscribed"
+               : tcp_window ? "single, then a tcp window"
+                            : "single",
                counter("twin_collectives"));
     return rt_finalize();
 }
