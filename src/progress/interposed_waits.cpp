@@ -131,6 +131,15 @@ int testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 
 int wait_ignoring_status(MPI_Request *request) { return wait_one(request, MPI_STATUS_IGNORE); }
 
+// MPICH's own blocking call `blocking()`, with an engine::Assist serving nbrma meanwhile
+// while nbrma wants progress.
+template <class Blocking>
+int assisted(Blocking blocking) {
+    if (!progress_wanted()) return blocking();
+    nbrma::engine::Assist assist;
+    return blocking();
+}
+
 // A blocking collective on `comm`, in the form its members agreed (progress/collective_form.hpp):
 // MPICH's own `blocking(args...)`, assisted while nbrma wants progress; or the
 // nonblocking `twin(args..., &request)` plus a sweeping wait.
@@ -147,9 +156,7 @@ int run_collective(MPI_Comm comm, Twin twin, Blocking blocking, Args... args) {
         MPI_Request request;
         return finish(twin(args..., &request), &request);
     }
-    if (!progress_wanted()) return blocking(args...);
-    nbrma::engine::Assist assist;
-    return blocking(args...);
+    return assisted([&] { return blocking(args...); });
 }
 
 // NBRMA_CHECK=races: a collective orders what each member completed before it before what
@@ -567,12 +574,10 @@ int sendrecv_impl(const void *send_buffer, int send_count, MPI_Datatype send_typ
 int sendrecv_replace_impl(void *buffer, int count, MPI_Datatype type, int dest, int send_tag,
                           int source, int recv_tag, MPI_Comm comm, MPI_Status *status) {
     auto run = [&](MPI_Status *into) {
-        if (!progress_wanted())
+        return assisted([&] {
             return mpich::Sendrecv_replace(buffer, count, type, dest, send_tag, source, recv_tag,
                                            comm, into);
-        nbrma::engine::Assist assist;
-        return mpich::Sendrecv_replace(buffer, count, type, dest, send_tag, source, recv_tag, comm,
-                                       into);
+        });
     };
     if (!nbrma::check::enabled()) return run(status);
     MPI_Status own;
