@@ -336,7 +336,9 @@ int Creation::plan_segment() {
     total = control_bytes * local_count;
     offsets.assign(nranks, 0);
     const bool contiguous = flavor == Flavor::shared && !state->info.alloc_shared_noncontig;
-    if (allocates) {
+    // (With every peer through UCX, an MPI_Win_allocate window's memory is UCX's:
+    // connect_ucx.)
+    if (allocates && !(state->all_ucx && flavor == Flavor::allocate)) {
         std::int64_t cursor = round_up(total, 4096);
         for (int r = 0; r < nranks; ++r) {
             if (!is_local[r]) continue;

@@ -93,8 +93,13 @@ bool everyone(bool ok, MPI_Comm comm) {
 // The UCX side of a window (doc/design.md §9): register our control region and memory,
 // allgather the exposure records, connect to every rank, and wait for the wireup on
 // every rank at once (each rank keeps progressing its worker inside a nonblocking
-// barrier). On failure `why` says what failed; the result is the same on every rank.
-Status connect_ucx(WindowState &state, void *base, std::size_t size, void *control,
+// barrier). With every peer through UCX, UCX allocates an MPI_Win_allocate window's
+// memory and its control region, *base then its address (UcxTransport::
+// allocate_control): both or neither, for a notice's fence orders the data before it
+// only where both are reached alike (UCX's shared-memory transports serve memory they
+// allocated with stores, other memory with active messages). On failure `why` says what
+// failed; the result is the same on every rank.
+Status connect_ucx(WindowState &state, void **base, std::size_t size, void *control,
                    std::size_t control_bytes, std::unique_ptr<transport::ucx::UcxTransport> *out,
                    const char **why) {
     int rank, nranks;
@@ -109,8 +114,12 @@ Status connect_ucx(WindowState &state, void *base, std::size_t size, void *contr
         if (is_error(made)) return made;
         ucx = std::make_unique<transport::ucx::UcxTransport>(*worker, rank, nranks, control,
                                                              control_bytes);
+        if (state.all_ucx && state.flavor == Flavor::allocate) {
+            made = ucx->allocate_control();
+            return is_error(made) ? made : ucx->allocate_window(size, base);
+        }
         return state.flavor == Flavor::dynamic ? ucx->expose_dynamic()
-                                               : ucx->expose_window(base, size);
+                                               : ucx->expose_window(*base, size);
     });
     if (!everyone(!is_error(status), state.comm)) {
         *why = worker ? "cannot register the window memory with UCX"
@@ -339,6 +348,7 @@ int Creation::choose_transports(void *base_out) {
 
     void *base = user_base;
     if (allocates) base = size > 0 ? segment + offsets[rank] : nullptr;
+    std::uint8_t *shared_base = segment + first_offset;
     void *my_control = segment + state->control_offset;
     auto shm = std::make_unique<transport::shm::ShmTransport>(
         rank, static_cast<std::size_t>(control_bytes), std::move(shm_peers));
@@ -356,10 +366,16 @@ int Creation::choose_transports(void *base_out) {
         std::unique_ptr<transport::ucx::UcxTransport> ucx;
         const char *why = nullptr;
         PMPI_Comm_dup(comm, &state->comm);  // for the barrier that serves peers at free
-        const Status status = connect_ucx(*state, base, static_cast<std::size_t>(size),
-                                          my_control, static_cast<std::size_t>(control_bytes),
-                                          &ucx, &why);
+        const Status status = connect_ucx(*state, &base, static_cast<std::size_t>(size), my_control,
+                                          static_cast<std::size_t>(control_bytes), &ucx, &why);
         if (is_error(status)) return failed(status, why);
+        if (state->all_ucx && flavor == Flavor::allocate) {
+            // UCX's memory, ours alone in this process (MPI_Win_shared_query: the others'
+            // is not shared)
+            shared_base = static_cast<std::uint8_t *>(base);
+            std::fill(state->shared_offsets.begin(), state->shared_offsets.end(), -1);
+            state->shared_offsets[rank] = 0;
+        }
         if (state->all_ucx)
             state->transport = std::move(ucx);
         else
@@ -383,7 +399,7 @@ int Creation::choose_transports(void *base_out) {
     }
 
     if (allocates) {
-        state->shared_base = segment + first_offset;
+        state->shared_base = shared_base;
         *static_cast<void **>(base_out) = base;
     }
     state->base = flavor == Flavor::dynamic ? MPI_BOTTOM : base;

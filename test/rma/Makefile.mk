@@ -40,6 +40,7 @@ check_PROGRAMS += \
 	test/rma/at_errors \
 	test/rma/shared_progress \
 	test/rma/ucx_errors \
+	test/rma/ucx_allocated \
 	test/rma/ucx_unreachable \
 	test/rma/compat \
 	test/rma/die_at \
@@ -181,6 +182,9 @@ test_rma_at_errors_LDADD = $(RMATEST_LDADD)
 test_rma_ucx_errors_SOURCES = test/rma/ucx_errors.c
 test_rma_ucx_errors_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_ucx_errors_LDADD = $(RMATEST_LDADD)
+test_rma_ucx_allocated_SOURCES = test/rma/ucx_allocated.c
+test_rma_ucx_allocated_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_ucx_allocated_LDADD = $(RMATEST_LDADD)
 
 test_rma_ucx_unreachable_SOURCES = test/rma/ucx_unreachable.c
 test_rma_ucx_unreachable_CPPFLAGS = $(RMATEST_CPPFLAGS)

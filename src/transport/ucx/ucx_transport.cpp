@@ -108,12 +108,33 @@ UcxTransport::~UcxTransport() {
 
 // ---------------------------------------------------------------- setup
 
+Status UcxTransport::expose_control() {
+    if (control_registration_) return Status::ok;
+    return worker_.map(control_, control_size_, &control_registration_);
+}
+
 Status UcxTransport::expose_window(void *base, std::size_t size) {
-    if (!control_registration_) {
-        Status status = worker_.map(control_, control_size_, &control_registration_);
-        if (is_error(status)) return status;
-    }
+    Status status = expose_control();
+    if (is_error(status)) return status;
     return worker_.map(base, size, &window_registration_);
+}
+
+Status UcxTransport::allocate_control() {
+    Status status = worker_.allocate(control_size_, &control_registration_);
+    if (is_error(status)) return status;
+    control_ = reinterpret_cast<void *>(control_registration_->base());
+    std::memset(control_, 0, control_size_);
+    return Status::ok;
+}
+
+Status UcxTransport::allocate_window(std::size_t size, void **base) {
+    Status status = expose_control();
+    if (is_error(status)) return status;
+    *base = nullptr;
+    if (size == 0) return worker_.map(nullptr, 0, &window_registration_);
+    status = worker_.allocate(size, &window_registration_);
+    if (!is_error(status)) *base = reinterpret_cast<void *>(window_registration_->base());
+    return status;
 }
 
 Status UcxTransport::expose_dynamic() {
@@ -189,6 +210,9 @@ Status UcxTransport::unpack_keys(Peer &peer) {
                                remote->packed_length, &remote->rkey);
         if (is_error(status)) return status;
     }
+    void *pointer = nullptr;
+    peer.shared =
+        peer.control.rkey && ucp_rkey_ptr(peer.control.rkey, peer.control.base, &pointer) == UCS_OK;
     peer.unpacked = true;
     return Status::ok;
 }
@@ -487,7 +511,8 @@ Status UcxTransport::atomic_word(int peer, AtomicOp op, RemoteAddress target, st
     if (remote % width != 0) return Status::err_arg;
     const bool bitwise =
         op == AtomicOp::fetch_and || op == AtomicOp::fetch_or || op == AtomicOp::fetch_xor;
-    if (bitwise && peer == rank_) return bitwise_by_cswap(op, width, remote, rkey, operand, result);
+    if (bitwise && (peer == rank_ || (result && peers_[peer].shared)))
+        return bitwise_by_cswap(peer, op, width, remote, rkey, operand, result);
     const bool cswap = op == AtomicOp::compare_swap;
     Operation *operation =
         operation_start(completion, cswap ? compare : operand, cswap ? operand : 0, result,
@@ -505,12 +530,14 @@ Status UcxTransport::atomic_word(int peer, AtomicOp op, RemoteAddress target, st
                   operation);
 }
 
-// UCX 1.13's self transport computes fetching and/or/xor wrongly (the word is left
-// unchanged, or cleared), so toward ourselves they run as a compare-and-swap loop
-// through UCX — still one path for every atomic on our memory. Completes inline.
-Status UcxTransport::bitwise_by_cswap(AtomicOp op, std::size_t width, std::uint64_t remote,
-                                      ucp_rkey_h rkey, std::uint64_t operand, void *result) {
-    ucp_ep_h ep = peers_[rank_].ep;
+// UCX 1.13's shared-memory atomics (the self transport's, and sysv's and posix's on
+// memory UCX allocated) compute and/or/xor wrongly (the word is left unchanged, or
+// cleared; fetching ones toward another process), so those run as a compare-and-swap
+// loop through UCX — still one path for every atomic on that memory. Completes inline.
+Status UcxTransport::bitwise_by_cswap(int peer, AtomicOp op, std::size_t width,
+                                      std::uint64_t remote, ucp_rkey_h rkey, std::uint64_t operand,
+                                      void *result) {
+    ucp_ep_h ep = peers_[peer].ep;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype = ucp_dt_make_contig(width);

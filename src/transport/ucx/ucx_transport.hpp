@@ -53,6 +53,13 @@ class UcxTransport final : public Transport {
     // ---- setup (see the header comment)
     Status expose_window(void *base, std::size_t size);
     Status expose_dynamic();
+    // nbrma_transport=ucx: UCX allocates our control region (in place of the one the
+    // constructor got, zeroed here) and, with allocate_window() in place of
+    // expose_window(), the window's memory (*base: its address, nullptr for 0 bytes),
+    // so that UCX's shared-memory transports reach both with loads, stores and CPU
+    // atomics (UcxWorker::allocate). Call allocate_control() first.
+    Status allocate_control();
+    Status allocate_window(std::size_t size, void **base);
     std::vector<std::uint8_t> exposure() const;
     Status connect(int peer, const std::uint8_t *record, std::size_t length);
     // Posts a flush on every endpoint; finish_connect_test() progresses and reports
@@ -104,6 +111,9 @@ class UcxTransport final : public Transport {
         Remote window;
         bool dynamic = false;
         bool unpacked = false;  // control and window rkeys unpacked (first access)
+        // Its control region is in reach of our loads and stores (ucp_rkey_ptr): UCX's
+        // shared-memory transports serve its atomics.
+        bool shared = false;
         DirectoryCache directory;           // dynamic windows: the peer's attached regions
         std::uint64_t directory_array = 0;  // the slot array directory_rkey is for
         ucp_rkey_h directory_rkey = nullptr;
@@ -113,6 +123,7 @@ class UcxTransport final : public Transport {
         bool checked = false;
     };
     Status unpack_keys(Peer &peer);
+    Status expose_control();  // registers the control region, if not yet
     struct Piece {  // one contiguous operation: remote address, length, rkey
         std::uint64_t remote;
         std::size_t length;
@@ -142,8 +153,8 @@ class UcxTransport final : public Transport {
     Status atomic_word(int peer, AtomicOp op, RemoteAddress target, std::size_t width,
                        std::uint64_t operand, std::uint64_t compare, void *result,
                        Completion *completion);
-    Status bitwise_by_cswap(AtomicOp op, std::size_t width, std::uint64_t remote, ucp_rkey_h rkey,
-                            std::uint64_t operand, void *result);
+    Status bitwise_by_cswap(int peer, AtomicOp op, std::size_t width, std::uint64_t remote,
+                            ucp_rkey_h rkey, std::uint64_t operand, void *result);
 
     UcxWorker &worker_;
     int rank_;

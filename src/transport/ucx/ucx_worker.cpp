@@ -104,19 +104,39 @@ Status UcxWorker::connect(const std::uint8_t *address, std::size_t length, ucp_e
 }
 
 Status UcxWorker::map(void *base, std::size_t length, std::unique_ptr<UcxRegistration> *out) {
+    return register_memory(base, length, false, out);
+}
+
+Status UcxWorker::allocate(std::size_t length, std::unique_ptr<UcxRegistration> *out) {
+    if (length == 0) return Status::err_arg;
+    return register_memory(nullptr, length, true, out);
+}
+
+Status UcxWorker::register_memory(void *base, std::size_t length, bool allocate,
+                                  std::unique_ptr<UcxRegistration> *out) {
     auto registration = std::make_unique<UcxRegistration>();
     registration->context_ = context_;
     registration->base_ = reinterpret_cast<std::uintptr_t>(base);
     registration->length_ = length;
     if (length > 0) {
         ucp_mem_map_params_t params{};
-        params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+        params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                            UCP_MEM_MAP_PARAM_FIELD_FLAGS;
         params.address = base;
         params.length = length;
+        params.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
         ucs_status_t status = ucp_mem_map(context_, &params, &registration->memh_);
         if (status != UCS_OK) {
             log(1, "ucx: ucp_mem_map of %zu bytes failed: %s", length, ucs_status_string(status));
             return status_from_ucs(status);
+        }
+        if (allocate) {
+            ucp_mem_attr_t attributes{};
+            attributes.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+            status = ucp_mem_query(registration->memh_, &attributes);
+            if (status != UCS_OK) return status_from_ucs(status);
+            if (attributes.length < length) return Status::err_no_memory;
+            registration->base_ = reinterpret_cast<std::uintptr_t>(attributes.address);
         }
         void *packed = nullptr;
         std::size_t packed_size = 0;

@@ -23,7 +23,8 @@ namespace nbrma::transport::ucx {
 
 Status status_from_ucs(ucs_status_t status);
 
-// A registered memory range and its packed remote key. Unmapped on destruction.
+// A registered memory range and its packed remote key. Unmapped on destruction (memory
+// UCX allocated is freed with it).
 class UcxRegistration {
   public:
     UcxRegistration() = default;
@@ -64,6 +65,11 @@ class UcxWorker {
 
     // Registers [base, base + length) for remote access; length 0 registers nothing.
     Status map(void *base, std::size_t length, std::unique_ptr<UcxRegistration> *out);
+    // Allocates `length` bytes (more than 0) through UCX and registers them
+    // (UCP_MEM_MAP_ALLOCATE): memory UCX's shared-memory transports (sysv, posix) reach
+    // with loads, stores and CPU atomics, where memory registered by map() takes
+    // cross-memory attach or active messages served by the owner's worker. Not zeroed.
+    Status allocate(std::size_t length, std::unique_ptr<UcxRegistration> *out);
 
     // Progresses until `request` (a ucp_*_nbx result whose callback frees nothing)
     // completes; frees it. For setup paths only (wireup, rkey fetch).
@@ -79,6 +85,8 @@ class UcxWorker {
 
   private:
     UcxWorker() = default;
+    Status register_memory(void *base, std::size_t length, bool allocate,
+                           std::unique_ptr<UcxRegistration> *out);
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
     int event_fd_ = -1;
