@@ -104,6 +104,10 @@
 
 enum { ORIGIN = 0, TARGET = 1 };
 
+/* The series this binary measures, with NBRMA_BENCH_SERIES_SUFFIX appended (nbrma-bench's
+ * nbrma-ucx job: "-ucx"); set by bench_latency. */
+static char blocking_series[64], nonblocking_series[64];
+
 static const int sizes[] = {8, 2 * 1024, 8 * 1024, 512 * 1024};
 #define NUM_SIZES ((int)(sizeof sizes / sizeof sizes[0]))
 #define MAX_SIZE (512 * 1024)
@@ -1086,7 +1090,7 @@ static int run_active_row(const char *series, enum sync_style style, enum paired
  * error that aborts a later benchmark (say PSCW) leaves the earlier ones measured. */
 static int run_active_benchmarks(const struct pair_setup *setup,
                                  const struct bench_options *options) {
-    const char *series[2] = {BENCH_BLOCKING_SERIES, "nbrma-nonblocking"};
+    const char *series[2] = {blocking_series, nonblocking_series};
     enum sync_style styles[2] = {SYNC_BLOCKING, SYNC_NONBLOCKING};
 #ifdef NBRMA_NONBLOCKING_SERIES
     const int num_series = 2;
@@ -1215,6 +1219,11 @@ int bench_latency(const struct bench_options *options) {
     BENCH_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     BENCH_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     bench_set_step("latency", "setup");
+    const char *suffix = getenv("NBRMA_BENCH_SERIES_SUFFIX");
+    snprintf(blocking_series, sizeof blocking_series, "%s%s", BENCH_BLOCKING_SERIES,
+             suffix ? suffix : "");
+    snprintf(nonblocking_series, sizeof nonblocking_series, "nbrma-nonblocking%s",
+             suffix ? suffix : "");
 
     char *buffer = bench_malloc("bench", MAX_SIZE);
     memset(buffer, 1, MAX_SIZE);
@@ -1241,15 +1250,15 @@ int bench_latency(const struct bench_options *options) {
     MPI_Win win;
     bench_win_allocate(MAX_SIZE, 1, NULL, MPI_COMM_WORLD, &window_memory, &win);
 
-    all_ok &= run_passive_series(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, window_memory, buffer, win,
+    all_ok &= run_passive_series(blocking_series, SYNC_BLOCKING, window_memory, buffer, win,
                                  rank, 1, options);
 #ifdef NBRMA_NONBLOCKING_SERIES
-    all_ok &= run_passive_series("nbrma-nonblocking", SYNC_NONBLOCKING, window_memory, buffer, win,
+    all_ok &= run_passive_series(nonblocking_series, SYNC_NONBLOCKING, window_memory, buffer, win,
                                  rank, 40, options);
 #endif
-    all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_CREATE, rank, options);
-    all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_DYNAMIC, rank, options);
-    all_ok &= run_flavor_series(BENCH_BLOCKING_SERIES, FLAVOR_ALLOC_MEM, rank, options);
+    all_ok &= run_flavor_series(blocking_series, FLAVOR_CREATE, rank, options);
+    all_ok &= run_flavor_series(blocking_series, FLAVOR_DYNAMIC, rank, options);
+    all_ok &= run_flavor_series(blocking_series, FLAVOR_ALLOC_MEM, rank, options);
 
     /* PSCW groups: each rank of the pair names the other (the window's group is
      * MPI_COMM_WORLD's, so the ranks are the same). */
@@ -1264,12 +1273,12 @@ int bench_latency(const struct bench_options *options) {
 
     /* Two-sided, with the window alive and idle. */
     if (two_sided_rows) {
-        all_ok &= run_active_row(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, PINGPONG, NULL, 0,
+        all_ok &= run_active_row(blocking_series, SYNC_BLOCKING, PINGPONG, NULL, 0,
                                  paired_names[PINGPONG], &setup, 120, options);
-        all_ok &= run_active_row(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, PINGPONG_WAITALL, NULL, 0,
+        all_ok &= run_active_row(blocking_series, SYNC_BLOCKING, PINGPONG_WAITALL, NULL, 0,
                                  paired_names[PINGPONG_WAITALL], &setup, 121, options);
         /* A collective, the same way. */
-        all_ok &= run_active_row(BENCH_BLOCKING_SERIES, SYNC_BLOCKING, ALLREDUCE, NULL, 0,
+        all_ok &= run_active_row(blocking_series, SYNC_BLOCKING, ALLREDUCE, NULL, 0,
                                  paired_names[ALLREDUCE], &setup, 122, options);
     }
 
