@@ -60,7 +60,10 @@ default alternative). µs unless a table says otherwise (lower is better; `tps` 
 `msg/s` are rates). `mpich / nbrma` above 1: nbrma is faster (for rates, slower).
 
 Series: `mpich` is MPICH's own RMA; `nbrma-blocking` the same program on nbrma;
-`nbrma-nonblocking` its `MPIX_` twins; `ompi-osc-sm`, `ompi-osc-rdma` and `ompi-osc-ucx`
+`nbrma-nonblocking` its `MPIX_` twins; `nbrma-blocking-ucx` and `nbrma-nonblocking-ucx`
+the same with every peer through nbrma's UCX transport on UCX's default transports
+(`NBRMA_TRANSPORT=ucx`: UCX's shared-memory ones here, as osc/ucx uses them; the RMA
+rows of `MPI_Win_allocate` windows only); `ompi-osc-sm`, `ompi-osc-rdma` and `ompi-osc-ucx`
 the same program built with `mpicc.openmpi` (osc/sm serves `MPI_Win_allocate` windows only, and
 Open MPI 4.1.4's osc/rdma over btl/vader crashes in `MPI_Compare_and_swap`: those cells
 are empty). Row suffixes name the window's memory: none, `MPI_Win_allocate`; `_create`,
