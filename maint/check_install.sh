@@ -193,13 +193,14 @@ else
     fail "installed nbrma-bench: $(tail -5 "$scratch/bench.log")"
 fi
 # Its summary's peers: line says which peers ran, or why they were skipped, and with
-# bench_ompi the summary has the Open MPI ratios.
+# bench_ompi the summary has the Open MPI ratios (osc/ucx beside nbrma's UCX series).
 peers=$(grep '^peers: ' "$scratch/bench.log")
 if [ -n "$MPIRUN_OPENMPI" ]; then
     if grep -q "^osu_put_lock,ompi-osc-sm," "$scratch/cwd/results.csv" &&
         grep -q "^osu_put_lock,ompi-osc-rdma," "$scratch/cwd/results.csv" &&
         grep -q "^osu_put_lock,ompi-osc-ucx," "$scratch/cwd/results.csv" &&
-        grep -q "^osu_put_lock 8 ompi-osc-ucx/nbrma-blocking = " "$scratch/bench.log" &&
+        grep -q "^osu_put_lock,nbrma-blocking-ucx," "$scratch/cwd/results.csv" &&
+        grep -q "^osu_put_lock 8 ompi-osc-ucx/nbrma-blocking-ucx = " "$scratch/bench.log" &&
         [ "$peers" = "peers: mpich ran; ompi-osc-sm ran (MPI_Win_allocate rows only); ompi-osc-rdma ran (without compare_and_swap rows); ompi-osc-ucx ran" ]; then
         ok
     else
