@@ -122,9 +122,13 @@ Status connect_ucx(WindowState &state, void **base, std::size_t size, void *cont
                                                : ucx->expose_window(*base, size);
     });
     if (!everyone(!is_error(status), state.comm)) {
-        *why = worker ? "cannot register the window memory with UCX"
-                      : "cannot initialize UCX (see NBRMA_UCX_*/UCX_* settings)";
-        return is_error(status) ? status : Status::err_transport;
+        // (where UCX allocates, every rank reports what the allocation failed with)
+        const bool allocating = worker && state.all_ucx && state.flavor == Flavor::allocate;
+        *why = !worker      ? "cannot initialize UCX (see NBRMA_UCX_*/UCX_* settings)"
+               : allocating ? "UCX cannot allocate the window memory (on some rank)"
+                            : "cannot register the window memory with UCX";
+        if (is_error(status)) return status;
+        return allocating ? Status::err_no_memory : Status::err_transport;
     }
 
     const mpich::Records records =

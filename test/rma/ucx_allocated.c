@@ -13,7 +13,9 @@
  *   - exclusive locks exclude: every rank increments a counter with get + put under
  *     MPI_LOCK_EXCLUSIVE, ROUNDS times;
  *   - notified RMA orders data before the notice: every other rank's MPIX_Put_notify
- *     and MPIX_Accumulate_notify to rank 0 are in its memory when the threshold fires.
+ *     and MPIX_Accumulate_notify to rank 0 are in its memory when the threshold fires;
+ *   - a window larger than any machine (2^60 bytes on rank 0) fails with MPI_ERR_NO_MEM
+ *     on every rank, naming MPI_Win_allocate and the cause, and nothing is left behind.
  */
 #include "rmatest.h"
 
@@ -201,6 +203,31 @@ static void notified(void)
     MPI_CHK(MPI_Win_free(&win));
 }
 
+static void too_large(void)
+{
+    MPI_Info info;
+    MPI_Win win = MPI_WIN_NULL;
+    long long *base = NULL;
+    MPI_CHK(MPI_Info_create(&info));
+    MPI_CHK(MPI_Info_set(info, "nbrma_transport", "ucx"));
+    MPI_CHK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    const MPI_Aint bytes = me == 0 ? (MPI_Aint) 1 << 60 : 64;
+    int rc = MPI_Win_allocate(bytes, 1, info, MPI_COMM_WORLD, &base, &win);
+    rt_expect_error(rc, MPI_ERR_NO_MEM, "MPI_Win_allocate", "2^60 bytes over UCX");
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        CHECK(strstr(msg, "allocate the window memory") != NULL, "2^60 bytes over UCX: the "
+              "error string \"%s\" does not name the cause", msg);
+    } else {
+        MPI_CHK(MPI_Win_free(&win));
+    }
+    MPI_CHK(MPI_Info_free(&info));
+    /* the next window is made as if nothing had happened */
+    memory();
+}
+
 int main(int argc, char **argv)
 {
     rt_init(&argc, &argv);
@@ -214,5 +241,6 @@ int main(int argc, char **argv)
     }
     exclusive();
     notified();
+    too_large();
     return rt_finalize();
 }

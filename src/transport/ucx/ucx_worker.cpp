@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx_worker.hpp"
 
+#include <cstdlib>
+
 #include "common/log.hpp"
 #include "common/yield.hpp"
 
@@ -37,6 +39,12 @@ Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out, bool 
         return status_from_ucs(status);
     }
     if (tls) status = ucp_config_modify(config, "TLS", tls);
+    // Memory UCX allocates for windows (allocate()): not through its posix memory domain
+    // unless asked for, which fills a /dev/shm file at allocation (every page resident,
+    // and a window larger than the machine brings the OOM killer where it should fail);
+    // sysv's segments, and mmap's, are touched only where the application touches.
+    if (status == UCS_OK && !std::getenv("NBRMA_UCX_ALLOC_PRIO") && !std::getenv("UCX_ALLOC_PRIO"))
+        status = ucp_config_modify(config, "ALLOC_PRIO", "md:sysv,huge,thp,mmap,heap");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
     params.features =
