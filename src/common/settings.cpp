@@ -146,6 +146,12 @@ const char *env(Id id) {
     return value && *value ? value : nullptr;
 }
 
+const char *ucx_setting(const char *name) {
+    const std::string suffix = std::string("UCX_") + name;
+    const char *value = std::getenv(("NBRMA_" + suffix).c_str());
+    return value ? value : std::getenv(suffix.c_str());
+}
+
 int launcher_local_ranks() {
     const char *value = std::getenv("MPI_LOCALNRANKS");
     const int ranks = value ? std::atoi(value) : 0;

@@ -90,6 +90,9 @@ bool accumulate_ordering_mask(const char *value, unsigned *mask);
 // MPICH's mpiexec exports to each process), or 0 when it reports none. Not a setting of
 // nbrma's: the one other variable nbrma reads.
 int launcher_local_ranks();
+// A UCX setting as nbrma's UCX context reads it (the NBRMA_UCX_* entry): the value of
+// NBRMA_UCX_<name>, else of UCX_<name>; nullptr when neither is set.
+const char *ucx_setting(const char *name);
 // NBRMA_VIRTUAL_NODES (test mode): the number k of virtual nodes each node's ranks form
 // (world rank r in virtual node r mod k); 0 when unset, -1 for a value not allowed.
 int virtual_nodes();

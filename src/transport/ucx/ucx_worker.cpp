@@ -1,8 +1,7 @@
 #include "transport/ucx/ucx_worker.hpp"
 
-#include <cstdlib>
-
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "common/yield.hpp"
 
 namespace nbrma::transport::ucx {
@@ -45,7 +44,7 @@ Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out, bool 
     // sysv's segments, and mmap's, are touched only where the application touches. Nor
     // from the heap: a size mmap refuses is one malloc refuses too (or, under
     // AddressSanitizer, aborts on).
-    if (status == UCS_OK && !std::getenv("NBRMA_UCX_ALLOC_PRIO") && !std::getenv("UCX_ALLOC_PRIO"))
+    if (status == UCS_OK && !settings::ucx_setting("ALLOC_PRIO"))
         status = ucp_config_modify(config, "ALLOC_PRIO", "md:sysv,huge,thp,mmap");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
