@@ -42,10 +42,10 @@ Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out, bool 
     // unless asked for, which fills a /dev/shm file at allocation (every page resident,
     // and a window larger than the machine brings the OOM killer where it should fail);
     // sysv's segments, and mmap's, are touched only where the application touches. Nor
-    // from the heap: a size mmap refuses is one malloc refuses too (or, under
-    // AddressSanitizer, aborts on).
+    // from the heap (UCX's thp and heap methods, posix_memalign): a size mmap refuses is
+    // one malloc refuses too (or, under AddressSanitizer, aborts on).
     if (status == UCS_OK && !settings::ucx_setting("ALLOC_PRIO"))
-        status = ucp_config_modify(config, "ALLOC_PRIO", "md:sysv,huge,thp,mmap");
+        status = ucp_config_modify(config, "ALLOC_PRIO", "md:sysv,huge,mmap");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
     params.features =
