@@ -88,6 +88,9 @@ struct WindowState {
     // shm, ucx, or the mixed transport over both (owning them); see window_setup.cpp.
     std::unique_ptr<transport::Transport> transport;
     bool all_ucx = false;  // every peer goes through UCX (nbrma_transport=ucx)
+    // all_ucx and MPI_Win_allocate: UCX allocates the window memory and the control
+    // region (connect_ucx), the node segment holds neither
+    bool ucx_allocates = false;
     // this window's share in the process's PR_SET_PTRACER consent (cross-memory attach)
     transport::shm::PtracerGrant ptracer;
     // NBRMA_CHECK=races / nbrma_check=races: this window's race checker (null: unchecked).

@@ -250,6 +250,7 @@ int Creation::agree() {
         return failed(Status::err_info,
                       "nbrma_transport / NBRMA_TRANSPORT must be \"shm\" or \"ucx\"");
     state->all_ucx = any & wants_ucx;
+    state->ucx_allocates = state->all_ucx && flavor == Flavor::allocate;
     if (!(all & mode_valid)) {
         const std::string why =
             mode_ok ? std::string(
@@ -336,9 +337,7 @@ int Creation::plan_segment() {
     total = control_bytes * local_count;
     offsets.assign(nranks, 0);
     const bool contiguous = flavor == Flavor::shared && !state->info.alloc_shared_noncontig;
-    // (With every peer through UCX, an MPI_Win_allocate window's memory is UCX's:
-    // connect_ucx.)
-    if (allocates && !(state->all_ucx && flavor == Flavor::allocate)) {
+    if (allocates && !state->ucx_allocates) {
         std::int64_t cursor = round_up(total, 4096);
         for (int r = 0; r < nranks; ++r) {
             if (!is_local[r]) continue;

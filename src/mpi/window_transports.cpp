@@ -114,7 +114,7 @@ Status connect_ucx(WindowState &state, void **base, std::size_t size, void *cont
         if (is_error(made)) return made;
         ucx = std::make_unique<transport::ucx::UcxTransport>(*worker, rank, nranks, control,
                                                              control_bytes);
-        if (state.all_ucx && state.flavor == Flavor::allocate) {
+        if (state.ucx_allocates) {
             made = ucx->allocate_control();
             return is_error(made) ? made : ucx->allocate_window(size, base);
         }
@@ -123,7 +123,7 @@ Status connect_ucx(WindowState &state, void **base, std::size_t size, void *cont
     });
     if (!everyone(!is_error(status), state.comm)) {
         // (where UCX allocates, every rank reports what the allocation failed with)
-        const bool allocating = worker && state.all_ucx && state.flavor == Flavor::allocate;
+        const bool allocating = worker && state.ucx_allocates;
         *why = !worker      ? "cannot initialize UCX (see NBRMA_UCX_*/UCX_* settings)"
                : allocating ? "UCX cannot allocate the window memory (on some rank)"
                             : "cannot register the window memory with UCX";
@@ -373,7 +373,7 @@ int Creation::choose_transports(void *base_out) {
         const Status status = connect_ucx(*state, &base, static_cast<std::size_t>(size), my_control,
                                           static_cast<std::size_t>(control_bytes), &ucx, &why);
         if (is_error(status)) return failed(status, why);
-        if (state->all_ucx && flavor == Flavor::allocate) {
+        if (state->ucx_allocates) {
             // UCX's memory, ours alone in this process (MPI_Win_shared_query: the others'
             // is not shared)
             shared_base = static_cast<std::uint8_t *>(base);

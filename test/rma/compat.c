@@ -297,16 +297,9 @@ static void invalid_ops(void)
 /* ---------------------------------------------------------------- window info */
 static void expect_info(MPI_Win win, const char *key, const char *value, const char *what)
 {
-    MPI_Info used;
-    char got[MPI_MAX_INFO_VAL + 1];
-    int flag = 0;
-    MPI_CHK(MPI_Win_get_info(win, &used));
-    MPI_CHK(MPI_Info_get(used, key, MPI_MAX_INFO_VAL, got, &flag));
-    CHECK(flag, "%s %s: MPI_Win_get_info lacks \"%s\"", rt_flavor_names[flavor], what, key);
-    if (flag)
-        CHECK(strcmp(got, value) == 0, "%s %s: %s = \"%s\", expected \"%s\"",
-              rt_flavor_names[flavor], what, key, got, value);
-    MPI_CHK(MPI_Info_free(&used));
+    char context[64];
+    snprintf(context, sizeof context, "%s %s", rt_flavor_names[flavor], what);
+    rt_expect_info(win, key, value, context);
 }
 
 static void window_info(void)

@@ -207,6 +207,22 @@ static inline void rt_expect_error(int rc, int cls, const char *call, const char
           call);
 }
 
+/* MPI_Win_get_info on `win` reports `key` = `value`; messages start with `context`. */
+static inline void rt_expect_info(MPI_Win win, const char *key, const char *value,
+                                  const char *context)
+{
+    MPI_Info used;
+    char got[MPI_MAX_INFO_VAL + 1] = "";
+    int flag = 0;
+    MPI_CHK(MPI_Win_get_info(win, &used));
+    MPI_CHK(MPI_Info_get(used, key, MPI_MAX_INFO_VAL, got, &flag));
+    MPI_CHK(MPI_Info_free(&used));
+    CHECK(flag, "%s: MPI_Win_get_info lacks \"%s\"", context, key);
+    if (flag)
+        CHECK(strcmp(got, value) == 0, "%s: MPI_Win_get_info: %s = \"%s\", expected \"%s\"",
+              context, key, got, value);
+}
+
 /* ------------------------------------------------------------------ window flavors */
 enum { RT_CREATE = 0, RT_ALLOCATE, RT_SHARED, RT_DYNAMIC, RT_NFLAVORS };
 

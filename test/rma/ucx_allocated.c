@@ -33,13 +33,7 @@ static MPI_Win make_window(MPI_Aint bytes, long long **base)
     MPI_CHK(MPI_Win_allocate(bytes, sizeof(long long), info, MPI_COMM_WORLD, base, &win));
     MPI_CHK(MPI_Info_free(&info));
     MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    char value[MPI_MAX_INFO_VAL + 1] = "";
-    int flag = 0;
-    MPI_Info used;
-    MPI_CHK(MPI_Win_get_info(win, &used));
-    MPI_CHK(MPI_Info_get(used, "nbrma_transport", MPI_MAX_INFO_VAL, value, &flag));
-    CHECK(flag && strcmp(value, "ucx") == 0, "MPI_Win_get_info: nbrma_transport = \"%s\"", value);
-    MPI_CHK(MPI_Info_free(&used));
+    rt_expect_info(win, "nbrma_transport", "ucx", "MPI_Win_allocate");
     return win;
 }
 

@@ -36,13 +36,7 @@ int main(int argc, char **argv)
     MPI_CHK(MPI_Info_set(info, "nbrma_transport", "ucx"));
     MPI_CHK(MPI_Win_create_dynamic(info, MPI_COMM_WORLD, &win));
     MPI_CHK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    char value[MPI_MAX_INFO_VAL + 1] = "";
-    int flag = 0;
-    MPI_Info used;
-    MPI_CHK(MPI_Win_get_info(win, &used));
-    MPI_CHK(MPI_Info_get(used, "nbrma_transport", MPI_MAX_INFO_VAL, value, &flag));
-    CHECK(flag && strcmp(value, "ucx") == 0, "MPI_Win_get_info: nbrma_transport = \"%s\"", value);
-    MPI_CHK(MPI_Info_free(&used));
+    rt_expect_info(win, "nbrma_transport", "ucx", "MPI_Win_create_dynamic");
 
     static long region[N], other[N];
     MPI_Aint address = 0;

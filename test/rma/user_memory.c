@@ -167,14 +167,7 @@ static void opt_out(int dynamic)
     MPI_Win win;
     rt_win_over(memory, 8 * sizeof(int64_t), sizeof(int64_t), dynamic, info, bases, &win);
     MPI_CHK(MPI_Info_free(&info));
-    MPI_Info used;
-    char value[MPI_MAX_INFO_VAL + 1] = "";
-    int flag = 0;
-    MPI_CHK(MPI_Win_get_info(win, &used));
-    MPI_CHK(MPI_Info_get(used, "nbrma_share_user_memory", MPI_MAX_INFO_VAL, value, &flag));
-    MPI_CHK(MPI_Info_free(&used));
-    CHECK(flag && strcmp(value, "false") == 0, "MPI_Win_get_info: nbrma_share_user_memory=%s",
-          flag ? value : "(unset)");
+    rt_expect_info(win, "nbrma_share_user_memory", "false", "nbrma_share_user_memory=false");
     const int right = (me + 1) % np;
     const int64_t tag = 5000 + me, one = 1;
     int64_t old = -1;
