@@ -9,6 +9,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "common/copy.hpp"
 #include "engine/datatype_flatten.hpp"
 
 namespace nbrma::engine {
@@ -297,7 +298,7 @@ void type_pack(const TypeLayout &layout, const void *buffer, std::size_t count, 
     const auto *source = static_cast<const unsigned char *>(buffer);
     auto *destination = static_cast<unsigned char *>(packed);
     type_for_each_segment(layout, count, [&](std::int64_t offset, std::size_t length) {
-        std::memcpy(destination, source + offset, length);
+        copy_bytes(destination, source + offset, length);
         destination += length;
     });
 }
@@ -306,7 +307,7 @@ void type_unpack(const TypeLayout &layout, const void *packed, void *buffer, std
     const auto *source = static_cast<const unsigned char *>(packed);
     auto *destination = static_cast<unsigned char *>(buffer);
     type_for_each_segment(layout, count, [&](std::int64_t offset, std::size_t length) {
-        std::memcpy(destination + offset, source, length);
+        copy_bytes(destination + offset, source, length);
         source += length;
     });
 }

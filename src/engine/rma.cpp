@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "check/races.hpp"
+#include "common/copy.hpp"
 #include "common/log.hpp"
 #include "engine/reduce.hpp"
 #include "engine/window.hpp"
@@ -89,14 +90,14 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     std::uint8_t *mapped = transport_.mapped_window(call.target, offset, bytes);
     if (put) {
         if (mapped) {
-            std::memcpy(mapped, call.origin, bytes);
+            copy_bytes(mapped, call.origin, bytes);
             *status = Status::ok;
         } else {
             *status = transport_.put(call.target, call.origin, bytes, address, nullptr);
         }
         ran_toward(call.target);
     } else if (mapped) {
-        std::memcpy(call.result, mapped, bytes);
+        copy_bytes(call.result, mapped, bytes);
         *status = Status::ok;
     } else {
         *status = transport_.get(call.target, call.result, bytes, address, nullptr);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/copy.hpp"
 #include "layout/control_region.hpp"
 #include "transport/cpu_atomics.hpp"
 
@@ -84,9 +85,9 @@ Status ShmTransport::cross_memory(int peer, void *local, std::size_t length,
         if (is_error(status)) return status;
         if (std::uint8_t *direct = moved_region(peer, offset, length)) {
             if (write)
-                std::memcpy(direct, local, length);
+                copy_bytes(direct, local, length);
             else
-                std::memcpy(local, direct, length);
+                copy_bytes(local, direct, length);
             return Status::ok;
         }
     }
@@ -132,7 +133,7 @@ Status ShmTransport::put(int peer, const void *source, std::size_t length, Remot
     if (target.region == Region::control)
         store_words(destination, static_cast<const std::uint8_t *>(source), length);
     else
-        std::memcpy(destination, source, length);
+        copy_bytes(destination, source, length);
     ring(peer, target);
     return Status::ok;
 }
@@ -143,7 +144,7 @@ Status ShmTransport::get(int peer, void *destination, std::size_t length, Remote
     std::uint8_t *origin = mapped(peer, source, length, &status);
     if (is_error(status)) return status;
     if (!origin) return cross_memory(peer, destination, length, source.offset, false);
-    std::memcpy(destination, origin, length);
+    copy_bytes(destination, origin, length);
     return Status::ok;
 }
 
