@@ -10,7 +10,8 @@
 bench_sources = test/bench/bench.h test/bench/bench_main.c test/bench/bench_common.c \
 	test/bench/latency.c test/bench/patterns.c test/bench/transactions.c \
 	test/bench/lu.c test/bench/reorder.c test/bench/progress.c test/bench/notify.c \
-	test/bench/creation.c test/bench/strided.c test/bench/collectives.c
+	test/bench/creation.c test/bench/strided.c test/bench/collectives.c \
+	test/bench/bandwidth.c
 
 pkglibexec_PROGRAMS = test/bench/bench_nbrma test/bench/bench_mpich
 
@@ -27,7 +28,7 @@ test_bench_bench_mpich_LDADD = $(MPICH_LIBS) -lm
 # The Open MPI build (configure: only where mpicc.openmpi and mpirun.openmpi exist):
 # compiled and linked with the flags mpicc.openmpi gives (--showme), not AM_CPPFLAGS (no
 # MPICH headers, no nbrma.h), linked with Open MPI's libmpi alone. nbrma-bench runs its
-# latency group under mpirun.openmpi (series ompi-osc-sm, ompi-osc-rdma).
+# latency and bandwidth groups under mpirun.openmpi (series ompi-osc-sm, ompi-osc-rdma).
 if NBRMA_OMPI_BENCH
 pkglibexec_PROGRAMS += test/bench/bench_ompi
 test_bench_bench_ompi_SOURCES = $(bench_sources)
