@@ -4,6 +4,8 @@
 #include "engine/datatype.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -184,7 +186,40 @@ int finalize_keyval = MPI_KEYVAL_INVALID;
 // aborting through the user's error handler.
 MPI_Comm probe_comm = MPI_COMM_NULL;
 
+// The derived types layout_get found last (one RMA call asks for its origin, target and
+// result types several times: check, range, execute), so those lookups skip MPICH's
+// envelope and attribute calls. Read and written under the engine's lock; forgotten
+// whenever any layout is deleted (`deleted` moved on: MPI_Type_free runs delete_layout
+// in the application's thread, outside that lock), since a freed handle may come back
+// as a new type.
+struct Remembered {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    const TypeLayout *layout = nullptr;
+};
+std::array<Remembered, 4> remembered;
+unsigned remembered_next = 0;
+std::atomic<std::uint64_t> deleted{0};
+std::uint64_t remembered_since = 0;  // `deleted` when `remembered` was last emptied
+
+const TypeLayout *recall(MPI_Datatype type) {
+    const std::uint64_t now = deleted.load(std::memory_order_acquire);
+    if (now != remembered_since) {
+        remembered = {};
+        remembered_since = now;
+        return nullptr;
+    }
+    for (const Remembered &r : remembered)
+        if (r.type == type) return r.layout;
+    return nullptr;
+}
+
+void remember(MPI_Datatype type, const TypeLayout *layout) {
+    remembered[remembered_next] = {type, layout};
+    remembered_next = (remembered_next + 1) % remembered.size();
+}
+
 int delete_layout(MPI_Datatype, int, void *attribute, void *) {
+    deleted.fetch_add(1, std::memory_order_acq_rel);
     delete static_cast<TypeLayout *>(attribute);
     return MPI_SUCCESS;
 }
@@ -254,6 +289,10 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
         *result = leaf;
         return Status::ok;
     }
+    if (const TypeLayout *known = recall(type)) {
+        *result = known;
+        return Status::ok;
+    }
     int ni = 0, na = 0, nd = 0, combiner = 0;
     if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
         return Status::err_type;
@@ -267,6 +306,7 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
         return Status::err_type;
     if (found) {
         *result = static_cast<const TypeLayout *>(cached);
+        remember(type, *result);
         return Status::ok;
     }
     // Only committed types are ever cached, so the check runs once per type.
@@ -279,6 +319,7 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
     if (PMPI_Type_set_attr(type, type_keyval, layout.get()) != MPI_SUCCESS)
         return Status::err_other;
     *result = layout.release();  // owned by the attribute from now on
+    remember(type, *result);
     return Status::ok;
 }
 

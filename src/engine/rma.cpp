@@ -58,11 +58,27 @@ Status Window::check_span(const RmaCall &call, const TypeLayout &target,
     return transport_.check_attached(call.target, low, high);
 }
 
-// A put or get of contiguous data (predefined types, or derived ones that are one block
-// at offset 0) in the at-once epoch, whose transport completes every call inline: the checks
-// of Operation::check and check_range, then one transport call, with no Operation.
-// false, with nothing done, for any other call and for every call those checks would
-// refuse: the general path then refuses it, naming the cause.
+namespace {
+
+// Whether `count` elements of `layout` are one block of bytes, and where it starts
+// relative to the buffer (`shift`): contiguous types at any count; at count 1, any type
+// of a single segment (a subarray of one row, a type with a lower bound or holes at its
+// ends).
+bool one_block(const TypeLayout &layout, MPI_Aint count, std::int64_t *shift) {
+    *shift = 0;
+    if (layout.contiguous) return true;
+    if (count != 1 || layout.segments.size() != 1) return false;
+    *shift = layout.segments[0].offset;
+    return true;
+}
+
+}  // namespace
+
+// A put or get of data that is one block at both ends (predefined types, derived ones
+// that are one block: one_block) in the at-once epoch, whose transport completes every
+// call inline: the checks of Operation::check and check_range, then one transport call,
+// with no Operation. false, with nothing done, for any other call and for every call
+// those checks would refuse: the general path then refuses it, naming the cause.
 bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     const bool put = call.kind == RmaKind::put;
     if ((!put && call.kind != RmaKind::get) || call.notify) return false;
@@ -71,16 +87,22 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     const void *buffer = put ? call.origin : call.result;
     const TypeLayout *target, *local;
     std::size_t bytes = 0, local_bytes = 0;
-    std::uintptr_t buffer_end = 0;
-    if (is_error(type_layout_get(call.target_type, &target)) || !target->contiguous ||
-        is_error(type_layout_get(local_type, &local)) || !local->contiguous ||
+    std::int64_t target_shift = 0, local_shift = 0;
+    std::uintptr_t start = 0, end = 0;
+    if (is_error(type_layout_get(call.target_type, &target)) ||
+        !one_block(*target, call.target_count, &target_shift) ||
+        is_error(type_layout_get(local_type, &local)) ||
+        !one_block(*local, local_count, &local_shift) ||
         !type_data_bytes(*target, call.target_count, &bytes) ||
-        !type_data_bytes(*local, local_count, &local_bytes) || bytes != local_bytes ||
-        bytes == 0 ||
-        __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), bytes, &buffer_end))
+        !type_data_bytes(*local, local_count, &local_bytes) || bytes != local_bytes || bytes == 0 ||
+        __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), local_shift, &start) ||
+        __builtin_add_overflow(start, bytes, &end))
         return false;
     std::uint64_t offset = 0;
     if (is_error(check_range(call, *target, &offset))) return false;
+    // (check_range found the block, offset + target_shift, inside the window)
+    offset = static_cast<std::uint64_t>(static_cast<std::int64_t>(offset) + target_shift);
+    auto *local_block = reinterpret_cast<std::uint8_t *>(start);
     ++next_age_;
     ++counters().rma_ops;
     if (verbose_level() >= 3)
@@ -90,17 +112,17 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     std::uint8_t *mapped = transport_.mapped_window(call.target, offset, bytes);
     if (put) {
         if (mapped) {
-            copy_bytes(mapped, call.origin, bytes);
+            copy_bytes(mapped, local_block, bytes);
             *status = Status::ok;
         } else {
-            *status = transport_.put(call.target, call.origin, bytes, address, nullptr);
+            *status = transport_.put(call.target, local_block, bytes, address, nullptr);
         }
         ran_toward(call.target);
     } else if (mapped) {
-        copy_bytes(call.result, mapped, bytes);
+        copy_bytes(local_block, mapped, bytes);
         *status = Status::ok;
     } else {
-        *status = transport_.get(call.target, call.result, bytes, address, nullptr);
+        *status = transport_.get(call.target, local_block, bytes, address, nullptr);
     }
     return true;
 }

@@ -42,8 +42,10 @@ void describe_target(const WindowState &state, const RmaCall &call, Status statu
     const long long unit = dynamic ? 1 : config.disp_units[call.target];
     const engine::TypeLayout *type = nullptr;
     std::uint64_t start = 0, low = 0, high = 0;
-    const bool spanned = !is_error(engine::type_layout_get(call.target_type, &type)) &&
-                         !is_error(engine::target_span(call, *type, unit, &start, &low, &high));
+    // (the layout cache is the engine's: read under its lock)
+    const bool spanned =
+        !is_error(locked([&] { return engine::type_layout_get(call.target_type, &type); })) &&
+        !is_error(engine::target_span(call, *type, unit, &start, &low, &high));
     const long long displacement = call.displacement, count = call.target_count;
     if (!spanned) {
         std::snprintf(why, size, "target displacement %lld x disp_unit %lld with %lld "

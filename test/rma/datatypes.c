@@ -1,7 +1,10 @@
 /*
  * datatypes: derived origin and target datatypes for MPI_Put, MPI_Get and
  * MPI_Accumulate (SUM): contiguous, vector, hvector, indexed, struct, resized, counts
- * above one, and mixed pairs (origin contiguous / target vector and vice versa).
+ * above one, and mixed pairs (origin contiguous / target vector and vice versa); types
+ * whose data is one block away from the buffer address (a subarray of one row, a
+ * struct of one block at 16 bytes, a contiguous type resized to a negative lower bound),
+ * which a lock epoch moves as one copy.
  * Accumulate only uses types built from MPI_INT. Every byte of the target window and
  * of the origin buffer is checked, so writes into gaps are caught. The expected image
  * is computed locally with MPI_Pack/MPI_Unpack.
@@ -158,7 +161,7 @@ int main(int argc, char **argv)
 {
     int sel[RT_NFLAVORS];
     enum { D_INT6, D_CONTIG, D_VECTOR, D_HVECTOR, D_INDEXED, D_STRUCT, D_RESIZED, D_VECTOR3,
-           D_MIXED, ND };
+           D_MIXED, D_ROW, D_BLOCK16, D_NEGLB, ND };
     dtype_t d[ND];
 
     rt_init_world(&argc, &argv, &me, &np);
@@ -199,6 +202,28 @@ int main(int argc, char **argv)
         MPI_CHK(MPI_Type_create_resized(tmp, 0, 40, &d[D_MIXED].type));
         MPI_CHK(MPI_Type_free(&tmp));
     }
+    {
+        /* row 1, columns 3..8 of a 2 x 12 int array: one block at byte 60, extent 96 */
+        int sizes[2] = { 2, 12 }, subsizes[2] = { 1, 6 }, starts[2] = { 1, 3 };
+        d[D_ROW] = (dtype_t) { "subarray(2x12,1x6 at 1,3)", MPI_DATATYPE_NULL, 1, 1 };
+        MPI_CHK(MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_C, MPI_INT,
+                                         &d[D_ROW].type));
+    }
+    {
+        int bl[1] = { 6 };
+        MPI_Aint dp[1] = { 16 };
+        MPI_Datatype ty[1] = { MPI_INT };
+        d[D_BLOCK16] = (dtype_t) { "struct(int[6]@16)", MPI_DATATYPE_NULL, 1, 1 };
+        MPI_CHK(MPI_Type_create_struct(1, bl, dp, ty, &d[D_BLOCK16].type));
+    }
+    {
+        MPI_Datatype six;
+        MPI_CHK(MPI_Type_contiguous(6, MPI_INT, &six));
+        d[D_NEGLB] = (dtype_t) { "resized(contiguous(6),lb -8,extent 40)", MPI_DATATYPE_NULL, 1,
+                                 1 };
+        MPI_CHK(MPI_Type_create_resized(six, -8, 40, &d[D_NEGLB].type));
+        MPI_CHK(MPI_Type_free(&six));
+    }
     for (int i = 1; i < ND; i++)
         MPI_CHK(MPI_Type_commit(&d[i].type));
 
@@ -208,7 +233,8 @@ int main(int argc, char **argv)
         { D_VECTOR, D_HVECTOR }, { D_HVECTOR, D_INDEXED }, { D_INDEXED, D_STRUCT },
         { D_STRUCT, D_RESIZED }, { D_RESIZED, D_INT6 }, { D_RESIZED, D_RESIZED },
         { D_VECTOR3, D_INDEXED }, { D_INDEXED, D_VECTOR3 }, { D_HVECTOR, D_HVECTOR },
-        { D_MIXED, D_MIXED },
+        { D_MIXED, D_MIXED }, { D_INT6, D_ROW }, { D_ROW, D_INT6 }, { D_BLOCK16, D_ROW },
+        { D_ROW, D_BLOCK16 }, { D_NEGLB, D_BLOCK16 }, { D_BLOCK16, D_NEGLB }, { D_ROW, D_ROW },
     };
     const int npairs = (int) (sizeof(pairs) / sizeof(pairs[0]));
 
