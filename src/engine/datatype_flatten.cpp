@@ -155,13 +155,41 @@ std::vector<std::vector<std::int64_t>> outermost_first(std::vector<std::vector<s
     return dims;
 }
 
+// `count` elements of T, inline up to 16 (a type's contents nearly always fit: no
+// allocation), on the heap beyond.
+template <typename T>
+class Contents {
+  public:
+    explicit Contents(int count, T fill = T{}) {
+        if (count > inline_count) {
+            heap_.assign(static_cast<std::size_t>(count), fill);
+            data_ = heap_.data();
+        } else {
+            std::fill(inline_, inline_ + inline_count, fill);
+        }
+    }
+    Contents(const Contents &) = delete;
+    Contents &operator=(const Contents &) = delete;
+    T *data() { return data_; }
+    T &operator[](std::size_t i) { return data_[i]; }
+    T *begin() { return data_; }
+
+  private:
+    static constexpr int inline_count = 16;
+    T inline_[inline_count];
+    std::vector<T> heap_;
+    T *data_ = inline_;
+};
+
 // Datatype handles returned by MPI_Type_get_contents that are not predefined are new
 // references the caller must free.
 class ContentsGuard {
   public:
-    explicit ContentsGuard(std::vector<MPI_Datatype> &types) : types_(types) {}
+    ContentsGuard(Contents<MPI_Datatype> &types, int count) : types_(types), count_(count) {}
     ~ContentsGuard() {
-        for (MPI_Datatype &t : types_) {
+        for (int i = 0; i < count_; ++i) {
+            MPI_Datatype &t = types_[static_cast<std::size_t>(i)];
+            if (predefined_layout(t)) continue;
             int ni = 0, na = 0, nd = 0, combiner = 0;
             if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
                 combiner != MPI_COMBINER_NAMED)
@@ -172,7 +200,8 @@ class ContentsGuard {
     ContentsGuard &operator=(const ContentsGuard &) = delete;
 
   private:
-    std::vector<MPI_Datatype> &types_;
+    Contents<MPI_Datatype> &types_;
+    int count_;
 };
 
 // Local indices along one darray dimension, in increasing order (MPI-4.0 §5.1.4).
@@ -240,7 +269,18 @@ void append_darray(Flat &out, const Flat &child, MPI_Aint e, const int *ints) {
     append_grid(out, child, outermost_first(std::move(dims), order), e);
 }
 
+// A predefined type's data and leaf, from its table entry (no MPI call).
+void flatten_leaf(MPI_Datatype type, const TypeLayout &leaf, Flat &out) {
+    note_leaf(out, type);
+    for (const TypeSegment &s : leaf.segments) append_segment(out.segments, s.offset, s.length);
+}
+
 Status flatten_child(MPI_Datatype child, Flat &flat, MPI_Aint &extent) {
+    if (const TypeLayout *leaf = predefined_layout(child)) {
+        extent = leaf->extent;
+        flatten_leaf(child, *leaf, flat);
+        return Status::ok;
+    }
     MPI_Aint lb = 0;
     if (PMPI_Type_get_extent(child, &lb, &extent) != MPI_SUCCESS) return Status::err_type;
     return flatten(child, flat);
@@ -249,30 +289,29 @@ Status flatten_child(MPI_Datatype child, Flat &flat, MPI_Aint &extent) {
 }  // namespace
 
 Status flatten(MPI_Datatype type, Flat &out) {
+    if (const TypeLayout *leaf = predefined_layout(type)) {
+        flatten_leaf(type, *leaf, out);
+        return Status::ok;
+    }
     int ni = 0, na = 0, nd = 0, combiner = 0;
     if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
         return Status::err_type;
     if (combiner == MPI_COMBINER_NAMED) {
         // MPI_LB/MPI_UB are bound markers inside (legacy) struct types, not data.
         if (type == MPI_LB || type == MPI_UB) return Status::ok;
-        const TypeLayout *leaf = predefined_layout(type);
-        if (leaf == nullptr) return Status::err_type;
-        note_leaf(out, type);
-        for (const TypeSegment &s : leaf->segments)
-            append_segment(out.segments, s.offset, s.length);
-        return Status::ok;
+        return Status::err_type;  // (predefined types were handled above)
     }
     if (combiner == MPI_COMBINER_F90_REAL || combiner == MPI_COMBINER_F90_COMPLEX ||
         combiner == MPI_COMBINER_F90_INTEGER)
         return Status::err_unsupported;  // no C-side type to map them to
 
-    std::vector<int> ints(static_cast<std::size_t>(ni));
-    std::vector<MPI_Aint> addrs(static_cast<std::size_t>(na));
-    std::vector<MPI_Datatype> types(static_cast<std::size_t>(nd), MPI_DATATYPE_NULL);
+    Contents<int> ints(ni);
+    Contents<MPI_Aint> addrs(na);
+    Contents<MPI_Datatype> types(nd, MPI_DATATYPE_NULL);
     if (PMPI_Type_get_contents(type, ni, na, nd, ints.data(), addrs.data(), types.data()) !=
         MPI_SUCCESS)
         return Status::err_type;
-    ContentsGuard guard(types);
+    ContentsGuard guard(types, nd);
 
     if (combiner == MPI_COMBINER_STRUCT || combiner == MPI_COMBINER_STRUCT_INTEGER) {
         const int count = ints[0];
