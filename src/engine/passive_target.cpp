@@ -71,6 +71,7 @@ void Window::queue_opened(std::unique_ptr<Epoch> epoch) {
 // lock released at once is marked released; one that must be handed over, or a failed
 // call to report, leaves the rest to the queued path (advance_passive).
 inline bool Window::close_at_once() {
+    settle();
     Epoch &epoch = *at_once_;
     const bool nocheck = epoch.nocheck();
     if (is_error(epoch.failure())) {
@@ -189,6 +190,7 @@ bool Window::take_target(int target) {
 // The at-once epoch goes on as a queued one, in its place by id (epochs opened after it
 // beside it are queued behind it), with the window back on the sweep list.
 void Window::join_queue() {
+    settle();
     std::unique_ptr<Epoch> epoch = std::move(at_once_home_);
     at_once_ = nullptr;
     epoch->set_path(EpochPath::queued);

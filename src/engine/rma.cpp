@@ -79,7 +79,7 @@ bool one_block(const TypeLayout &layout, MPI_Aint count, std::int64_t *shift) {
 // call inline: the checks of Operation::check and check_range, then one transport call,
 // with no Operation. false, with nothing done, for any other call and for every call
 // those checks would refuse: the general path then refuses it, naming the cause.
-bool Window::rma_contiguous(const RmaCall &call, Status *status) {
+bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer) {
     const bool put = call.kind == RmaKind::put;
     if ((!put && call.kind != RmaKind::get) || call.notify) return false;
     const MPI_Datatype local_type = put ? call.origin_type : call.result_type;
@@ -114,6 +114,9 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
         if (mapped) {
             copy_bytes(mapped, local_block, bytes);
             *status = Status::ok;
+        } else if (may_defer) {
+            *status = transport_.put_deferrable(call.target, local_block, bytes, address);
+            deferred_ = true;
         } else {
             *status = transport_.put(call.target, local_block, bytes, address, nullptr);
         }
@@ -121,6 +124,9 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status) {
     } else if (mapped) {
         copy_bytes(local_block, mapped, bytes);
         *status = Status::ok;
+    } else if (may_defer) {
+        *status = transport_.get_deferrable(call.target, local_block, bytes, address);
+        deferred_ = true;
     } else {
         *status = transport_.get(call.target, local_block, bytes, address, nullptr);
     }
@@ -244,6 +250,7 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
                            bool tried_at_once) {
     if (cause) *cause = nullptr;
     if (call.target < 0 || call.target >= size()) return Status::err_rank;
+    settle();  // (calls run in program order from here on)
     if (!tried_at_once && at_once_ && ready_at_once(call.target)) {  // an R-call
         Status status;
         if (run_at_once(call, &status, request != nullptr)) {

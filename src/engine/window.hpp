@@ -79,8 +79,10 @@ class Window {
     // MPI_Win_flush_local); later calls may still be in flight.
     Status flush(int target, Request **request, bool local = false) {
         // Inline, a flush of the at-once epoch's targets alone (EpochPath): its calls are
-        // at their targets already; what is left is the transport's fence, only where
-        // something was written since the last (fence_at_once).
+        // at their targets already (once the copies the transport held are made); what
+        // is left is the transport's fence, only where something was written since the
+        // last (fence_at_once).
+        settle();
         if (at_once_ && !is_error(at_once_->failure()) && at_once_flush_covers(target) &&
             (runs_ == fenced_runs_ || fence_at_once())) {
             if (check_) check_flushed(target, local);
@@ -338,14 +340,27 @@ class Window {
     // failure kept for the epoch's closing call); false, with nothing done, otherwise.
     // `with_request`: an R-call.
     bool run_at_once(const RmaCall &call, Status *status, bool with_request) {
-        if (!rma_contiguous(call, status) && !rma_atomic(call, status)) return false;
+        // (a checked window's checker reads result buffers as the call runs: not held)
+        if (!rma_contiguous(call, status, !with_request && !check_) && !rma_atomic(call, status))
+            return false;
         if (is_error(*status))
             at_once_->fail(*status);
         else if (check_)
             check_at_once(call, with_request);
         return true;
     }
-    bool rma_contiguous(const RmaCall &call, Status *status);
+    // `may_defer`: the transport may hold the copy until settle() (a call whose request
+    // completes now may not, nor a call the race checker watches).
+    bool rma_contiguous(const RmaCall &call, Status *status, bool may_defer);
+    // The copies rma_contiguous let the transport hold are made: at the at-once epoch's
+    // flush and close, before any call takes the general path, and when the epoch joins
+    // the queue. A failure fails the at-once epoch (its closing call reports it).
+    void settle() {
+        if (!deferred_) return;
+        deferred_ = false;
+        const Status status = transport_.settle();
+        if (is_error(status) && at_once_) at_once_->fail(status);
+    }
     bool rma_atomic(const RmaCall &call, Status *status);
     // Whether `candidate` may activate now, with the first `before` epochs of the queue
     // ahead of it (the activation rule).
@@ -454,6 +469,7 @@ class Window {
     // and released again and again allocates nothing and moves nothing); an at-once
     // epoch that joins the queue takes its home with it.
     Epoch *at_once_ = nullptr;
+    bool deferred_ = false;  // rma_contiguous let the transport hold copies (settle)
     std::unique_ptr<Epoch> at_once_home_;
 };
 

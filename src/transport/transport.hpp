@@ -192,6 +192,22 @@ class Transport {
         return nullptr;
     }
 
+    // A put or get the caller completes with settle() (the engine: at the at-once
+    // epoch's next flush, close, or call that takes the general path): the transport may
+    // hold it until then (shm: cross-memory copies to a peer gathered into one
+    // process_vm_writev or process_vm_readv). Bounds are checked now, as put() and get()
+    // check them. By default: at once, as put() and get() with no completion.
+    virtual Status put_deferrable(int peer, const void *source, std::size_t length,
+                                  RemoteAddress target) {
+        return put(peer, source, length, target, nullptr);
+    }
+    virtual Status get_deferrable(int peer, void *destination, std::size_t length,
+                                  RemoteAddress source) {
+        return get(peer, destination, length, source, nullptr);
+    }
+    // Performs every call put_deferrable and get_deferrable held; the first failure.
+    virtual Status settle() { return Status::ok; }
+
     // Order: operations to `peer` posted before the fence are complete at the target
     // before any posted after it is performed.
     virtual Status fence(int peer) = 0;

@@ -41,6 +41,7 @@ check_PROGRAMS += \
 	test/rma/shared_progress \
 	test/rma/ucx_errors \
 	test/rma/ucx_allocated \
+	test/rma/cross_memory_batches \
 	test/rma/ucx_unreachable \
 	test/rma/compat \
 	test/rma/die_at \
@@ -182,6 +183,9 @@ test_rma_at_errors_LDADD = $(RMATEST_LDADD)
 test_rma_ucx_errors_SOURCES = test/rma/ucx_errors.c
 test_rma_ucx_errors_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_ucx_errors_LDADD = $(RMATEST_LDADD)
+test_rma_cross_memory_batches_SOURCES = test/rma/cross_memory_batches.c
+test_rma_cross_memory_batches_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_cross_memory_batches_LDADD = $(RMATEST_LDADD)
 test_rma_ucx_allocated_SOURCES = test/rma/ucx_allocated.c
 test_rma_ucx_allocated_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_ucx_allocated_LDADD = $(RMATEST_LDADD)

@@ -8,6 +8,7 @@
 #define NBRMA_TRANSPORT_SHM_SHM_TRANSPORT_HPP
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <cstdint>
@@ -75,6 +76,11 @@ class ShmTransport final : public Transport {
             return nullptr;
         return p.window + offset;
     }
+    Status put_deferrable(int peer, const void *source, std::size_t length,
+                          RemoteAddress target) override;
+    Status get_deferrable(int peer, void *destination, std::size_t length,
+                          RemoteAddress source) override;
+    Status settle() override;
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override { return 0; }
@@ -131,6 +137,23 @@ class ShmTransport final : public Transport {
         std::unique_ptr<PeerMemoryMap> map;
     };
     Status vm_copy(int peer, void *local, std::size_t length, std::uint64_t remote, bool write);
+    // Cross-memory copies put_deferrable and get_deferrable held (settle() performs
+    // them), one batch per peer and direction, as process_vm_writev/readv's iovec pairs.
+    struct Batch {
+        std::vector<iovec> local, remote;
+        std::size_t bytes = 0;
+    };
+    struct HeldCopies {
+        Batch writes, reads;
+        bool listed = false;  // in holding_
+    };
+    // Holds a copy that cross_memory would make now, when it goes through
+    // process_vm_writev/readv; false (nothing held) when it must be made now.
+    bool hold(int peer, void *local, std::size_t length, std::uint64_t offset, bool write,
+              Status *status);
+    Status settle_batch(int peer, Batch &batch, bool write);
+    std::vector<HeldCopies> held_;  // by peer
+    std::vector<int> holding_;      // the peers with held copies
 
     int rank_;
     std::size_t control_size_;

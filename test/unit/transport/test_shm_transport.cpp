@@ -6,6 +6,7 @@
 // on our own pid works.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <array>
@@ -144,6 +145,53 @@ TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
     EXPECT_EQ(shm.put(0, &value, 8, outside, nullptr), Status::err_range);
     EXPECT_EQ(bell.load(), 2u);
     EXPECT_TRUE(shm.capabilities().completes_inline);
+}
+
+// Puts and gets to a peer reached by cross-memory attach (this process, as rank 1 of
+// two, its window a heap buffer) that put_deferrable and get_deferrable hold: nothing
+// moves before settle(), then every byte (more copies than one batch holds: batches go
+// out as they fill); a refused access is refused at once and held copies stay; a held
+// copy whose local buffer is unmapped fails settle() with err_range, and the next work.
+TEST(ShmTransport, HeldCrossMemoryCopiesLandAtSettle) {
+    alignas(64) static std::uint8_t control[2][4096];
+    static std::uint8_t target[64 * 1024];
+    std::vector<ShmPeer> peers(2);
+    for (int r = 0; r < 2; ++r) peers[r].control = control[r];
+    peers[1].window_size = sizeof target;
+    peers[1].remote_base = reinterpret_cast<std::uintptr_t>(target);
+    peers[1].pid = getpid();
+    ShmTransport shm(0, sizeof control[0], peers);
+    std::vector<std::uint8_t> source(200 * 256), back(200 * 256, 0);
+    for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    std::memset(target, 0, sizeof target);
+    for (int k = 0; k < 200; ++k)
+        ASSERT_EQ(shm.put_deferrable(1, &source[k * 256], 256, {Region::window, k * 300ull}),
+                  Status::ok);
+    // 200 copies: three batches of 64 went out as they filled, the last 8 are held
+    EXPECT_EQ(target[199 * 300], 0);
+    EXPECT_EQ(target[191 * 300], source[191 * 256]);
+    EXPECT_EQ(shm.put_deferrable(1, source.data(), 8, {Region::window, sizeof target - 4}),
+              Status::err_range);
+    ASSERT_EQ(shm.settle(), Status::ok);
+    for (int k = 0; k < 200; ++k)
+        ASSERT_EQ(std::memcmp(&target[k * 300], &source[k * 256], 256), 0) << "put " << k;
+    for (int k = 0; k < 200; ++k)
+        ASSERT_EQ(shm.get_deferrable(1, &back[k * 256], 256, {Region::window, k * 300ull}),
+                  Status::ok);
+    ASSERT_EQ(shm.flush(1, nullptr), Status::ok);  // a flush settles too
+    EXPECT_EQ(back, source);
+
+    void *gone = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(gone, MAP_FAILED);
+    munmap(gone, 4096);
+    ASSERT_EQ(shm.put_deferrable(1, gone, 64, {Region::window, 0}), Status::ok);
+    EXPECT_EQ(shm.settle(), Status::err_range);
+    const std::uint64_t seven = 7;
+    ASSERT_EQ(shm.put_deferrable(1, &seven, 8, {Region::window, 64}), Status::ok);
+    ASSERT_EQ(shm.settle(), Status::ok);
+    std::uint64_t got = 0;
+    std::memcpy(&got, &target[64], 8);
+    EXPECT_EQ(got, 7u);
 }
 
 }  // namespace
