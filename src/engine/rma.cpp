@@ -76,9 +76,10 @@ bool one_block(const TypeLayout &layout, MPI_Aint count, std::int64_t *shift) {
 
 // A put or get of data that is one block at both ends (predefined types, derived ones
 // that are one block: one_block) in the at-once epoch, whose transport completes every
-// call inline: the checks of Operation::check and check_range, then one transport call,
-// with no Operation. false, with nothing done, for any other call and for every call
-// those checks would refuse: the general path then refuses it, naming the cause.
+// call inline (or, `may_defer`, holds it until settle()): the checks of Operation::check
+// and check_range, then one transport call, with no Operation. false, with nothing done,
+// for any other call and for every call those checks would refuse: the general path then
+// refuses it, naming the cause.
 bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer) {
     const bool put = call.kind == RmaKind::put;
     if ((!put && call.kind != RmaKind::get) || call.notify) return false;
