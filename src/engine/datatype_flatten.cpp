@@ -172,7 +172,6 @@ class Contents {
     Contents &operator=(const Contents &) = delete;
     T *data() { return data_; }
     T &operator[](std::size_t i) { return data_[i]; }
-    T *begin() { return data_; }
 
   private:
     static constexpr int inline_count = 16;

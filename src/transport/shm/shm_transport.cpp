@@ -32,6 +32,13 @@ bool inside(std::uint64_t offset, std::size_t length, std::uint64_t size) {
 // attached memory (a displacement computed from a null base lands there).
 constexpr std::uint64_t null_page = 4096;
 
+// The transport's own bounds check of a cross-memory access to the peer's window: within
+// the window the peer registered (for dynamic windows, remote_base 0 and window_size all
+// of memory: an address range that neither wraps around nor starts in the null page).
+bool cross_memory_inside(const ShmPeer &p, std::uint64_t offset, std::size_t length) {
+    return inside(offset, length, p.window_size) && p.remote_base + offset >= null_page;
+}
+
 // Control-region writes (lock grants, successor records, reader links) are words their
 // owner reads, clears and reuses while the writer may still be running. memcpy must not
 // do them: glibc copies 8 bytes as two overlapping 8-byte stores to the same address, and
@@ -78,8 +85,7 @@ std::uint8_t *ShmTransport::mapped(int peer, RemoteAddress address, std::size_t 
 Status ShmTransport::cross_memory(int peer, void *local, std::size_t length,
                                   std::uint64_t offset, bool write) {
     const ShmPeer &p = peers_[peer];
-    if (!inside(offset, length, p.window_size) || p.remote_base + offset < null_page)
-        return Status::err_range;
+    if (!cross_memory_inside(p, offset, length)) return Status::err_range;
     if (dynamic_) {
         Status status = check_attached(peer, offset, offset + length);
         if (is_error(status)) return status;
@@ -261,7 +267,7 @@ bool ShmTransport::hold(int peer, void *local, std::size_t length, std::uint64_t
     constexpr std::size_t most_bytes = 256 * 1024;  // a batch
     const ShmPeer &p = peers_[peer];
     if (peer == rank_ || dynamic_ || length == 0 || length > largest ||
-        !inside(offset, length, p.window_size) || p.remote_base + offset < null_page)
+        !cross_memory_inside(p, offset, length))
         return false;  // cross_memory copies it, or refuses it, now
     if (held_.empty()) held_.resize(peers_.size());
     HeldCopies &copies = held_[peer];
