@@ -247,6 +247,26 @@ Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
     return shape;
 }
 
+// A blocking call of an active fence or access (PSCW) epoch toward a target it may reach
+// now (the fence barrier passed; the target's post matched) with nothing recorded
+// before it, over a transport that completes inline: what the general path would run
+// at once, run by rma_contiguous or rma_atomic without an Operation. Its failure is
+// kept for the epoch's closing call. false, with nothing done, for anything else.
+bool Window::run_in_active_epoch(const RmaCall &call, Epoch &epoch) {
+    if (!completes_inline_ || check_ || epoch.passive() || epoch.state() != EngineState::active)
+        return false;
+    TargetState *state = epoch.find(call.target);
+    const bool ready = state ? state->phase == TargetPhase::held && state->pending.empty()
+                             : epoch.kind() == EpochKind::fence && epoch.barrier_passed();
+    Status status;
+    if (!ready || (!rma_contiguous(call, &status, false) && !rma_atomic(call, &status)))
+        return false;
+    epoch.count_call();
+    if (!state) epoch.at(call.target).phase = TargetPhase::held;  // touched now
+    if (is_error(status)) epoch.fail(status);
+    return true;
+}
+
 Status Window::rma_general(const RmaCall &call, Request **request, const char **cause,
                            bool tried_at_once) {
     if (cause) *cause = nullptr;
@@ -263,6 +283,10 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
     if (!epoch)  // an access epoch whose group lacks the target, or no epoch at all
         return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
     if (request && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
+    if (!request && run_in_active_epoch(call, *epoch)) {
+        if (cause) *cause = nullptr;
+        return Status::ok;
+    }
     bool empty = false;
     Status status = Operation::check(call, &empty, cause);
     if (is_error(status)) return status;

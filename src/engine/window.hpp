@@ -349,6 +349,9 @@ class Window {
             check_at_once(call, with_request);
         return true;
     }
+    // A blocking call of an active fence or PSCW access epoch run as run_at_once runs the
+    // at-once epoch's (rma_general, before it builds an Operation).
+    bool run_in_active_epoch(const RmaCall &call, Epoch &epoch);
     // `may_defer`: the transport may hold the copy until settle() (a call whose request
     // completes now may not, nor a call the race checker watches).
     bool rma_contiguous(const RmaCall &call, Status *status, bool may_defer);
