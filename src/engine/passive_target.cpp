@@ -29,7 +29,7 @@ inline bool Window::take_at_once(Epoch &epoch) {
     }
     const int target = epoch.target();
     const bool takes_lock = target >= 0 && !epoch.nocheck();
-    if (takes_lock && !sync::acquire_at_once(transport_, target, epoch.mode())) return false;
+    if (takes_lock && !at_once_locks_.acquire(target, epoch.mode())) return false;
     epoch.set_path(EpochPath::at_once);
     epoch.activate();
     if (target >= 0) epoch.at(target).phase = TargetPhase::held;
@@ -88,12 +88,12 @@ inline bool Window::close_at_once() {
     bool all_released = true;
     if (epoch.kind() == EpochKind::lock) {  // its one target, held (its state stays so
         all_released =                      // if it must be handed over)
-            nocheck || sync::release_at_once(transport_, epoch.target(), epoch.mode());
+            nocheck || at_once_locks_.release(epoch.target(), epoch.mode());
     } else {
         for (int rank : epoch.touched()) {
             TargetState &state = *epoch.find(rank);
             if (state.phase != TargetPhase::held) continue;
-            if (nocheck || sync::release_at_once(transport_, rank, LockMode::shared))
+            if (nocheck || at_once_locks_.release(rank, LockMode::shared))
                 state.phase = TargetPhase::released;
             else
                 all_released = false;
@@ -176,7 +176,7 @@ Status Window::unlock_all(Request **request) {
 // joins the queue, which acquires it in turn.
 bool Window::take_target(int target) {
     if (!at_once_->nocheck()) {
-        if (!sync::acquire_at_once(transport_, target, LockMode::shared)) {
+        if (!at_once_locks_.acquire(target, LockMode::shared)) {
             join_queue();
             return false;
         }
@@ -227,7 +227,7 @@ bool Window::advance_passive(Epoch &epoch) {
             Status status = Status::in_progress;
             if (!state->polling) {
                 status = state->operation.advance();
-            } else if (sync::acquire_at_once(transport_, rank, epoch.mode())) {
+            } else if (at_once_locks_.acquire(rank, epoch.mode())) {
                 state->polling = false;
                 status = Status::ok;
             } else if (++state->polls >= polite_polls) {

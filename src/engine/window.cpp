@@ -25,6 +25,7 @@ Window::Window(transport::Transport &transport, const layout::ControlLayout &lay
     : transport_(transport),
       layout_(layout),
       rank_(transport.rank()),
+      at_once_locks_(transport),
       size_(transport.size()),
       completes_inline_(transport.capabilities().completes_inline),
       config_(std::move(config)),

@@ -408,6 +408,7 @@ class Window {
     const layout::ControlLayout &layout_;
     // The transport's, asked once: the sweep consults them at every step.
     const int rank_;
+    sync::AtOnceLocks at_once_locks_;  // the at-once path's lock words
     const int size_;
     const bool completes_inline_;
     WindowConfig config_;

@@ -472,6 +472,8 @@ std::uint64_t held_alone(int rank, LockMode mode) {
     return held.encode();
 }
 
+}  // namespace
+
 // acquire_at_once past its first guess (the word free): `expected`, the word found.
 [[gnu::noinline]] bool acquire_contended(transport::Transport &transport, std::uint64_t *word,
                                          int target, LockMode mode, std::uint64_t expected) {
@@ -512,8 +514,6 @@ std::uint64_t held_alone(int rank, LockMode mode) {
     return false;
 }
 
-}  // namespace
-
 // The common case first: the word free, ours by one compare-and-swap.
 bool acquire_at_once(transport::Transport &transport, int target, LockMode mode) {
     std::uint64_t *word = transport.mapped_control_word(target, ControlLayout::lock_word);
@@ -532,5 +532,10 @@ bool release_at_once(transport::Transport &transport, int target, LockMode mode)
     if (seen == alone) return true;
     return mode == LockMode::shared && release_shared_contended(transport, word, target, seen);
 }
+
+AtOnceLocks::AtOnceLocks(transport::Transport &transport)
+    : transport_(transport),
+      alone_exclusive_(held_alone(transport.rank(), LockMode::exclusive)),
+      alone_shared_(held_alone(transport.rank(), LockMode::shared)) {}
 
 }  // namespace nbrma::sync

@@ -165,6 +165,54 @@ class LockOperation final : public transport::Completion {
 bool acquire_at_once(transport::Transport &transport, int target, LockMode mode);
 bool release_at_once(transport::Transport &transport, int target, LockMode mode);
 
+// The contended halves of the one-CAS forms, past a first CAS on a mapped word that found
+// `seen` (not the word it expected).
+bool acquire_contended(transport::Transport &transport, std::uint64_t *word, int target,
+                       LockMode mode, std::uint64_t seen);
+bool release_shared_contended(transport::Transport &transport, std::uint64_t *word, int target,
+                              std::uint64_t seen);
+
+// The one-CAS forms as one origin's window calls them, lock after lock: the words our
+// hold alone makes computed once, and the last target's mapped lock word remembered (a
+// transport's mapping of a peer's control region lasts as long as the transport).
+class AtOnceLocks {
+  public:
+    explicit AtOnceLocks(transport::Transport &transport);
+    bool acquire(int target, LockMode mode) {
+        std::uint64_t *word = mapped_word(target);
+        if (!word) return acquire_at_once(transport_, target, mode);
+        std::uint64_t seen = 0;
+        if (__atomic_compare_exchange_n(word, &seen, alone(mode), false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+            return true;
+        return acquire_contended(transport_, word, target, mode, seen);
+    }
+    bool release(int target, LockMode mode) {
+        std::uint64_t *word = mapped_word(target);
+        if (!word) return release_at_once(transport_, target, mode);
+        std::uint64_t seen = alone(mode);
+        if (__atomic_compare_exchange_n(word, &seen, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return true;
+        return mode == LockMode::shared && release_shared_contended(transport_, word, target, seen);
+    }
+
+  private:
+    std::uint64_t alone(LockMode mode) const {
+        return mode == LockMode::exclusive ? alone_exclusive_ : alone_shared_;
+    }
+    std::uint64_t *mapped_word(int target) {
+        if (target != last_target_) {
+            last_word_ = transport_.mapped_control_word(target, ControlLayout::lock_word);
+            last_target_ = target;
+        }
+        return last_word_;
+    }
+    transport::Transport &transport_;
+    const std::uint64_t alone_exclusive_, alone_shared_;
+    int last_target_ = -1;
+    std::uint64_t *last_word_ = nullptr;
+};
+
 }  // namespace nbrma::sync
 
 #endif

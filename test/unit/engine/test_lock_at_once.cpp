@@ -5,7 +5,8 @@
 // epoch cannot finish in the caller (a queued requester, a lock_all target not free)
 // hands it to the queue, which finishes it correctly. Also the calls an at-once epoch
 // runs without an Operation (Window::rma_contiguous, rma_atomic): the data, and that every call
-// those paths do not take still runs, or is refused, through the general path.
+// those paths do not take still runs, or is refused, through the general path; and the
+// same paths in fence and PSCW epochs, only toward a target the epoch may reach.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -639,6 +640,86 @@ TEST_F(LockAtOnce, APoliteLockQueuesAfterItsPolls) {
     ASSERT_NE(released, nullptr);  // the release hands the lock over
     finish_ok({released, unlocked});
     EXPECT_EQ(word(1).encode(), 0u);
+}
+
+// The window remembers the last target's lock word (sync::AtOnceLocks): locks that
+// alternate between targets and modes each CAS the word of their own target.
+TEST_F(LockAtOnce, LocksAlternatingBetweenTargetsEachTakeTheirTargetsWord) {
+    Window &w = *windows_[0];
+    Request *request = nullptr;
+    for (int round = 0; round < 3; ++round) {
+        for (int target : {1, 0, 1}) {
+            const bool exclusive = (round + target) % 2 == 0;
+            ASSERT_EQ(w.lock(exclusive ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, target, 0),
+                      Status::ok);
+            EXPECT_EQ(word(target).tail, exclusive ? 1u : 0u);  // rank 0 + 1
+            EXPECT_EQ(word(target).active, exclusive ? 0u : 1u);
+            EXPECT_EQ(word(1 - target).encode(), 0u);
+            ASSERT_EQ(w.unlock(target, &request), Status::ok);
+            EXPECT_EQ(request, nullptr);
+            EXPECT_EQ(word(target).encode(), 0u);
+        }
+    }
+    // Held by rank 1: rank 0's lock of the same word queues, and is granted in turn.
+    ASSERT_EQ(windows_[1]->lock(MPI_LOCK_EXCLUSIVE, 0, 0), Status::ok);
+    ASSERT_EQ(w.lock(MPI_LOCK_EXCLUSIVE, 0, 0), Status::ok);
+    EXPECT_EQ(w.epochs_pending(), 1u);
+    finish_ok({simtest::iunlock(*windows_[1], 0), simtest::iunlock(w, 0)});
+    EXPECT_EQ(word(0).encode(), 0u);
+}
+
+// Fence and PSCW epochs over shared memory run their blocking calls at once, without an
+// Operation (Window::run_in_active_epoch), but only toward a target they may reach: a
+// put before the fence barrier passed waits for it, as does one toward a target whose
+// post has not matched.
+TEST_F(LockAtOnce, ActiveTargetCallsRunAtOnceOnlyOnceTheTargetIsReachable) {
+    Window &w0 = *windows_[0];
+    Window &w1 = *windows_[1];
+    const std::int64_t early = 7, late = 8, added = 5;
+    Request *opened = simtest::ifence(w0, 0);  // rank 1 has not entered the fence yet
+    ASSERT_EQ(
+        w0.rma(data_call(RmaKind::put, const_cast<std::int64_t *>(&early), 1, MPI_INT64_T, 1, 0),
+               nullptr),
+        Status::ok);
+    EXPECT_EQ(cell(1, 0), 0);  // recorded
+    finish_ok({opened, simtest::ifence(w1, 0)});
+    EXPECT_EQ(cell(1, 0), early);  // replayed once the barrier passed
+    ASSERT_EQ(
+        w0.rma(data_call(RmaKind::put, const_cast<std::int64_t *>(&late), 1, MPI_INT64_T, 1, 8),
+               nullptr),
+        Status::ok);
+    EXPECT_EQ(cell(1, 1), late);  // at once
+    RmaCall accumulate =
+        data_call(RmaKind::put, const_cast<std::int64_t *>(&added), 1, MPI_INT64_T, 1, 8);
+    accumulate.kind = RmaKind::accumulate;
+    accumulate.op = MPI_SUM;
+    ASSERT_EQ(w0.rma(accumulate, nullptr), Status::ok);
+    EXPECT_EQ(cell(1, 1), late + added);
+    std::int64_t back = 0;
+    ASSERT_EQ(w0.rma(data_call(RmaKind::get, &back, 1, MPI_INT64_T, 1, 8), nullptr), Status::ok);
+    EXPECT_EQ(back, late + added);
+    const char *cause = nullptr;  // refused with the general path's cause
+    EXPECT_EQ(
+        w0.rma(data_call(RmaKind::put, &back, 1, MPI_INT64_T, 1, window_bytes), nullptr, &cause),
+        Status::err_range);
+    finish_ok({simtest::ifence(w0, MPI_MODE_NOSUCCEED), simtest::ifence(w1, MPI_MODE_NOSUCCEED)});
+
+    // PSCW: rank 0's access epoch toward rank 1, which has not posted yet.
+    ASSERT_EQ(w0.start({1}, 0), Status::ok);
+    ASSERT_EQ(
+        w0.rma(data_call(RmaKind::put, const_cast<std::int64_t *>(&early), 1, MPI_INT64_T, 1, 16),
+               nullptr),
+        Status::ok);
+    EXPECT_EQ(cell(1, 2), 0);  // recorded: no grant
+    ASSERT_EQ(w1.post({0}, 0), Status::ok);
+    for (int round = 0; round < 10; ++round) w0.progress();
+    EXPECT_EQ(cell(1, 2), early);
+    ASSERT_EQ(
+        w0.rma(data_call(RmaKind::put, const_cast<std::int64_t *>(&late), 1, MPI_INT64_T, 1, 24),
+               nullptr),
+        Status::ok);
+    EXPECT_EQ(cell(1, 3), late);  // at once
+    finish_ok({simtest::icomplete(w0), simtest::iwait(w1)});
 }
 
 }  // namespace
