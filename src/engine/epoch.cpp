@@ -50,10 +50,10 @@ Epoch::~Epoch() {
     if (close_request_) close_request_->finish(Status::err_other);
 }
 
-void Epoch::set_group(std::vector<int> group) {
-    member_.assign(static_cast<std::size_t>(nranks_), 0);
+void Epoch::set_group(const std::vector<int> &group) {
+    member_.assign(static_cast<std::size_t>(nranks_), 0);  // (a reused epoch's storage)
     for (int rank : group) member_[rank] = 1;
-    group_ = std::move(group);
+    group_.assign(group.begin(), group.end());
 }
 
 bool Epoch::opened_beside(std::uint64_t id) const {

@@ -159,7 +159,7 @@ class Epoch {
     EpochPath path() const { return path_; }
     void set_path(EpochPath path) { path_ = path; }
 
-    void set_group(std::vector<int> group);
+    void set_group(const std::vector<int> &group);
     const std::vector<int> &group() const { return group_; }
     bool in_group(int rank) const {
         return rank >= 0 && rank < static_cast<int>(member_.size()) && member_[rank];

@@ -248,14 +248,18 @@ Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
 }
 
 // A blocking call of an active fence or access (PSCW) epoch toward a target it may reach
-// now (the fence barrier passed; the target's post matched) with nothing recorded
-// before it, over a transport that completes inline: what the general path would run
-// at once, run by rma_contiguous or rma_atomic without an Operation. Its failure is
-// kept for the epoch's closing call. false, with nothing done, for anything else.
+// now (the fence barrier passed; the target's post matched, its grant seen here if it
+// arrived since the last sweep, as advance_access would) with nothing recorded before
+// it, over a transport that completes inline: what the general path would run at once,
+// run by rma_contiguous or rma_atomic without an Operation. Its failure is kept for the
+// epoch's closing call. false, with nothing done, for anything else.
 bool Window::run_in_active_epoch(const RmaCall &call, Epoch &epoch) {
     if (!completes_inline_ || check_ || epoch.passive() || epoch.state() != EngineState::active)
         return false;
     TargetState *state = epoch.find(call.target);
+    if (state && state->phase == TargetPhase::acquiring && epoch.kind() == EpochKind::access &&
+        control_word(layout_.grant_count(call.target)) >= state->match_id)
+        state->phase = TargetPhase::held;
     const bool ready = state ? state->phase == TargetPhase::held && state->pending.empty()
                              : epoch.kind() == EpochKind::fence && epoch.barrier_passed();
     Status status;

@@ -115,7 +115,7 @@ int poll_fn(void *extra_state, MPI_Status *) {
     static thread_local unsigned calls = 0;
     if (!engine::progress_sweep() && !grequest->request->complete()) {
         // MPI_Wait spins on poll_fn alone: keep MPICH moving and share the CPU.
-        if (++calls % 16 == 0) poke_mpich();
+        if (++calls % engine::idle_rounds_per_poke() == 0) poke_mpich();
         if (oversubscribed()) sched_yield();
     }
     threads::drain();

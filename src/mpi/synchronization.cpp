@@ -33,18 +33,21 @@ int finish(const char *call, MPI_Win win, Status status, engine::Request *reques
     return raise(call, win, request_wait(request));
 }
 
-// An MPI group as window ranks (PSCW groups may be subsets and permutations).
-Status window_ranks(WindowState *state, MPI_Group group, std::vector<int> *ranks) {
+// An MPI group as window ranks (PSCW groups may be subsets and permutations), in
+// `*ranks` (the calling thread's: start and post reuse its storage, as they do the
+// ranks 0 .. n - 1 they translate).
+Status window_ranks(WindowState *state, MPI_Group group, std::vector<int> **ranks) {
+    static thread_local std::vector<int> in, out;
+    *ranks = &out;
     if (group == MPI_GROUP_NULL) return Status::err_arg;
     int n = 0;
     if (PMPI_Group_size(group, &n) != MPI_SUCCESS) return Status::err_arg;
-    std::vector<int> in(n);
-    for (int i = 0; i < n; ++i) in[i] = i;
-    ranks->resize(n);
+    for (int i = static_cast<int>(in.size()); i < n; ++i) in.push_back(i);
+    out.resize(n);
     if (n > 0 &&
-        PMPI_Group_translate_ranks(group, n, in.data(), state->group, ranks->data()) != MPI_SUCCESS)
+        PMPI_Group_translate_ranks(group, n, in.data(), state->group, out.data()) != MPI_SUCCESS)
         return Status::err_arg;
-    for (int rank : *ranks)
+    for (int rank : out)
         if (rank == MPI_UNDEFINED) return Status::err_rank;
     return Status::ok;
 }
@@ -66,9 +69,9 @@ int fence(const char *call, int assert, MPI_Win win, MPI_Request *request) {
 
 int start(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
-    std::vector<int> ranks;
+    std::vector<int> *ranks = nullptr;
     Status status = window_ranks(state, group, &ranks);
-    if (!is_error(status)) status = locked([&] { return state->engine->start(ranks, assert); });
+    if (!is_error(status)) status = locked([&] { return state->engine->start(*ranks, assert); });
     if (is_error(status))
         return raise(call, win, status,
                      sync_detail(status,
@@ -88,9 +91,9 @@ int complete(const char *call, MPI_Win win, MPI_Request *request) {
 
 int post(const char *call, MPI_Group group, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
-    std::vector<int> ranks;
+    std::vector<int> *ranks = nullptr;
     Status status = window_ranks(state, group, &ranks);
-    if (!is_error(status)) status = locked([&] { return state->engine->post(ranks, assert); });
+    if (!is_error(status)) status = locked([&] { return state->engine->post(*ranks, assert); });
     if (is_error(status))
         return raise(call, win, status,
                      sync_detail(status, "an exposure epoch is already open",

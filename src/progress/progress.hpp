@@ -53,6 +53,13 @@ void debug_dump(const char *path);
 // Called every few idle iterations of a wait, so two-sided traffic keeps moving.
 void progress_set_external(void (*poke)());
 
+// How many idle rounds of a wait (or polls of a request) go between two such pokes. A
+// poke (MPI_Iprobe) costs as much as a fence barrier's whole round trip: on a core of its
+// own a rank pokes every 256 idle rounds (some microseconds of waiting), so a wait of a
+// few rounds never pays one; oversubscribed, where every idle round yields the core
+// anyway, every 16.
+unsigned idle_rounds_per_poke();
+
 // Sweeps until `request` completes; returns its status (does not release it). Does not
 // hold the progress lock while it waits; on an application thread it runs the deferred
 // MPICH calls (threads::drain) as they come. Runs in a SelfProgress scope.

@@ -241,16 +241,13 @@ SelfProgress::~SelfProgress() {
     }
 }
 
-// A wait keeps MPICH moving (a peer may wait in MPICH for our part of a message) with a
-// poke every so many idle rounds. A poke (MPI_Iprobe) costs as much as a fence barrier's
-// whole round trip: on a core of its own a rank pokes every 256 idle rounds (some
-// microseconds of waiting), so a wait of a few rounds never pays one; oversubscribed,
-// where every idle round yields the core anyway, every 16.
+unsigned idle_rounds_per_poke() { return oversubscribed() ? 16 : 256; }
+
 Status wait_request(Request *request) {
     {
         SelfProgress self;
         Backoff backoff;
-        const unsigned poke_every = oversubscribed() ? 16 : 256;
+        const unsigned poke_every = idle_rounds_per_poke();
         unsigned idle = 0;
         while (!request->complete()) {
             if (progress_sweep()) {
