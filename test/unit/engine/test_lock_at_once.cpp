@@ -720,6 +720,16 @@ TEST_F(LockAtOnce, ActiveTargetCallsRunAtOnceOnlyOnceTheTargetIsReachable) {
         Status::ok);
     EXPECT_EQ(cell(1, 3), late);  // at once
     finish_ok({simtest::icomplete(w0), simtest::iwait(w1)});
+
+    // A grant that arrived after the start, seen by the call itself: at once.
+    ASSERT_EQ(w0.start({1}, 0), Status::ok);
+    ASSERT_EQ(w1.post({0}, 0), Status::ok);
+    ASSERT_EQ(w0.rma(data_call(RmaKind::put, const_cast<std::int64_t *>(&early), 1,
+                               MPI_INT64_T, 1, 32),
+                     nullptr),
+              Status::ok);
+    EXPECT_EQ(cell(1, 4), early);
+    finish_ok({simtest::icomplete(w0), simtest::iwait(w1)});
 }
 
 }  // namespace
