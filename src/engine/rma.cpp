@@ -110,7 +110,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
         log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
             static_cast<unsigned long long>(offset));
     const RemoteAddress address{Region::window, offset};
-    std::uint8_t *mapped = transport_.mapped_window(call.target, offset, bytes);
+    std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
     if (put) {
         if (mapped) {
             copy_bytes(mapped, local_block, bytes);
@@ -179,7 +179,7 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     ++counters().rma_ops;
     const auto *origin = static_cast<const unsigned char *>(call.origin);
     // Where the transport maps the elements, the CPU atomics it would do, done here.
-    std::uint8_t *mapped = transport_.mapped_window(call.target, offset, bytes);
+    std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
     *status = Status::ok;
     if (shape.by_compare_swap) {
         for (int i = 0; i < elements && !is_error(*status); ++i) {

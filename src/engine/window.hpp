@@ -352,6 +352,16 @@ class Window {
     // A blocking call of an active fence or PSCW access epoch run as run_at_once runs the
     // at-once epoch's (rma_general, before it builds an Operation).
     bool run_in_active_epoch(const RmaCall &call, Epoch &epoch);
+    // The transport's mapped_window, from the last target's whole map (remembered).
+    std::uint8_t *mapped_window(int target, std::uint64_t offset, std::size_t length) {
+        if (target != mapped_.target) {
+            mapped_.base = transport_.mapped_window_whole(target, &mapped_.length);
+            mapped_.target = target;
+        }
+        if (!mapped_.base || offset > mapped_.length || length > mapped_.length - offset)
+            return nullptr;
+        return mapped_.base + offset;
+    }
     // `may_defer`: the transport may hold the copy until settle() (a call whose request
     // completes now may not, nor a call the race checker watches).
     bool rma_contiguous(const RmaCall &call, Status *status, bool may_defer);
@@ -409,6 +419,11 @@ class Window {
     // The transport's, asked once: the sweep consults them at every step.
     const int rank_;
     sync::AtOnceLocks at_once_locks_;  // the at-once path's lock words
+    struct MappedWindow {              // mapped_window's last target
+        int target = -1;
+        std::uint8_t *base = nullptr;
+        std::uint64_t length = 0;
+    } mapped_;
     const int size_;
     const bool completes_inline_;
     WindowConfig config_;

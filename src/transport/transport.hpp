@@ -191,6 +191,14 @@ class Transport {
         (void)length;
         return nullptr;
     }
+    // Where mapped_window maps all of peer's window alike, for the transport's lifetime:
+    // its first byte, with *length the bytes mapped from there (so mapped_window(peer,
+    // offset, n) is that + offset exactly when offset + n <= *length). Null otherwise.
+    virtual std::uint8_t *mapped_window_whole(int peer, std::uint64_t *length) {
+        (void)peer;
+        *length = 0;
+        return nullptr;
+    }
 
     // A put or get the caller completes with settle() (the engine: at the at-once
     // epoch's next flush, close, or call that takes the general path): the transport may

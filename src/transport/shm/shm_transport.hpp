@@ -76,6 +76,10 @@ class ShmTransport final : public Transport {
             return nullptr;
         return p.window + offset;
     }
+    std::uint8_t *mapped_window_whole(int peer, std::uint64_t *length) override {
+        *length = valid_peer(peer) && peers_[peer].window ? peers_[peer].window_size : 0;
+        return *length ? peers_[peer].window : nullptr;
+    }
     Status put_deferrable(int peer, const void *source, std::size_t length,
                           RemoteAddress target) override;
     Status get_deferrable(int peer, void *destination, std::size_t length,

@@ -84,6 +84,15 @@ TEST_F(ShmTransportBounds, DirectWindowPointersStayInsideTheMappedWindow) {
     EXPECT_EQ(t.mapped_window(0, 8, ~std::size_t{0}), nullptr);
     EXPECT_EQ(t.mapped_window(1, 8, 8), nullptr);  // cross-memory attach: no pointer
     EXPECT_EQ(t.mapped_window(2, 8, 8), nullptr);  // dynamic
+    // The whole map the engine remembers: the same window, the same length.
+    std::uint64_t length = 1;
+    EXPECT_EQ(t.mapped_window_whole(0, &length), mapped_.region());
+    EXPECT_EQ(length, window_bytes);
+    for (int peer : {1, 2, 3, -1}) {
+        length = 1;
+        EXPECT_EQ(t.mapped_window_whole(peer, &length), nullptr);
+        EXPECT_EQ(length, 0u);
+    }
 }
 
 TEST_F(ShmTransportBounds, DynamicWindowsRefuseWrapAroundAndTheNullPage) {
