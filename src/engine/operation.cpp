@@ -268,6 +268,14 @@ Status read_word(transport::Transport &transport, int peer, RemoteAddress source
     return pending.wait(transport);
 }
 
+Status move_block(transport::Transport &transport, bool put, int peer, std::uint8_t *buffer,
+                  std::size_t length, RemoteAddress address) {
+    Pending pending;
+    (void)pending.track(put ? transport.put(peer, buffer, length, address, &pending)
+                            : transport.get(peer, buffer, length, address, &pending));
+    return pending.wait(transport);
+}
+
 Status Operation::execute_put(const TargetView &view) {
     const TypeLayout *origin, *target;
     if (is_error(layout(call_.origin_type, origin_layout_, &origin)) ||

@@ -63,6 +63,12 @@ struct TargetView {
 Status read_word(transport::Transport &transport, int peer, transport::RemoteAddress source,
                  std::uint64_t *value);
 
+// One contiguous put (`put`) or get of `length` bytes between `buffer` and a peer's
+// memory, complete at the origin when it returns (as Operation's are: the put's source
+// free again, the get's data arrived); a put may still be on its way to the target.
+Status move_block(transport::Transport &transport, bool put, int peer, std::uint8_t *buffer,
+                  std::size_t length, transport::RemoteAddress address);
+
 class Operation {
   public:
     Operation(const RmaCall &call, std::uint64_t age, Request *request)

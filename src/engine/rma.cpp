@@ -119,7 +119,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
             *status = transport_.put_deferrable(call.target, local_block, bytes, address);
             deferred_ = true;
         } else {
-            *status = transport_.put(call.target, local_block, bytes, address, nullptr);
+            *status = move_block(transport_, true, call.target, local_block, bytes, address);
         }
         ran_toward(call.target);
     } else if (mapped) {
@@ -129,7 +129,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
         *status = transport_.get_deferrable(call.target, local_block, bytes, address);
         deferred_ = true;
     } else {
-        *status = transport_.get(call.target, local_block, bytes, address, nullptr);
+        *status = move_block(transport_, false, call.target, local_block, bytes, address);
     }
     return true;
 }
@@ -247,15 +247,15 @@ Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
     return shape;
 }
 
-// A blocking call of an active fence or access (PSCW) epoch toward a target it may reach
-// now (the fence barrier passed; the target's post matched, its grant seen here if it
-// arrived since the last sweep, as advance_access would) with nothing recorded before
-// it, over a transport that completes inline: what the general path would run at once,
-// run by rma_contiguous or rma_atomic without an Operation. Its failure is kept for the
-// epoch's closing call. false, with nothing done, for anything else.
-bool Window::run_in_active_epoch(const RmaCall &call, Epoch &epoch) {
-    if (!completes_inline_ || check_ || epoch.passive() || epoch.state() != EngineState::active)
-        return false;
+// A blocking call of an active epoch toward a target it may reach now (its lock held;
+// the fence barrier passed; the target's post matched, its grant seen here if it arrived
+// since the last sweep, as advance_access would) with nothing recorded before it: what
+// the general path would run at once, run without an Operation by rma_contiguous (any
+// transport: complete at the origin on return, as the general path's), or rma_atomic
+// (a transport that completes inline). Its failure is kept for the epoch's closing
+// call. false, with nothing done, for anything else.
+bool Window::run_now(const RmaCall &call, Epoch &epoch) {
+    if (check_ || epoch.state() != EngineState::active) return false;
     TargetState *state = epoch.find(call.target);
     if (state && state->phase == TargetPhase::acquiring && epoch.kind() == EpochKind::access &&
         control_word(layout_.grant_count(call.target)) >= state->match_id)
@@ -263,7 +263,8 @@ bool Window::run_in_active_epoch(const RmaCall &call, Epoch &epoch) {
     const bool ready = state ? state->phase == TargetPhase::held && state->pending.empty()
                              : epoch.kind() == EpochKind::fence && epoch.barrier_passed();
     Status status;
-    if (!ready || (!rma_contiguous(call, &status, false) && !rma_atomic(call, &status)))
+    if (!ready || (!rma_contiguous(call, &status, false) &&
+                   !(completes_inline_ && rma_atomic(call, &status))))
         return false;
     epoch.count_call();
     if (!state) epoch.at(call.target).phase = TargetPhase::held;  // touched now
@@ -287,7 +288,7 @@ Status Window::rma_general(const RmaCall &call, Request **request, const char **
     if (!epoch)  // an access epoch whose group lacks the target, or no epoch at all
         return open_of(EpochKind::access) ? Status::err_rank : Status::err_sync;
     if (request && !epoch->passive()) return Status::err_sync;  // R-calls: passive only
-    if (!request && run_in_active_epoch(call, *epoch)) {
+    if (!request && !tried_at_once && run_now(call, *epoch)) {
         if (cause) *cause = nullptr;
         return Status::ok;
     }

@@ -349,9 +349,9 @@ class Window {
             check_at_once(call, with_request);
         return true;
     }
-    // A blocking call of an active fence or PSCW access epoch run as run_at_once runs the
-    // at-once epoch's (rma_general, before it builds an Operation).
-    bool run_in_active_epoch(const RmaCall &call, Epoch &epoch);
+    // A blocking call of an active epoch toward a target it may reach now, run as
+    // run_at_once runs the at-once epoch's (rma_general, before it builds an Operation).
+    bool run_now(const RmaCall &call, Epoch &epoch);
     // The transport's mapped_window, from the last target's whole map (remembered).
     std::uint8_t *mapped_window(int target, std::uint64_t offset, std::size_t length) {
         if (target != mapped_.target) {

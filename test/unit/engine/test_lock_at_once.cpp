@@ -669,7 +669,7 @@ TEST_F(LockAtOnce, LocksAlternatingBetweenTargetsEachTakeTheirTargetsWord) {
 }
 
 // Fence and PSCW epochs over shared memory run their blocking calls at once, without an
-// Operation (Window::run_in_active_epoch), but only toward a target they may reach: a
+// Operation (Window::run_now), but only toward a target they may reach: a
 // put before the fence barrier passed waits for it, as does one toward a target whose
 // post has not matched.
 TEST_F(LockAtOnce, ActiveTargetCallsRunAtOnceOnlyOnceTheTargetIsReachable) {
