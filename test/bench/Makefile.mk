@@ -11,7 +11,7 @@ bench_sources = test/bench/bench.h test/bench/bench_main.c test/bench/bench_comm
 	test/bench/latency.c test/bench/patterns.c test/bench/transactions.c \
 	test/bench/lu.c test/bench/reorder.c test/bench/progress.c test/bench/notify.c \
 	test/bench/creation.c test/bench/strided.c test/bench/collectives.c \
-	test/bench/bandwidth.c
+	test/bench/bandwidth.c test/bench/threads.c
 
 pkglibexec_PROGRAMS = test/bench/bench_nbrma test/bench/bench_mpich
 

@@ -15,14 +15,14 @@
  * one group per job:
  *
  *   bench_{nbrma,mpich,ompi} --group latency|patterns|transactions|lu|reorder|progress|
- *                                    notify|creation|strided|collectives|bandwidth
+ *                                    notify|creation|strided|collectives|bandwidth|threads
  *                       [--quick] [--only NAMES] [--skip NAMES]
  *                       [--thread-multiple] [...]
  *   bench_{nbrma,mpich,ompi} --list --group G     the rows G reports, without MPI
  *
  * The driver (nbrma-bench) starts every group of both binaries under mpiexec.mpich,
  * with the ranks a group needs (latency 2, patterns 3, reorder 3, transactions 4, lu 4,
- * progress 3, notify 3, creation 4, strided 2, collectives 2, bandwidth 2;
+ * progress 3, notify 3, creation 4, strided 2, collectives 2, bandwidth 2, threads 2;
  * a group run with fewer ranks than it needs says so on stderr and exits 2), and
  * merges their lines:
  *
@@ -90,6 +90,7 @@ int bench_creation(const struct bench_options *options);
 int bench_strided(const struct bench_options *options);
 int bench_collectives(const struct bench_options *options);
 int bench_bandwidth(const struct bench_options *options);
+int bench_threads(const struct bench_options *options);
 
 /* The rows a group reports (ROW lines, no MPI), for --list. */
 void bench_list_latency(void);
@@ -103,6 +104,7 @@ void bench_list_creation(void);
 void bench_list_strided(void);
 void bench_list_collectives(void);
 void bench_list_bandwidth(void);
+void bench_list_threads(void);
 
 /* Output (any rank may call; lines are flushed at once). */
 void bench_result(const char *series, const char *benchmark, const char *parameter, double value,

@@ -40,6 +40,7 @@ static const struct group groups[] = {
     {"strided", bench_strided, bench_list_strided, 2},
     {"collectives", bench_collectives, bench_list_collectives, 2},
     {"bandwidth", bench_bandwidth, bench_list_bandwidth, 2},
+    {"threads", bench_threads, bench_list_threads, 2},
 };
 #define NUM_GROUPS ((int)(sizeof groups / sizeof groups[0]))
 
@@ -51,7 +52,8 @@ static void usage(FILE *to) {
             "       bench_{nbrma,mpich,ompi} --list --group G\n"
             "  --group G        latency (2 ranks), patterns (3), reorder (3),\n"
             "                   transactions (4), lu (4), progress (3), notify (3),\n"
-            "                   creation (4), strided (2), collectives (2) or bandwidth (2)\n"
+            "                   creation (4), strided (2), collectives (2), bandwidth (2)\n"
+            "                   or threads (2, with --thread-multiple)\n"
             "  --quick          the short run (a fraction of the iterations and time budget)\n"
             "  --iterations N   N timed iterations wherever a benchmark counts them (no time\n"
             "                   budget)\n"
