@@ -18,15 +18,18 @@ Status Window::flush_general(int target, Request **request, bool local) {
         for (Epoch *epoch : open_) passive |= epoch->passive();
         if (!passive) return Status::err_sync;
     }
-    *request = Request::create();
     // Nothing issued before it is still pending, and the transport has it at the target
-    // already (shared memory: inline): done, without queueing it for a sweep.
-    Flush flush{target, next_age_ - 1, *request, local};
+    // already (shared memory, or a transport flush that completed in the call): done in
+    // the call, without a request (a failure still goes through one, reported when it is
+    // waited for, as a flush that completes later reports its own).
+    Flush flush{target, next_age_ - 1, nullptr, local};
     if (flush_done(flush)) {
         flush_finished(flush);
-        (*request)->finish(flush.failure);
+        *request = nullptr;
+        if (is_error(flush.failure)) (*request = Request::create())->finish(flush.failure);
         return Status::ok;
     }
+    flush.request = *request = Request::create();
     flushes_.push_back(flush);
     queued();
     progress();

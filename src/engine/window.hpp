@@ -76,7 +76,8 @@ class Window {
     Status unlock_all(Request **request);
     // target == -1: every target. The request completes when every call issued before
     // it (toward that target) is complete at the target (local: at the origin, as
-    // MPI_Win_flush_local); later calls may still be in flight.
+    // MPI_Win_flush_local); later calls may still be in flight. No request (null): the
+    // flush completed in the call.
     Status flush(int target, Request **request, bool local = false) {
         // Inline, a flush of the at-once epoch's targets alone (EpochPath): its calls are
         // at their targets already (once the copies the transport held are made); what
