@@ -170,16 +170,19 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
          __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), width, &end)))
         return false;
     std::uint64_t offset = 0;  // every element in range before the first is touched
-    if (is_error(check_range(call, *shape.layout, &offset)) ||
-        !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, width))
+    if (is_error(check_range(call, *shape.layout, &offset))) return false;
+    // Where the transport maps the elements, the CPU atomics it would do, done here (the
+    // first element's address aligned, as atomic_aligned asks of the transport's).
+    std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
+    if (mapped
+            ? reinterpret_cast<std::uintptr_t>(mapped) % width != 0
+            : !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, width))
         return false;
     const std::uint64_t compare = swap ? transport::load_of_width(call.compare, width) : 0;
     std::uint64_t previous = 0;
     ++next_age_;
     ++counters().rma_ops;
     const auto *origin = static_cast<const unsigned char *>(call.origin);
-    // Where the transport maps the elements, the CPU atomics it would do, done here.
-    std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
     *status = Status::ok;
     if (shape.by_compare_swap) {
         for (int i = 0; i < elements && !is_error(*status); ++i) {

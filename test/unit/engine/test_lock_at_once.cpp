@@ -11,10 +11,13 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "common/log.hpp"
@@ -730,6 +733,40 @@ TEST_F(LockAtOnce, ActiveTargetCallsRunAtOnceOnlyOnceTheTargetIsReachable) {
               Status::ok);
     EXPECT_EQ(cell(1, 4), early);
     finish_ok({simtest::icomplete(w0), simtest::iwait(w1)});
+}
+
+// A word the window maps but that is not aligned for its width takes the accumulate
+// lock, never a CPU atomic (one location never mixes the two across origins): with the
+// lock held by another rank, the fetch-and-op waits for its release.
+TEST_F(LockAtOnce, AnUnalignedWordWaitsForTheAccumulateLock) {
+    Window &w = *windows_[0];
+    ASSERT_EQ(w.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
+    auto *held = reinterpret_cast<std::uint64_t *>(control_[1].data() +
+                                                   layout::ControlLayout::accumulate_lock);
+    __atomic_store_n(held, std::uint64_t{2}, __ATOMIC_SEQ_CST);  // rank 1 + 1 holds it
+    std::atomic<bool> released{false};
+    std::thread holder([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        released.store(true);
+        __atomic_store_n(held, std::uint64_t{0}, __ATOMIC_SEQ_CST);
+    });
+    const std::int64_t five = 5;
+    std::int64_t old = -1;
+    RmaCall call = data_call(RmaKind::fetch_and_op, &old, 1, MPI_INT64_T, 1, 12);
+    call.origin = &five;
+    call.origin_count = 1;
+    call.origin_type = MPI_INT64_T;
+    call.op = MPI_SUM;
+    ASSERT_EQ(w.rma(call, nullptr), Status::ok);
+    EXPECT_TRUE(released.load());  // it waited for the holder
+    holder.join();
+    EXPECT_EQ(old, 0);
+    std::int64_t word = 0;
+    std::memcpy(&word, window_[1].data() + 12, sizeof word);
+    EXPECT_EQ(word, 5);
+    Request *request = nullptr;
+    ASSERT_EQ(w.unlock(1, &request), Status::ok);
+    if (request) finish_ok({request});
 }
 
 }  // namespace
