@@ -447,7 +447,7 @@ namespace {
 constexpr int at_once_attempts = 4;
 
 // One inline compare-and-swap of the target's lock word: on `word` where the transport
-// maps it (mapped_control_word, looked up once a call), else by the transport (it swapped
+// maps it (mapped_control_word, remembered by AtOnceLocks), else by the transport (it swapped
 // iff *seen, the word found, is `expected`); false if the transport did not complete it.
 inline bool cas_word(transport::Transport &transport, std::uint64_t *word, int target,
                      std::uint64_t expected, std::uint64_t desired, std::uint64_t *seen) {
@@ -472,11 +472,9 @@ std::uint64_t held_alone(int rank, LockMode mode) {
     return held.encode();
 }
 
-}  // namespace
-
-// acquire_at_once past its first guess (the word free): `expected`, the word found.
-[[gnu::noinline]] bool acquire_contended(transport::Transport &transport, std::uint64_t *word,
-                                         int target, LockMode mode, std::uint64_t expected) {
+// acquire past its first guess (the word free): `expected`, the word found.
+bool acquire_contended(transport::Transport &transport, std::uint64_t *word, int target,
+                       LockMode mode, std::uint64_t expected) {
     for (int attempt = 1; attempt < at_once_attempts; ++attempt) {
         LockWord old = LockWord::decode(expected);
         if (old.tail != 0) return false;  // an exclusive holder or requester: queue behind
@@ -495,11 +493,10 @@ std::uint64_t held_alone(int rank, LockMode mode) {
     return false;
 }
 
-// release_at_once of a shared hold past its first guess (we the only reader): `expected`,
+// release of a shared hold past its first guess (we the only reader): `expected`,
 // the word found.
-[[gnu::noinline]] bool release_shared_contended(transport::Transport &transport,
-                                                std::uint64_t *word, int target,
-                                                std::uint64_t expected) {
+bool release_shared_contended(transport::Transport &transport, std::uint64_t *word, int target,
+                              std::uint64_t expected) {
     for (int attempt = 1; attempt < at_once_attempts; ++attempt) {
         LockWord old = LockWord::decode(expected);
         if (old.active == 0) return false;                    // not a shared holder's word
@@ -514,28 +511,27 @@ std::uint64_t held_alone(int rank, LockMode mode) {
     return false;
 }
 
-// The common case first: the word free, ours by one compare-and-swap.
-bool acquire_at_once(transport::Transport &transport, int target, LockMode mode) {
-    std::uint64_t *word = transport.mapped_control_word(target, ControlLayout::lock_word);
-    std::uint64_t seen = 0;
-    if (!cas_word(transport, word, target, 0, held_alone(transport.rank(), mode), &seen))
-        return false;
-    return seen == 0 || acquire_contended(transport, word, target, mode, seen);
-}
-
-// The common case first: nobody queued behind us, nor (shared) beside us.
-bool release_at_once(transport::Transport &transport, int target, LockMode mode) {
-    std::uint64_t *word = transport.mapped_control_word(target, ControlLayout::lock_word);
-    const std::uint64_t alone = held_alone(transport.rank(), mode);
-    std::uint64_t seen = 0;
-    if (!cas_word(transport, word, target, alone, 0, &seen)) return false;
-    if (seen == alone) return true;
-    return mode == LockMode::shared && release_shared_contended(transport, word, target, seen);
-}
+}  // namespace
 
 AtOnceLocks::AtOnceLocks(transport::Transport &transport)
     : transport_(transport),
       alone_exclusive_(held_alone(transport.rank(), LockMode::exclusive)),
       alone_shared_(held_alone(transport.rank(), LockMode::shared)) {}
+
+bool AtOnceLocks::acquire_rest(std::uint64_t *word, int target, LockMode mode, std::uint64_t seen) {
+    if (!word) {
+        if (!cas_word(transport_, nullptr, target, 0, alone(mode), &seen)) return false;
+        if (seen == 0) return true;
+    }
+    return acquire_contended(transport_, word, target, mode, seen);
+}
+
+bool AtOnceLocks::release_rest(std::uint64_t *word, int target, LockMode mode, std::uint64_t seen) {
+    if (!word) {
+        if (!cas_word(transport_, nullptr, target, alone(mode), 0, &seen)) return false;
+        if (seen == alone(mode)) return true;
+    }
+    return mode == LockMode::shared && release_shared_contended(transport_, word, target, seen);
+}
 
 }  // namespace nbrma::sync

@@ -161,39 +161,29 @@ class LockOperation final : public transport::Completion {
 // memory): the lock taken, or released, by a single compare-and-swap when nobody is
 // queued that the protocol above would have to link or grant. False with the word
 // unchanged otherwise: the caller then runs a LockOperation (which joins the queue, or
-// hands the lock over). A lock taken here is released by either form.
-bool acquire_at_once(transport::Transport &transport, int target, LockMode mode);
-bool release_at_once(transport::Transport &transport, int target, LockMode mode);
-
-// The contended halves of the one-CAS forms, past a first CAS on a mapped word that found
-// `seen` (not the word it expected).
-bool acquire_contended(transport::Transport &transport, std::uint64_t *word, int target,
-                       LockMode mode, std::uint64_t seen);
-bool release_shared_contended(transport::Transport &transport, std::uint64_t *word, int target,
-                              std::uint64_t seen);
-
-// The one-CAS forms as one origin's window calls them, lock after lock: the words our
-// hold alone makes computed once, and the last target's mapped lock word remembered (a
-// transport's mapping of a peer's control region lasts as long as the transport).
+// hands the lock over). A lock taken here is released by either form. One origin's
+// window calls them lock after lock: the words its hold alone makes are computed once,
+// and the last target's mapped lock word is remembered (a transport's mapping of a
+// peer's control region lasts as long as the transport), so the common case (the word
+// free; our hold alone) is one inline CAS on it.
 class AtOnceLocks {
   public:
     explicit AtOnceLocks(transport::Transport &transport);
     bool acquire(int target, LockMode mode) {
         std::uint64_t *word = mapped_word(target);
-        if (!word) return acquire_at_once(transport_, target, mode);
         std::uint64_t seen = 0;
-        if (__atomic_compare_exchange_n(word, &seen, alone(mode), false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST))
+        if (word && __atomic_compare_exchange_n(word, &seen, alone(mode), false, __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST))
             return true;
-        return acquire_contended(transport_, word, target, mode, seen);
+        return acquire_rest(word, target, mode, seen);
     }
     bool release(int target, LockMode mode) {
         std::uint64_t *word = mapped_word(target);
-        if (!word) return release_at_once(transport_, target, mode);
         std::uint64_t seen = alone(mode);
-        if (__atomic_compare_exchange_n(word, &seen, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        if (word &&
+            __atomic_compare_exchange_n(word, &seen, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
             return true;
-        return mode == LockMode::shared && release_shared_contended(transport_, word, target, seen);
+        return release_rest(word, target, mode, seen);
     }
 
   private:
@@ -207,6 +197,10 @@ class AtOnceLocks {
         }
         return last_word_;
     }
+    // Past the inline CAS (`word` mapped; `seen`, the word it found), or in its place
+    // (`word` null: the first CAS through the transport's atomics).
+    bool acquire_rest(std::uint64_t *word, int target, LockMode mode, std::uint64_t seen);
+    bool release_rest(std::uint64_t *word, int target, LockMode mode, std::uint64_t seen);
     transport::Transport &transport_;
     const std::uint64_t alone_exclusive_, alone_shared_;
     int last_target_ = -1;

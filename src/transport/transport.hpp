@@ -172,7 +172,7 @@ class Transport {
 
     // The 8-byte word at `offset` of peer's control region, when a CPU atomic on it is
     // exactly what atomic() would do there (completes inline, rings no bell): the lock
-    // word's one-CAS paths (sync::acquire_at_once) then skip the call. Null otherwise.
+    // word's one-CAS paths (sync::AtOnceLocks) then skip the call. Null otherwise.
     virtual std::uint64_t *mapped_control_word(int peer, std::uint64_t offset) {
         (void)peer;
         (void)offset;

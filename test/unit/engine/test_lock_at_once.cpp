@@ -1,5 +1,5 @@
-// Lock epochs taken at once (Window::take_at_once, sync::acquire_at_once /
-// release_at_once): two windows of one process over real ShmTransports that map each
+// Lock epochs taken at once (Window::take_at_once, sync::AtOnceLocks: acquire /
+// release): two windows of one process over real ShmTransports that map each
 // other's control and window memory, as two ranks of a node do. Checked: the lock word
 // after every step, the data, the requests handed back, and that every way an at-once
 // epoch cannot finish in the caller (a queued requester, a lock_all target not free)
