@@ -6,8 +6,11 @@
  * sends a token to rank 2, which receives it, reads the word back (MPI_Get + flush, or a
  * load through MPI_Win_shared_query on a shared window after MPI_Win_sync) and checks
  * it; MPI_Barrier. Once per update call: put, accumulate (MPI_SUM), get_accumulate,
- * fetch_and_op, compare_and_swap; and once over an MPI_Win_allocate_shared window read
- * with a load.
+ * fetch_and_op, compare_and_swap; once over an MPI_Win_allocate_shared window read
+ * with a load; and once as MPICH's win_shared_*_flush_load tests do it: ranks 0 and 2
+ * share rank 0's word (MPI_Win_allocate_shared on a communicator of the two), the window
+ * of all three is created over it with MPI_Win_create, rank 1 puts through that window
+ * and rank 2 loads through the shared one.
  *
  * Data: every value read is the one rank 1 wrote in that iteration. Speed, where the
  * node's ranks outnumber its cores (this program's 3 ranks on the CI machine's 2): the
@@ -50,15 +53,36 @@ static void barrier(int polite)
     wait_yielding(&request);
 }
 
-enum update { PUT, ACC, GET_ACC, FOP, CAS, SHARED_LOAD, UPDATES };
-static const char *names[UPDATES] = { "put", "accumulate", "get_accumulate", "fetch_and_op",
-                                      "compare_and_swap", "put, shared load" };
+enum update { PUT, ACC, GET_ACC, FOP, CAS, SHARED_LOAD, CREATED_OVER_SHARED, UPDATES };
+static const char *names[UPDATES] = {"put",
+                                     "accumulate",
+                                     "get_accumulate",
+                                     "fetch_and_op",
+                                     "compare_and_swap",
+                                     "put, shared load",
+                                     "put into MPI_Win_create over shared memory, shared load"};
 
 static int run(enum update how, int me, int polite)
 {
     int *base = NULL, *target = NULL, wrong = 0;
-    MPI_Win win;
-    if (how == SHARED_LOAD) {
+    MPI_Win win, shared = MPI_WIN_NULL;
+    MPI_Comm pair = MPI_COMM_NULL;
+    if (how == CREATED_OVER_SHARED) {
+        /* Ranks 0 and 2 share rank 0's word; the window of all three is created over it
+         * (rank 1 reaches it only through that window). */
+        MPI_Aint size;
+        int unit;
+        MPI_CHK(MPI_Comm_split(MPI_COMM_WORLD, me == 1 ? MPI_UNDEFINED : 0, me, &pair));
+        if (me != 1) {
+            MPI_CHK(MPI_Win_allocate_shared(me == 0 ? sizeof(int) : 0, sizeof(int), MPI_INFO_NULL,
+                                            pair, &base, &shared));
+            MPI_CHK(MPI_Win_shared_query(shared, 0, &size, &unit, &target));
+            base = target;
+        }
+        MPI_CHK(MPI_Win_create(me == 0 ? base : NULL, me == 0 ? sizeof(int) : 0, sizeof(int),
+                               MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        if (me != 1) MPI_CHK(MPI_Win_lock_all(0, shared));
+    } else if (how == SHARED_LOAD) {
         MPI_Aint size;
         int unit;
         MPI_CHK(MPI_Win_allocate_shared(me == 0 ? sizeof(int) : 0, sizeof(int), MPI_INFO_NULL,
@@ -73,6 +97,7 @@ static int run(enum update how, int me, int polite)
         if (me == 0) {
             *base = how == ACC ? 0 : -1;
             MPI_CHK(MPI_Win_sync(win));
+            if (shared != MPI_WIN_NULL) MPI_CHK(MPI_Win_sync(shared));
         }
         barrier(polite);
         if (me == 1) {
@@ -80,6 +105,7 @@ static int run(enum update how, int me, int polite)
             switch (how) {
             case PUT:
             case SHARED_LOAD:
+            case CREATED_OVER_SHARED:
                 MPI_CHK(MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
                 break;
             case ACC:
@@ -117,8 +143,8 @@ static int run(enum update how, int me, int polite)
             } else {
                 MPI_CHK(MPI_Recv(&token, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             }
-            if (how == SHARED_LOAD) {
-                MPI_CHK(MPI_Win_sync(win));
+            if (how == SHARED_LOAD || how == CREATED_OVER_SHARED) {
+                MPI_CHK(MPI_Win_sync(shared != MPI_WIN_NULL ? shared : win));
                 got = *(volatile int *) target;
             } else {
                 MPI_CHK(MPI_Get(&got, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
@@ -130,6 +156,11 @@ static int run(enum update how, int me, int polite)
     }
     MPI_CHK(MPI_Win_unlock_all(win));
     MPI_CHK(MPI_Win_free(&win));
+    if (shared != MPI_WIN_NULL) {
+        MPI_CHK(MPI_Win_unlock_all(shared));
+        MPI_CHK(MPI_Win_free(&shared));
+    }
+    if (pair != MPI_COMM_NULL) MPI_CHK(MPI_Comm_free(&pair));
     return wrong;
 }
 
