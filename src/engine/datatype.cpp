@@ -252,9 +252,9 @@ Status cache_setup() {
     return Status::ok;
 }
 
-Status build_layout(MPI_Datatype type, TypeLayout &layout) {
+Status build_layout(MPI_Datatype type, const Envelope &envelope, TypeLayout &layout) {
     Flat flat;
-    Status s = flatten(type, flat);
+    Status s = flatten(type, envelope, flat);
     if (s != Status::ok) return s;
     if (flat.overflow) return Status::err_type;  // offsets beyond 64 bits
     MPI_Count size = 0;
@@ -293,10 +293,12 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
         *result = known;
         return Status::ok;
     }
-    int ni = 0, na = 0, nd = 0, combiner = 0;
-    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+    Envelope envelope;
+    if (PMPI_Type_get_envelope(type, &envelope.ints, &envelope.addresses, &envelope.types,
+                               &envelope.combiner) != MPI_SUCCESS)
         return Status::err_type;
-    if (combiner == MPI_COMBINER_NAMED) return Status::err_type;  // MPI_LB, MPI_UB, or unknown
+    if (envelope.combiner == MPI_COMBINER_NAMED)
+        return Status::err_type;  // MPI_LB, MPI_UB, or unknown
 
     Status s = cache_setup();
     if (s != Status::ok) return s;
@@ -314,7 +316,7 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
     if (PMPI_Pack_size(1, type, probe_comm, &pack_size) != MPI_SUCCESS) return Status::err_type;
 
     auto layout = std::make_unique<TypeLayout>();
-    s = build_layout(type, *layout);
+    s = build_layout(type, envelope, *layout);
     if (s != Status::ok) return s;
     if (PMPI_Type_set_attr(type, type_keyval, layout.get()) != MPI_SUCCESS)
         return Status::err_other;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 
 namespace nbrma::engine {
 
@@ -23,6 +24,53 @@ std::int64_t mul(Flat &flat, std::int64_t a, std::int64_t b) {
     return product;
 }
 
+// Flattening allocates nothing once warm: the children's Flats (one per nesting level,
+// reused by the members of a struct) and the grid's offset lists live in per-thread
+// storage that keeps its capacity from type to type (ARMCI-MPI flattens a fresh subarray
+// type for every strided call). What grew past `kept_segments` is released.
+constexpr std::size_t kept_segments = 4096;
+
+struct Scratch {
+    std::vector<std::unique_ptr<Flat>> children;  // by nesting depth
+    std::size_t depth = 0;
+    std::vector<std::vector<std::int64_t>> dims;  // the grid's offsets per dimension
+    std::vector<std::int64_t> stride;
+    std::vector<std::size_t> position;
+};
+thread_local Scratch scratch;
+
+void trim(std::vector<TypeSegment> &segments) {
+    segments.clear();
+    if (segments.capacity() > kept_segments) std::vector<TypeSegment>().swap(segments);
+}
+
+// A child's Flat, empty, for the scope of one flatten level.
+class ChildFlat {
+  public:
+    explicit ChildFlat(Scratch &scratch) : scratch_(scratch) {
+        if (scratch.depth == scratch.children.size())
+            scratch.children.push_back(std::make_unique<Flat>());
+        flat_ = scratch.children[scratch.depth++].get();
+        reset();
+    }
+    ~ChildFlat() {
+        trim(flat_->segments);
+        --scratch_.depth;
+    }
+    ChildFlat(const ChildFlat &) = delete;
+    ChildFlat &operator=(const ChildFlat &) = delete;
+    Flat &operator*() { return *flat_; }
+    // Empties it again (the next member of a struct).
+    void reset() {
+        trim(flat_->segments);
+        flat_->basic = MPI_DATATYPE_NULL;
+        flat_->any_leaf = flat_->mixed = flat_->overflow = false;
+    }
+
+  private:
+    Scratch &scratch_;
+    Flat *flat_;
+};
 
 void note_leaf(Flat &flat, MPI_Datatype basic) {
     if (!flat.any_leaf) {
@@ -84,7 +132,7 @@ void append_block(Flat &into, const Flat &child, MPI_Aint child_extent, std::int
 // When the child is dense and the innermost dimension takes consecutive copies (offsets
 // o, o + extent, o + 2 extent, ...), each row is one segment: the odometer runs over the
 // outer dimensions only.
-void append_grid(Flat &into, const Flat &child, std::vector<std::vector<std::int64_t>> dims,
+void append_grid(Flat &into, const Flat &child, std::vector<std::vector<std::int64_t>> &dims,
                  MPI_Aint child_extent, std::int64_t row = 1) {
     for (const auto &d : dims)
         if (d.empty()) return;
@@ -105,7 +153,8 @@ void append_grid(Flat &into, const Flat &child, std::vector<std::vector<std::int
             inner.resize(1);
         }
     }
-    std::vector<std::size_t> position(dims.size(), 0);
+    std::vector<std::size_t> &position = scratch.position;
+    position.assign(dims.size(), 0);
     while (!into.overflow) {
         std::int64_t base = 0;
         for (std::size_t d = 0; d < dims.size(); ++d) base = add(into, base, dims[d][position[d]]);
@@ -130,9 +179,10 @@ void append_grid(Flat &into, const Flat &child, std::vector<std::vector<std::int
 }
 
 // Byte strides of an array of `sizes` elements of extent `extent` in `order`.
-std::vector<std::int64_t> array_strides(Flat &flat, const int *sizes, int ndims, int order,
-                                        MPI_Aint extent) {
-    std::vector<std::int64_t> stride(static_cast<std::size_t>(ndims));
+const std::vector<std::int64_t> &array_strides(Flat &flat, const int *sizes, int ndims, int order,
+                                               MPI_Aint extent) {
+    std::vector<std::int64_t> &stride = scratch.stride;
+    stride.assign(static_cast<std::size_t>(ndims), 0);
     std::int64_t s = extent;
     if (order == MPI_ORDER_FORTRAN) {
         for (int d = 0; d < ndims; ++d) {
@@ -149,9 +199,20 @@ std::vector<std::int64_t> array_strides(Flat &flat, const int *sizes, int ndims,
 }
 
 // Reorders per-dimension offset lists (indexed by dimension) outermost first.
-std::vector<std::vector<std::int64_t>> outermost_first(std::vector<std::vector<std::int64_t>> dims,
-                                                       int order) {
+std::vector<std::vector<std::int64_t>> &outermost_first(
+    std::vector<std::vector<std::int64_t>> &dims, int order) {
     if (order == MPI_ORDER_FORTRAN) std::reverse(dims.begin(), dims.end());
+    return dims;
+}
+
+// The grid's offset lists for `n` dimensions, empty (their capacity kept).
+std::vector<std::vector<std::int64_t>> &grid_dims(int n) {
+    std::vector<std::vector<std::int64_t>> &dims = scratch.dims;
+    dims.resize(static_cast<std::size_t>(n));
+    for (auto &d : dims) {
+        d.clear();
+        if (d.capacity() > kept_segments) std::vector<std::int64_t>().swap(d);
+    }
     return dims;
 }
 
@@ -230,20 +291,19 @@ void append_subarray(Flat &out, const Flat &child, MPI_Aint e, const int *ints) 
     const int n = ints[0];
     const int *sizes = &ints[1], *subsizes = &ints[1 + n], *starts = &ints[1 + 2 * n];
     const int order = ints[1 + 3 * n];
-    const std::vector<std::int64_t> stride = array_strides(out, sizes, n, order, e);
+    const std::vector<std::int64_t> &stride = array_strides(out, sizes, n, order, e);
     // With a dense child the innermost dimension's copies are consecutive: it is
     // one offset and a row of subsize copies, never a list as long as the row
     // (an 8 KiB row of MPI_BYTE would be 8192 offsets).
     const int inner = order == MPI_ORDER_FORTRAN ? 0 : n - 1;
     const bool rows = n > 0 && dense(child, e);
-    std::vector<std::vector<std::int64_t>> dims(static_cast<std::size_t>(n));
+    std::vector<std::vector<std::int64_t>> &dims = grid_dims(n);
     for (int d = 0; d < n; ++d) {
         const int taken = rows && d == inner ? std::min(subsizes[d], 1) : subsizes[d];
         for (int i = 0; i < taken; ++i)
             dims[d].push_back(mul(out, std::int64_t{starts[d]} + i, stride[d]));
     }
-    append_grid(out, child, outermost_first(std::move(dims), order), e,
-                rows ? subsizes[inner] : 1);
+    append_grid(out, child, outermost_first(dims, order), e, rows ? subsizes[inner] : 1);
 }
 
 // This process's part of a distributed array (MPI_Type_create_darray's integers: size,
@@ -259,13 +319,13 @@ void append_darray(Flat &out, const Flat &child, MPI_Aint e, const int *ints) {
         coord[d] = r % psizes[d];
         r /= psizes[d];
     }
-    const std::vector<std::int64_t> stride = array_strides(out, gsizes, n, order, e);
-    std::vector<std::vector<std::int64_t>> dims(static_cast<std::size_t>(n));
+    const std::vector<std::int64_t> &stride = array_strides(out, gsizes, n, order, e);
+    std::vector<std::vector<std::int64_t>> &dims = grid_dims(n);
     for (int d = 0; d < n; ++d)
         for (std::int64_t i :
              darray_indices(gsizes[d], distribs[d], dargs[d], psizes[d], coord[d]))
             dims[d].push_back(mul(out, i, stride[d]));
-    append_grid(out, child, outermost_first(std::move(dims), order), e);
+    append_grid(out, child, outermost_first(dims, order), e);
 }
 
 // A predefined type's data and leaf, from its table entry (no MPI call).
@@ -292,9 +352,16 @@ Status flatten(MPI_Datatype type, Flat &out) {
         flatten_leaf(type, *leaf, out);
         return Status::ok;
     }
-    int ni = 0, na = 0, nd = 0, combiner = 0;
-    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+    Envelope envelope;
+    if (PMPI_Type_get_envelope(type, &envelope.ints, &envelope.addresses, &envelope.types,
+                               &envelope.combiner) != MPI_SUCCESS)
         return Status::err_type;
+    return flatten(type, envelope, out);
+}
+
+Status flatten(MPI_Datatype type, const Envelope &envelope, Flat &out) {
+    const int ni = envelope.ints, na = envelope.addresses, nd = envelope.types;
+    const int combiner = envelope.combiner;
     if (combiner == MPI_COMBINER_NAMED) {
         // MPI_LB/MPI_UB are bound markers inside (legacy) struct types, not data.
         if (type == MPI_LB || type == MPI_UB) return Status::ok;
@@ -314,18 +381,20 @@ Status flatten(MPI_Datatype type, Flat &out) {
 
     if (combiner == MPI_COMBINER_STRUCT || combiner == MPI_COMBINER_STRUCT_INTEGER) {
         const int count = ints[0];
+        ChildFlat child(scratch);
         for (int i = 0; i < count; ++i) {
-            Flat child;
+            if (i > 0) child.reset();
             MPI_Aint child_extent = 0;
-            Status s = flatten_child(types[i], child, child_extent);
+            Status s = flatten_child(types[i], *child, child_extent);
             if (s != Status::ok) return s;
             const std::int64_t displacement = na > 0 ? addrs[i] : ints[1 + count + i];
-            append_block(out, child, child_extent, displacement, ints[1 + i]);
+            append_block(out, *child, child_extent, displacement, ints[1 + i]);
         }
         return Status::ok;
     }
 
-    Flat child;
+    ChildFlat child_flat(scratch);
+    Flat &child = *child_flat;
     MPI_Aint e = 0;  // child extent
     Status s = flatten_child(types[0], child, e);
     if (s != Status::ok) return s;

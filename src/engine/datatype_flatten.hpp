@@ -34,10 +34,16 @@ inline void append_segment(std::vector<TypeSegment> &segments, std::int64_t offs
     segments.push_back(TypeSegment{offset, length});
 }
 
+// What MPI_Type_get_envelope says of a type.
+struct Envelope {
+    int ints = 0, addresses = 0, types = 0, combiner = 0;
+};
+
 // The segments and leaves of `type` (err_type: not a datatype, err_unsupported: a
 // Fortran 90 parameterized type or an unknown combiner); overflow in `out` when an
-// offset does not fit in 64 bits.
+// offset does not fit in 64 bits. The second form takes the envelope the caller read.
 Status flatten(MPI_Datatype type, Flat &out);
+Status flatten(MPI_Datatype type, const Envelope &envelope, Flat &out);
 
 // The layout of a predefined type, null for any other (datatype.cpp).
 const TypeLayout *predefined_layout(MPI_Datatype type);

@@ -546,6 +546,35 @@ TEST(DatatypePack, MatchesMpiPackForEveryCombiner) {
         MPI_Type_create_subarray(3, sizes, sub, st, MPI_ORDER_FORTRAN, MPI_DOUBLE, &t);
         add("subarray Fortran", t);
     }
+    // Types whose parts are flattened one after another with the same per-thread scratch
+    // (children by depth, the grid's offset lists): a subarray of a subarray, a struct
+    // of a 3-D and a 2-D subarray in both orders, and a type of more blocks than the
+    // scratch keeps, followed by small ones.
+    {
+        const int sizes[] = {4, 5}, sub[] = {2, 3}, st[] = {1, 2};
+        MPI_Datatype inner, outer2, outer3;
+        MPI_Type_create_subarray(2, sizes, sub, st, MPI_ORDER_C, MPI_SHORT, &inner);
+        const int sizes3[] = {3, 2, 4}, sub3[] = {2, 1, 2}, st3[] = {1, 1, 0};
+        MPI_Type_create_subarray(3, sizes3, sub3, st3, MPI_ORDER_FORTRAN, inner, &t);
+        add("subarray Fortran(subarray C)", t);
+        MPI_Type_create_subarray(3, sizes3, sub3, st3, MPI_ORDER_C, MPI_INT, &outer3);
+        MPI_Type_create_subarray(2, sizes, sub, st, MPI_ORDER_FORTRAN, MPI_INT, &outer2);
+        const int bl[] = {1, 2};
+        const MPI_Aint d[] = {0, 1000};
+        const MPI_Datatype ts[] = {outer3, outer2};
+        MPI_Type_create_struct(2, bl, d, ts, &t);
+        add("struct(subarray 3-D C, subarray 2-D Fortran)", t);
+        MPI_Type_free(&outer3);
+        MPI_Type_free(&outer2);
+        MPI_Type_free(&inner);
+        MPI_Type_vector(6000, 1, 2, MPI_CHAR, &t);
+        add("vector of 6000 blocks", t);
+        const int big[] = {3, 3000}, bsub[] = {2, 2999}, bst[] = {1, 1};
+        MPI_Type_create_subarray(2, big, bsub, bst, MPI_ORDER_FORTRAN, MPI_CHAR, &t);
+        add("subarray of 2x2999 blocks", t);
+        MPI_Type_vector(3, 2, 4, MPI_DOUBLE, &t);
+        add("vector after the large ones", t);
+    }
     // darray for every rank of a 2x3 grid, all distributions and both orders.
     for (int rank = 0; rank < 6; ++rank) {
         const int gsizes[] = {7, 10}, psizes[] = {2, 3};
