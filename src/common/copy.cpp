@@ -1,6 +1,13 @@
-// The vector loop of copy_bytes (copy.hpp): four vectors loaded, then four stored, a
-// step; 32-byte vectors where the CPU has AVX2, 16-byte ones otherwise.
+// The vector loop and the streamed copy of copy_bytes (copy.hpp): four vectors loaded,
+// then four stored, a step; 32-byte vectors where the CPU has AVX2, 16-byte ones
+// otherwise.
 #include "common/copy.hpp"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace nbrma::copy_detail {
 
@@ -36,7 +43,62 @@ const bool has_avx2 = [] {
 }();
 #endif
 
+#if defined(__x86_64__)
+// Non-temporal stores of 4 vectors a step from a 64-byte aligned destination; what is
+// left under a step is returned for memcpy.
+__attribute__((target("avx2"))) std::size_t stream_avx2(std::uint8_t *to, const std::uint8_t *from,
+                                                        std::size_t bytes) {
+    std::size_t done = 0;
+    for (; bytes - done >= 128; done += 128) {
+        const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(from + done));
+        const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(from + done + 32));
+        const __m256i v2 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(from + done + 64));
+        const __m256i v3 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(from + done + 96));
+        _mm256_stream_si256(reinterpret_cast<__m256i *>(to + done), v0);
+        _mm256_stream_si256(reinterpret_cast<__m256i *>(to + done + 32), v1);
+        _mm256_stream_si256(reinterpret_cast<__m256i *>(to + done + 64), v2);
+        _mm256_stream_si256(reinterpret_cast<__m256i *>(to + done + 96), v3);
+    }
+    return done;
+}
+
+std::size_t stream_sse2(std::uint8_t *to, const std::uint8_t *from, std::size_t bytes) {
+    std::size_t done = 0;
+    for (; bytes - done >= 64; done += 64) {
+        const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + done));
+        const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + done + 16));
+        const __m128i v2 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + done + 32));
+        const __m128i v3 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + done + 48));
+        _mm_stream_si128(reinterpret_cast<__m128i *>(to + done), v0);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(to + done + 16), v1);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(to + done + 32), v2);
+        _mm_stream_si128(reinterpret_cast<__m128i *>(to + done + 48), v3);
+    }
+    return done;
+}
+#endif
+
 }  // namespace
+
+void copy_stream(void *to, const void *from, std::size_t bytes) {
+    auto *destination = static_cast<std::uint8_t *>(to);
+    const auto *source = static_cast<const std::uint8_t *>(from);
+#if defined(__x86_64__)
+    // Up to the destination's next cache line with memcpy, then streamed, then the tail.
+    const std::size_t head =
+        std::min((64 - (reinterpret_cast<std::uintptr_t>(destination) & 63)) & 63, bytes);
+    std::memcpy(destination, source, head);
+    destination += head;
+    source += head;
+    bytes -= head;
+    const std::size_t done = has_avx2 ? stream_avx2(destination, source, bytes)
+                                      : stream_sse2(destination, source, bytes);
+    std::memcpy(destination + done, source + done, bytes - done);
+    _mm_sfence();  // streamed stores are weakly ordered: visible before any later store
+#else
+    std::memcpy(destination, source, bytes);
+#endif
+}
 
 void copy_loop(void *to, const void *from, std::size_t bytes) {
     auto *destination = static_cast<std::uint8_t *>(to);

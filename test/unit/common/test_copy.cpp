@@ -2,7 +2,8 @@
 // destination changes, for every small distance between source and destination modulo
 // 4 KiB on either side (the vector loop serves distances 1-63 from 2 KiB on), and for
 // sizes around the loop's threshold and its 4-vector step; the loop itself for every size
-// up to a few steps (its tail).
+// up to a few steps (its tail); streamed copies (from 1 MiB) for every destination offset
+// within a cache line and tails of every length up to a step.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -28,16 +29,20 @@ struct Arena {
     std::uint8_t *base;
 };
 
+enum class Path { bytes, loop, stream };
+
 void check_copy(std::size_t bytes, std::size_t source_offset, std::size_t destination_offset,
-                bool loop) {
+                Path path) {
     Arena arena(2 * bytes);
     std::uint8_t *source = arena.base + guard + source_offset;
     const std::size_t gap = (bytes + 2 * guard + page - 1) / page * page + page;
     std::uint8_t *destination = arena.base + gap + guard + destination_offset;
     for (std::size_t i = 0; i < bytes; ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 3);
     std::memset(destination - guard, 0xa5, bytes + 2 * guard);
-    if (loop)
+    if (path == Path::loop)
         copy_detail::copy_loop(destination, source, bytes);
+    else if (path == Path::stream)
+        copy_detail::copy_stream(destination, source, bytes);
     else
         copy_bytes(destination, source, bytes);
     ASSERT_EQ(std::memcmp(destination, source, bytes), 0)
@@ -55,16 +60,28 @@ TEST(CopyBytes, EveryShortDistanceEitherWay) {
                               copy_detail::loop_from + 1, std::size_t{4096 + 17},
                               std::size_t{65536 + 63}})
         for (std::size_t distance = 0; distance <= 70; ++distance) {
-            check_copy(bytes, 0, distance, false);             // destination ahead
-            check_copy(bytes, distance, 0, false);             // source ahead
-            check_copy(bytes, 100, (100 + distance) % page, false);
+            check_copy(bytes, 0, distance, Path::bytes);  // destination ahead
+            check_copy(bytes, distance, 0, Path::bytes);  // source ahead
+            check_copy(bytes, 100, (100 + distance) % page, Path::bytes);
         }
 }
 
 TEST(CopyBytes, LoopEverySizeAndAlignment) {
     for (std::size_t bytes = 0; bytes <= 4 * 128 + 33; ++bytes)
         for (std::size_t offset : {0, 1, 16, 31, 63})
-            check_copy(bytes, offset, offset + 16, true);
+            check_copy(bytes, offset, offset + 16, Path::loop);
+}
+
+// Streamed: the head up to the destination's cache line, the streamed lines, the tail.
+TEST(CopyBytes, StreamEveryLineOffsetAndTail) {
+    for (std::size_t destination_offset = 0; destination_offset <= 64; ++destination_offset)
+        check_copy(copy_detail::stream_from + 17, 5, destination_offset, Path::bytes);
+    for (std::size_t tail = 0; tail <= 130; ++tail) {
+        check_copy(copy_detail::stream_from + tail, 0, 0, Path::bytes);
+        check_copy(4096 + tail, 3, 40, Path::stream);
+    }
+    check_copy(0, 0, 7, Path::stream);
+    check_copy(63, 0, 7, Path::stream);
 }
 
 }  // namespace
