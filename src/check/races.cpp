@@ -597,16 +597,7 @@ void WindowCheck::epoch_done(std::uint64_t epoch) {
         if (a.epoch == epoch) a.used = false;
 }
 
-void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *target,
-                         std::uint64_t byte_offset, Sync sync, std::uint64_t site,
-                         const std::vector<std::uint64_t> &issued, std::uint64_t epoch,
-                         bool fetch_request) {
-    Process &p = process();
-    if (!reaches(call.target)) {
-        ++p.unchecked;
-        return;
-    }
-    if (!target && is_error(engine::type_layout_get(call.target_type, &target))) return;
+Entry WindowCheck::entry(const engine::RmaCall &call, Sync sync, std::uint64_t site) const {
     Entry now{};
     now.completed = not_completed;
     now.displacement = call.displacement;
@@ -617,6 +608,20 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     now.notify = call.notify ? 1 : 0;
     now.kind = static_cast<std::uint8_t>(call.kind);
     now.sync = static_cast<std::uint8_t>(sync);
+    return now;
+}
+
+void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *target,
+                         std::uint64_t byte_offset, Sync sync, std::uint64_t site,
+                         const std::vector<std::uint64_t> &issued, std::uint64_t epoch,
+                         bool fetch_request) {
+    Process &p = process();
+    if (!reaches(call.target)) {
+        ++p.unchecked;
+        return;
+    }
+    if (!target && is_error(engine::type_layout_get(call.target_type, &target))) return;
+    Entry now = entry(call, sync, site);
     if (call.kind != RmaKind::put && call.kind != RmaKind::get) {
         now.op =
             call.kind == RmaKind::compare_and_swap ? swap_op : static_cast<std::int32_t>(call.op);
@@ -625,9 +630,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     }
     // The target bytes: a segment each (the rest as one span past a bound).
     constexpr std::size_t most_segments = 64;
-    struct Segment {  // no constructor: 1 KiB left uninitialized
-        std::uint64_t first, second;
-    } segments[most_segments];
+    Segment segments[most_segments];  // 1 KiB left uninitialized
     std::size_t n = 0;
     engine::type_for_each_segment(*target, static_cast<std::size_t>(call.target_count),
                                   [&](std::int64_t offset, std::size_t length) {
@@ -640,6 +643,26 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                                           last.second = std::max(last.second, low + length);
                                       }
                                   });
+    log_access(call, now, segments, n, issued, epoch, fetch_request);
+}
+
+void WindowCheck::access_block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes,
+                               Sync sync, std::uint64_t site, std::uint64_t epoch,
+                               bool fetch_request) {
+    if (!reaches(call.target)) {
+        ++process().unchecked;
+        return;
+    }
+    static const std::vector<std::uint64_t> now_clock;  // issued as it runs: the clock now
+    Entry now = entry(call, sync, site);
+    const Segment block{low, low + bytes};
+    log_access(call, now, &block, 1, now_clock, epoch, fetch_request);
+}
+
+void WindowCheck::log_access(const engine::RmaCall &call, Entry &now, const Segment *segments,
+                             std::size_t n, const std::vector<std::uint64_t> &issued,
+                             std::uint64_t epoch, bool fetch_request) {
+    Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     settle_slot_reads(true);
     // The clock the call was issued with: now, or then plus what its epoch acquired since.
@@ -1023,10 +1046,8 @@ void WindowCheck::Watched::add_more(Range range) {
     ++count;
 }
 
-void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
-                        const engine::TypeLayout &layout, MPI_Aint count, bool result,
-                        std::uint64_t site) {
-    if (!buffer || count <= 0) return;
+WindowCheck::Watched &WindowCheck::next_watched(const engine::RmaCall &call, bool result,
+                                                std::uint64_t site) {
     if (watching_ == watched_.size()) watched_.emplace_back();
     Watched &watched = watched_[watching_++];
     watched.target = call.target;
@@ -1035,6 +1056,25 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
     watched.site = site;
     watched.displacement = call.displacement;
     watched.count = 0;
+    return watched;
+}
+
+// One range of more than a word (most buffers): its sample kept as it is, compared at
+// completion; else a digest.
+void WindowCheck::keep(Watched &watched) {
+    watched.kept = 0;
+    if (watched.count == 1 && watched.few[0].second > 8)
+        watched.kept = static_cast<std::uint16_t>(
+            take_sample(watched.few[0].first, watched.few[0].second, watched.sample));
+    else
+        watched.digest = digest(watched.ranges(), watched.count);
+}
+
+void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
+                        const engine::TypeLayout &layout, MPI_Aint count, bool result,
+                        std::uint64_t site) {
+    if (!buffer || count <= 0) return;
+    Watched &watched = next_watched(call, result, site);
     watched.more.clear();
     constexpr std::uint32_t most_ranges = 64;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);
@@ -1043,14 +1083,15 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                                       if (watched.count < most_ranges)
                                           watched.add({base + offset, length});
                                   });
-    // One range of more than a word (most buffers): its sample kept as it is, compared
-    // at completion; else a digest.
-    watched.kept = 0;
-    if (watched.count == 1 && watched.few[0].second > 8)
-        watched.kept = static_cast<std::uint16_t>(
-            take_sample(watched.few[0].first, watched.few[0].second, watched.sample));
-    else
-        watched.digest = digest(watched.ranges(), watched.count);
+    keep(watched);
+}
+
+void WindowCheck::watch_block(const engine::RmaCall &call, const void *local, std::size_t bytes,
+                              std::uint64_t site) {
+    Watched &watched = next_watched(call, call.kind == RmaKind::get, site);
+    watched.few[0] = {reinterpret_cast<std::uintptr_t>(local), bytes};
+    watched.count = 1;
+    keep(watched);
 }
 
 void WindowCheck::watch_origin(const engine::RmaCall &call, std::uint64_t site) {

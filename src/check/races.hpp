@@ -83,7 +83,8 @@ void synchronized();
 std::uint64_t races_found();
 std::uint64_t accesses_checked();
 
-struct Area;  // one rank's access log (races.cpp)
+struct Area;   // one rank's access log (race_log.hpp)
+struct Entry;  // one call in it
 
 // A window's accumulate info keys, as the checker applies them (MPI 4.0 §12.7.1):
 // whether an op and MPI_NO_OP may meet at the same elements (accumulate_ops
@@ -134,6 +135,10 @@ class WindowCheck {
     void access(const engine::RmaCall &call, const engine::TypeLayout *target,
                 std::uint64_t byte_offset, Sync sync, std::uint64_t site,
                 const std::vector<std::uint64_t> &issued, std::uint64_t epoch, bool fetch_request);
+    // A contiguous put or get run as it was issued: its target bytes are one block,
+    // [low, low + bytes). As access is for any call.
+    void access_block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes, Sync sync,
+                      std::uint64_t site, std::uint64_t epoch, bool fetch_request);
     std::vector<std::uint64_t> snapshot() const;
     // Every call this rank ran toward `target` (-1: every target) completed there.
     void completed(int target);
@@ -177,6 +182,9 @@ class WindowCheck {
     void watch_origin(const engine::RmaCall &call, std::uint64_t site);
     void watch_result(const engine::RmaCall &call, const engine::TypeLayout *result,
                       std::uint64_t site);
+    // The origin buffer of a put, or the result buffer of a get, that is one block.
+    void watch_block(const engine::RmaCall &call, const void *local, std::size_t bytes,
+                     std::uint64_t site);
     void verify(int target, std::uintptr_t result = 0);
     // A call with a result runs now: its result buffer, watched since the call, must not
     // have changed (the call is about to write it; watch_result watches it again after).
@@ -263,6 +271,17 @@ class WindowCheck {
     void watch(const engine::RmaCall &call, const void *buffer, const engine::TypeLayout &layout,
                MPI_Aint count, bool result, std::uint64_t site);
     void keep_acquired(std::uint64_t epoch, int target, const std::vector<std::uint64_t> &clock);
+    // access and access_block past their call's target bytes: `now` is checked and
+    // logged at each segment [first, second) of them.
+    struct Segment {  // no constructor: arrays of them are left uninitialized
+        std::uint64_t first, second;
+    };
+    void log_access(const engine::RmaCall &call, Entry &now, const Segment *segments, std::size_t n,
+                    const std::vector<std::uint64_t> &issued, std::uint64_t epoch,
+                    bool fetch_request);
+    Entry entry(const engine::RmaCall &call, Sync sync, std::uint64_t site) const;
+    Watched &next_watched(const engine::RmaCall &call, bool result, std::uint64_t site);
+    void keep(Watched &watched);
     void forget(bool replay_rest);
 };
 

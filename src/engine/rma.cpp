@@ -104,6 +104,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
     // (check_range found the block, offset + target_shift, inside the window)
     offset = static_cast<std::uint64_t>(static_cast<std::int64_t>(offset) + target_shift);
     auto *local_block = reinterpret_cast<std::uint8_t *>(start);
+    if (check_) ran_block_ = {offset, bytes, local_block};
     ++next_age_;
     ++counters().rma_ops;
     if (verbose_level() >= 3)
@@ -408,12 +409,19 @@ void Window::check_run(const Operation &operation, std::uint64_t byte_offset, co
 }
 
 void Window::check_at_once(const RmaCall &call, bool with_request) {
+    const std::uint64_t site = check::call_site();
+    const bool fetch = fetch_request(call, with_request);
+    if (call.kind == RmaKind::put || call.kind == RmaKind::get) {  // rma_contiguous ran it
+        check_->access_block(call, ran_block_.offset, ran_block_.bytes, check_sync(*at_once_), site,
+                             at_once_->id(), fetch);
+        if (!with_request) check_->watch_block(call, ran_block_.local, ran_block_.bytes, site);
+        return;
+    }
     static const std::vector<std::uint64_t> now;  // issued as it runs: the clock now
     std::uint64_t byte_offset = 0;
     if (is_error(check_range(call, &byte_offset))) return;
-    const std::uint64_t site = check::call_site();
     check_->access(call, nullptr, byte_offset, check_sync(*at_once_), site, now, at_once_->id(),
-                   fetch_request(call, with_request));
+                   fetch);
     if (with_request) return;  // its request completes it
     check_->watch_origin(call, site);
     check_->watch_result(call, nullptr, site);

@@ -366,6 +366,13 @@ class Window {
     // `may_defer`: the transport may hold the copy until settle() (a call whose request
     // completes now may not, nor a call the race checker watches).
     bool rma_contiguous(const RmaCall &call, Status *status, bool may_defer);
+    // The block rma_contiguous ran last on a checked window: its target bytes at `offset`,
+    // its origin (put) or result (get) buffer `local`, `bytes` long each.
+    struct RanBlock {
+        std::uint64_t offset = 0;
+        std::size_t bytes = 0;
+        const void *local = nullptr;
+    } ran_block_;
     // The copies rma_contiguous let the transport hold are made: at the at-once epoch's
     // flush and close, before any call takes the general path, and when the epoch joins
     // the queue. A failure fails the at-once epoch (its closing call reports it).
