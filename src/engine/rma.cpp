@@ -259,20 +259,26 @@ Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
 // (a transport that completes inline). Its failure is kept for the epoch's closing
 // call. false, with nothing done, for anything else.
 bool Window::run_now(const RmaCall &call, Epoch &epoch) {
-    if (check_ || epoch.state() != EngineState::active) return false;
+    if (epoch.state() != EngineState::active) return false;
     TargetState *state = epoch.find(call.target);
     if (state && state->phase == TargetPhase::acquiring && epoch.kind() == EpochKind::access &&
         control_word(layout_.grant_count(call.target)) >= state->match_id)
         state->phase = TargetPhase::held;
     const bool ready = state ? state->phase == TargetPhase::held && state->pending.empty()
                              : epoch.kind() == EpochKind::fence && epoch.barrier_passed();
+    if (!ready) return false;
+    // (the result buffer about to be written must not have changed since an earlier call
+    // that wrote it; a call that goes on to the general path is verified there again)
+    if (check_) check_->result_running(call);
     Status status;
-    if (!ready || (!rma_contiguous(call, &status, false) &&
-                   !(completes_inline_ && rma_atomic(call, &status))))
+    if (!rma_contiguous(call, &status, false) && !(completes_inline_ && rma_atomic(call, &status)))
         return false;
     epoch.count_call();
     if (!state) epoch.at(call.target).phase = TargetPhase::held;  // touched now
-    if (is_error(status)) epoch.fail(status);
+    if (is_error(status))
+        epoch.fail(status);
+    else if (check_)
+        check_ran(call, false, epoch);
     return true;
 }
 
@@ -408,20 +414,19 @@ void Window::check_run(const Operation &operation, std::uint64_t byte_offset, co
     if (!operation.request()) check_->result_running(call);
 }
 
-void Window::check_at_once(const RmaCall &call, bool with_request) {
+void Window::check_ran(const RmaCall &call, bool with_request, const Epoch &epoch) {
     const std::uint64_t site = check::call_site();
     const bool fetch = fetch_request(call, with_request);
     if (call.kind == RmaKind::put || call.kind == RmaKind::get) {  // rma_contiguous ran it
-        check_->access_block(call, ran_block_.offset, ran_block_.bytes, check_sync(*at_once_), site,
-                             at_once_->id(), fetch);
+        check_->access_block(call, ran_block_.offset, ran_block_.bytes, check_sync(epoch), site,
+                             epoch.id(), fetch);
         if (!with_request) check_->watch_block(call, ran_block_.local, ran_block_.bytes, site);
         return;
     }
     static const std::vector<std::uint64_t> now;  // issued as it runs: the clock now
     std::uint64_t byte_offset = 0;
     if (is_error(check_range(call, &byte_offset))) return;
-    check_->access(call, nullptr, byte_offset, check_sync(*at_once_), site, now, at_once_->id(),
-                   fetch);
+    check_->access(call, nullptr, byte_offset, check_sync(epoch), site, now, epoch.id(), fetch);
     if (with_request) return;  // its request completes it
     check_->watch_origin(call, site);
     check_->watch_result(call, nullptr, site);

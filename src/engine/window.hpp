@@ -347,7 +347,7 @@ class Window {
         if (is_error(*status))
             at_once_->fail(*status);
         else if (check_)
-            check_at_once(call, with_request);
+            check_ran(call, with_request, *at_once_);
         return true;
     }
     // A blocking call of an active epoch toward a target it may reach now, run as
@@ -400,10 +400,11 @@ class Window {
     Status run(Operation &operation, std::uint64_t byte_offset, const Epoch &epoch);
     void check_issue(Operation &operation, bool recorded);
     void check_run(const Operation &operation, std::uint64_t byte_offset, const Epoch &epoch);
-    // A call the at-once epoch ran (run_at_once): checked and logged as check_issue and
-    // check_run do for the queued path. The at-once epoch's locks: taken, and, before any
-    // is released at once, its calls complete and the release published.
-    void check_at_once(const RmaCall &call, bool with_request);
+    // A call run as it was issued (run_at_once, run_now) in `epoch`: checked and logged
+    // as check_issue and check_run do for the queued path. The at-once epoch's locks:
+    // taken, and, before any is released at once, its calls complete and the release
+    // published (check_closing_at_once).
+    void check_ran(const RmaCall &call, bool with_request, const Epoch &epoch);
     void check_closing_at_once(Epoch &epoch);
     // A flush request found done (flush_done): the checker learns of the remote completion.
     void flush_finished(const Flush &flush);
