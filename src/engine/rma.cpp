@@ -111,7 +111,7 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
         log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
             static_cast<unsigned long long>(offset));
     const RemoteAddress address{Region::window, offset};
-    std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
+    std::uint8_t *mapped = copy_window(call.target, offset, bytes);
     if (put) {
         if (mapped) {
             copy_bytes(mapped, local_block, bytes);
@@ -122,7 +122,10 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
         } else {
             *status = move_block(transport_, true, call.target, local_block, bytes, address);
         }
-        ran_toward(call.target);
+        // A copy into mapped memory is at the target: over a transport whose calls do not
+        // complete inline (UCX) no flush follows it (over one that does, the flush is a
+        // memory fence, which an epoch with MPI_MODE_NOCHECK still takes at its close).
+        if (!mapped || completes_inline_) ran_toward(call.target);
     } else if (mapped) {
         copy_bytes(local_block, mapped, bytes);
         *status = Status::ok;

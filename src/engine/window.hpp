@@ -363,6 +363,16 @@ class Window {
             return nullptr;
         return mapped_.base + offset;
     }
+    // The same for copies (Transport::copy_window_whole).
+    std::uint8_t *copy_window(int target, std::uint64_t offset, std::size_t length) {
+        if (target != copied_.target) {
+            copied_.base = transport_.copy_window_whole(target, &copied_.length);
+            copied_.target = target;
+        }
+        if (!copied_.base || offset > copied_.length || length > copied_.length - offset)
+            return nullptr;
+        return copied_.base + offset;
+    }
     // `may_defer`: the transport may hold the copy until settle() (a call whose request
     // completes now may not, nor a call the race checker watches).
     bool rma_contiguous(const RmaCall &call, Status *status, bool may_defer);
@@ -428,11 +438,11 @@ class Window {
     // The transport's, asked once: the sweep consults them at every step.
     const int rank_;
     sync::AtOnceLocks at_once_locks_;  // the at-once path's lock words
-    struct MappedWindow {              // mapped_window's last target
+    struct MappedWindow {              // mapped_window's (copy_window's) last target
         int target = -1;
         std::uint8_t *base = nullptr;
         std::uint64_t length = 0;
-    } mapped_;
+    } mapped_, copied_;
     const int size_;
     const bool completes_inline_;
     WindowConfig config_;

@@ -199,6 +199,13 @@ class Transport {
         *length = 0;
         return nullptr;
     }
+    // As mapped_window_whole, for copies only: a copy there is exactly what put() or get()
+    // would do, and once made it is at the peer (no flush needs to follow it), but the
+    // transport's atomics on that memory need not be CPU atomics (UCX may pick an HCA's
+    // for every peer, local ones included). Default: mapped_window_whole.
+    virtual std::uint8_t *copy_window_whole(int peer, std::uint64_t *length) {
+        return mapped_window_whole(peer, length);
+    }
 
     // A put or get the caller completes with settle() (the engine: at the at-once
     // epoch's next flush, close, or call that takes the general path): the transport may

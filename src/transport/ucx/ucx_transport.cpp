@@ -213,8 +213,21 @@ Status UcxTransport::unpack_keys(Peer &peer) {
     void *pointer = nullptr;
     peer.shared =
         peer.control.rkey && ucp_rkey_ptr(peer.control.rkey, peer.control.base, &pointer) == UCS_OK;
+    pointer = nullptr;
+    if (!peer.dynamic && peer.window.rkey && peer.window.length > 0 &&
+        ucp_rkey_ptr(peer.window.rkey, peer.window.base, &pointer) == UCS_OK)
+        peer.window_pointer = static_cast<std::uint8_t *>(pointer);
     peer.unpacked = true;
     return Status::ok;
+}
+
+std::uint8_t *UcxTransport::copy_window_whole(int peer, std::uint64_t *length) {
+    *length = 0;
+    if (peer < 0 || peer >= size() || !peers_[peer].ep) return nullptr;
+    Peer &p = peers_[peer];
+    if (!p.unpacked && is_error(unpack_keys(p))) return nullptr;
+    if (p.window_pointer) *length = p.window.length;
+    return p.window_pointer;
 }
 
 Status UcxTransport::finish_connect_start() {

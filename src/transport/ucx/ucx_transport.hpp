@@ -82,6 +82,10 @@ class UcxTransport final : public Transport {
                     std::uint32_t compare, std::uint32_t *result, Completion *completion) override;
     bool supports_atomics32(int, Region) const override { return true; }
     bool atomic_aligned(int peer, RemoteAddress address, std::size_t width) override;
+    // A peer whose window UCX allocated on this node: its memory through ucp_rkey_ptr
+    // (what UCX's shared-memory put and get copy to and from). Not for atomics: see
+    // Transport::copy_window_whole.
+    std::uint8_t *copy_window_whole(int peer, std::uint64_t *length) override;
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override;
@@ -114,6 +118,8 @@ class UcxTransport final : public Transport {
         // Its control region is in reach of our loads and stores (ucp_rkey_ptr): UCX's
         // shared-memory transports serve its atomics.
         bool shared = false;
+        // Its window memory in reach of our loads and stores (ucp_rkey_ptr), or null.
+        std::uint8_t *window_pointer = nullptr;
         DirectoryCache directory;           // dynamic windows: the peer's attached regions
         std::uint64_t directory_array = 0;  // the slot array directory_rkey is for
         ucp_rkey_h directory_rkey = nullptr;
