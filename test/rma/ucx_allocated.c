@@ -12,6 +12,11 @@
  *     as compare-and-swap loops);
  *   - exclusive locks exclude: every rank increments a counter with get + put under
  *     MPI_LOCK_EXCLUSIVE, ROUNDS times;
+ *   - a flush completes puts at their target: under MPI_Win_lock_all every rank puts a
+ *     row into every other rank's memory ROUNDS times (one word, then the rest), each
+ *     time flushed, then sends the owner a message; on receipt the owner finds the last
+ *     row in its memory (where UCX's shared-memory transports map the memory, these
+ *     puts are copies into the mapping with no UCX flush after them);
  *   - notified RMA orders data before the notice: every other rank's MPIX_Put_notify
  *     and MPIX_Accumulate_notify to rank 0 are in its memory when the threshold fires;
  *   - a window larger than any machine (2^60 bytes on rank 0) fails with MPI_ERR_NO_MEM
@@ -154,6 +159,52 @@ static void exclusive(void)
     MPI_CHK(MPI_Win_free(&win));
 }
 
+/* Rank `from`'s row, round `round`, word `i`. */
+static long long row_word(int from, int round, int i)
+{
+    return (long long) (from + 1) * 1000000 + round * 100 + i;
+}
+
+static void flushed_puts(void)
+{
+    long long *base = NULL;
+    MPI_Win win = make_window((MPI_Aint) np * SLOTS * (MPI_Aint) sizeof(long long), &base);
+    memset(base, 0, (size_t) np * SLOTS * sizeof(long long));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHK(MPI_Win_lock_all(0, win));
+    long long row[SLOTS];
+    const MPI_Aint mine = (MPI_Aint) me * SLOTS;
+    for (int k = 1; k < np; k++) {
+        const int to = (me + k) % np;
+        for (int round = 0; round < ROUNDS; round++) {
+            for (int i = 0; i < SLOTS; i++)
+                row[i] = row_word(me, round, i);
+            MPI_CHK(MPI_Put(row, 1, MPI_LONG_LONG, to, mine, 1, MPI_LONG_LONG, win));
+            MPI_CHK(MPI_Put(row + 1, SLOTS - 1, MPI_LONG_LONG, to, mine + 1, SLOTS - 1,
+                            MPI_LONG_LONG, win));
+            MPI_CHK(MPI_Win_flush(to, win));
+        }
+        MPI_CHK(MPI_Send(&k, 1, MPI_INT, to, 7, MPI_COMM_WORLD));
+    }
+    for (int k = 1; k < np; k++) {
+        int notice = 0;
+        MPI_Status status;
+        MPI_CHK(MPI_Recv(&notice, 1, MPI_INT, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &status));
+        MPI_CHK(MPI_Win_sync(win));
+        const int from = status.MPI_SOURCE;
+        const volatile long long *mem = base + (MPI_Aint) from * SLOTS;
+        int bad = 0;
+        for (int i = 0; i < SLOTS; i++)
+            bad += mem[i] != row_word(from, ROUNDS - 1, i);
+        CHECK(bad == 0, "flushed puts of rank %d: %d of %d words not there when its message "
+              "came (word 0: %lld, expected %lld)", from, bad, SLOTS, (long long) mem[0],
+              row_word(from, ROUNDS - 1, 0));
+    }
+    MPI_CHK(MPI_Win_unlock_all(win));
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHK(MPI_Win_free(&win));
+}
+
 /* Every other rank: ROUNDS puts with notice 0 into its own slots of rank 0 and ROUNDS
  * accumulates with notice 1 into one cell; rank 0 waits for both thresholds. */
 static void notified(void)
@@ -234,6 +285,7 @@ int main(int argc, char **argv)
         bitwise(MPI_BXOR, "MPI_BXOR", 0x5a5a, fop);
     }
     exclusive();
+    flushed_puts();
     notified();
     too_large();
     return rt_finalize();
