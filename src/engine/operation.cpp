@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/copy.hpp"
 #include "common/log.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
@@ -80,14 +81,29 @@ class Scratch {
 enum class Direction { to_target, from_target };
 
 // Moves `count` elements of the target layout between the packed `buffer` and the
-// target window at `byte_offset`, one transport call per merged segment; stops at the
-// first segment the transport refuses.
-void transfer(transport::Transport &transport, int target, const TypeLayout &layout,
+// target window at `byte_offset`: a copy per merged segment where the transport lets
+// copies be made into the target's memory (Transport::copy_window_whole), else one
+// transport call per segment; stops at the first segment the transport refuses. Whether
+// every segment was such a copy.
+bool transfer(transport::Transport &transport, int target, const TypeLayout &layout,
               std::size_t count, std::uint64_t byte_offset, std::uint8_t *buffer,
               Direction direction, Pending &pending) {
+    std::uint64_t mapped_length = 0;
+    std::uint8_t *const mapped = transport.copy_window_whole(target, &mapped_length);
+    bool all_copied = true;
     std::size_t cursor = 0;
     type_for_each_segment(layout, count, [&](std::int64_t offset, std::size_t length) {
-        const RemoteAddress address{Region::window, byte_offset + offset};
+        const std::uint64_t at = byte_offset + static_cast<std::uint64_t>(offset);
+        if (mapped && at <= mapped_length && length <= mapped_length - at) {
+            if (direction == Direction::to_target)
+                copy_bytes(mapped + at, buffer + cursor, length);
+            else
+                copy_bytes(buffer + cursor, mapped + at, length);
+            cursor += length;
+            return true;
+        }
+        all_copied = false;
+        const RemoteAddress address{Region::window, at};
         Status status =
             pending.track(direction == Direction::to_target
                               ? transport.put(target, buffer + cursor, length, address, &pending)
@@ -95,6 +111,7 @@ void transfer(transport::Transport &transport, int target, const TypeLayout &lay
         cursor += length;
         return !is_error(status);
     });
+    return all_copied;
 }
 
 }  // namespace
@@ -292,9 +309,12 @@ Status Operation::execute_put(const TargetView &view) {
         source = staging.data();
     }
     Pending pending;
-    needs_flush_ = true;
-    transfer(*view.transport, call_.target, *target, static_cast<std::size_t>(call_.target_count),
-             view.byte_offset, const_cast<std::uint8_t *>(source), Direction::to_target, pending);
+    const bool copied = transfer(*view.transport, call_.target, *target,
+                                 static_cast<std::size_t>(call_.target_count), view.byte_offset,
+                                 const_cast<std::uint8_t *>(source), Direction::to_target, pending);
+    // copies into the target's memory are there (a transport whose calls complete inline
+    // keeps its flush: the memory fence a MPI_MODE_NOCHECK epoch takes at its close)
+    needs_flush_ = !copied || view.transport->capabilities().completes_inline;
     return pending.wait(*view.transport);
 }
 
