@@ -88,17 +88,17 @@ enum class Direction { to_target, from_target };
 bool transfer(transport::Transport &transport, int target, const TypeLayout &layout,
               std::size_t count, std::uint64_t byte_offset, std::uint8_t *buffer,
               Direction direction, Pending &pending) {
-    std::uint64_t mapped_length = 0;
-    std::uint8_t *const mapped = transport.copy_window_whole(target, &mapped_length);
+    transport::WholeMapping mapped;
+    mapped.base = transport.copy_window_whole(target, &mapped.length);
     bool all_copied = true;
     std::size_t cursor = 0;
     type_for_each_segment(layout, count, [&](std::int64_t offset, std::size_t length) {
         const std::uint64_t at = byte_offset + static_cast<std::uint64_t>(offset);
-        if (mapped && at <= mapped_length && length <= mapped_length - at) {
+        if (std::uint8_t *there = mapped.at(at, length)) {
             if (direction == Direction::to_target)
-                copy_bytes(mapped + at, buffer + cursor, length);
+                copy_bytes(there, buffer + cursor, length);
             else
-                copy_bytes(buffer + cursor, mapped + at, length);
+                copy_bytes(buffer + cursor, there, length);
             cursor += length;
             return true;
         }

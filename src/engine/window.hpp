@@ -355,23 +355,24 @@ class Window {
     bool run_now(const RmaCall &call, Epoch &epoch);
     // The transport's mapped_window, from the last target's whole map (remembered).
     std::uint8_t *mapped_window(int target, std::uint64_t offset, std::size_t length) {
-        if (target != mapped_.target) {
-            mapped_.base = transport_.mapped_window_whole(target, &mapped_.length);
-            mapped_.target = target;
-        }
-        if (!mapped_.base || offset > mapped_.length || length > mapped_.length - offset)
-            return nullptr;
-        return mapped_.base + offset;
+        return reach(mapped_, &transport::Transport::mapped_window_whole, target, offset, length);
     }
     // The same for copies (Transport::copy_window_whole).
     std::uint8_t *copy_window(int target, std::uint64_t offset, std::size_t length) {
-        if (target != copied_.target) {
-            copied_.base = transport_.copy_window_whole(target, &copied_.length);
-            copied_.target = target;
+        return reach(copied_, &transport::Transport::copy_window_whole, target, offset, length);
+    }
+    struct CachedMapping {  // a whole map of the last target asked for
+        int target = -1;
+        transport::WholeMapping whole;
+    };
+    using WholeMap = std::uint8_t *(transport::Transport::*)(int, std::uint64_t *);
+    std::uint8_t *reach(CachedMapping &cache, WholeMap whole_map, int target, std::uint64_t offset,
+                        std::size_t length) {
+        if (target != cache.target) {
+            cache.whole.base = (transport_.*whole_map)(target, &cache.whole.length);
+            cache.target = target;
         }
-        if (!copied_.base || offset > copied_.length || length > copied_.length - offset)
-            return nullptr;
-        return copied_.base + offset;
+        return cache.whole.at(offset, length);
     }
     // `may_defer`: the transport may hold the copy until settle() (a call whose request
     // completes now may not, nor a call the race checker watches).
@@ -438,11 +439,7 @@ class Window {
     // The transport's, asked once: the sweep consults them at every step.
     const int rank_;
     sync::AtOnceLocks at_once_locks_;  // the at-once path's lock words
-    struct MappedWindow {              // mapped_window's (copy_window's) last target
-        int target = -1;
-        std::uint8_t *base = nullptr;
-        std::uint64_t length = 0;
-    } mapped_, copied_;
+    CachedMapping mapped_, copied_;    // mapped_window's and copy_window's
     const int size_;
     const bool completes_inline_;
     WindowConfig config_;

@@ -66,6 +66,18 @@ struct Capabilities {
     bool needs_target_progress = false;
 };
 
+// A peer's window memory mapped whole (Transport::mapped_window_whole, copy_window_whole):
+// `length` bytes from `base` (null: not mapped).
+struct WholeMapping {
+    std::uint8_t *base = nullptr;
+    std::uint64_t length = 0;
+    // [offset, offset + bytes) of it, or null where it lies outside.
+    std::uint8_t *at(std::uint64_t offset, std::size_t bytes) const {
+        if (!base || offset > length || bytes > length - offset) return nullptr;
+        return base + offset;
+    }
+};
+
 class Transport {
   public:
     virtual ~Transport() = default;
