@@ -136,7 +136,10 @@ struct Process {
     bool abort_on_race = false;
     int me = 0;
     int ranks = 1;
-    std::string prefix;  // of every shared-memory name of this job on this node
+    // By world rank, as learnt from the collectives that started the checker (every
+    // rank's at MPI_Init; a checked window's ranks' at its creation): the process id,
+    // which names its shared memory (0: not known yet), and its node (node_key()).
+    std::vector<std::uint64_t> pids, nodes;
     ProcessLock mutex;   // clock, peers, reported
     std::vector<std::uint64_t> clock;
     Slot *own = nullptr;
@@ -167,10 +170,17 @@ struct Process {
     std::vector<SlotRead> slot_reads;
     int slot_reads_in_flight = 0;
     int virtual_nodes = 0;  // NBRMA_VIRTUAL_NODES (test mode), else 0
-    // Whether world rank `rank` may be on this node (its slot and areas tried through
-    // shared memory): not in another virtual node.
+    // Whether world rank `rank` is known to be on this node (its slot tried through
+    // shared memory), and not in another virtual node.
     bool may_share_node(int rank) const {
-        return virtual_nodes <= 0 || rank % virtual_nodes == me % virtual_nodes;
+        return pids[rank] != 0 && nodes[rank] == nodes[me] &&
+               (virtual_nodes <= 0 || rank % virtual_nodes == me % virtual_nodes);
+    }
+    // What a collective told of world rank `rank` (caller holds `mutex`, or no peer
+    // reads yet).
+    void learn(int rank, std::uint64_t pid, std::uint64_t node) {
+        pids[rank] = pid;
+        nodes[rank] = node;
     }
 };
 extern Process process_state;  // races.cpp
@@ -181,7 +191,10 @@ inline Process &process() { return process_state; }
 void *create_shared(const std::string &name, std::size_t bytes);
 void *open_shared(const std::string &name, std::size_t *bytes);
 void unmap_shared(void *address, std::size_t bytes);
+// Names in /dev/shm: world rank `world_rank`'s slot (by its process id, known to
+// may_share_node), and its area of the window it numbered `window`.
 std::string slot_name(int world_rank);
+std::string area_name(std::uint64_t pid, std::uint64_t window);
 
 // Joins world rank `rank`'s published clock into ours (caller holds process().mutex, and
 // the progress lock). A slot on another node is read through UCX without waiting: its

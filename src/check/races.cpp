@@ -75,7 +75,13 @@ void unmap_shared(void *address, std::size_t bytes) {
 }
 
 std::string slot_name(int world_rank) {
-    return process().prefix + "-r" + std::to_string(world_rank);
+    return "/nbrma-check-" +
+           std::to_string(static_cast<unsigned long long>(process().pids[world_rank]));
+}
+
+std::string area_name(std::uint64_t pid, std::uint64_t window) {
+    return "/nbrma-check-" + std::to_string(static_cast<unsigned long long>(pid)) + "-w" +
+           std::to_string(static_cast<unsigned long long>(window));
 }
 
 void start_slot_read(int rank);
@@ -89,7 +95,7 @@ void join_slot_locked(int rank) {
         if (address && bytes >= Slot::bytes(p.ranks)) {
             p.peers[rank] = static_cast<Slot *>(address);
             p.tried[rank] = 1;
-        } else {  // on another node; or (a window's info key turned checking on) not made yet
+        } else {  // not made yet (a window's info key turned checking on), or failed
             unmap_shared(address, bytes);
             if (p.summary) p.tried[rank] = 1;  // every slot was made at MPI_Init
         }

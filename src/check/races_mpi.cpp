@@ -13,6 +13,7 @@
 #include "check/races.hpp"
 #include "check/tsan.hpp"
 #include "common/log.hpp"
+#include "common/node.hpp"
 #include "common/settings.hpp"
 #include "mpich/entry_points.hpp"
 #include "mpich/gather_records.hpp"
@@ -28,9 +29,9 @@ constexpr std::uint32_t log_capacity = 16384;
 constexpr std::uint32_t landing_capacity = 4096;
 
 // Turns the checker's process state on (NBRMA_CHECK=races at MPI_Init, or the first
-// window asking for it): this rank's slot, by a name every rank of the job on this node
-// derives alike (the launcher's process on the node, mpiexec's proxy, is every rank's
-// parent).
+// window asking for it): this rank's slot, named by its process id (which the peers
+// learn from the collective that follows: MPI_Init's, or the window creation's; a name
+// derived from the parent process would differ under a launcher's wrapper that forks).
 bool start() {
     static std::mutex starting;  // threads creating windows at once
     std::lock_guard<std::mutex> guard(starting);
@@ -38,7 +39,9 @@ bool start() {
     if (enabled()) return true;
     PMPI_Comm_rank(MPI_COMM_WORLD, &p.me);
     PMPI_Comm_size(MPI_COMM_WORLD, &p.ranks);
-    p.prefix = "/nbrma-check-" + std::to_string(static_cast<long long>(getppid()));
+    p.pids.assign(static_cast<std::size_t>(p.ranks), 0);
+    p.nodes.assign(static_cast<std::size_t>(p.ranks), 0);
+    p.learn(p.me, static_cast<std::uint64_t>(getpid()), node_key());
     p.clock.assign(static_cast<std::size_t>(p.ranks), 0);
     p.clock[p.me] = 1;  // a peer's entry 0: nothing of it seen
     p.tsan = tsan::available();
@@ -86,10 +89,15 @@ void init() {
     if (!value || std::strcmp(value, "races") != 0) return;
     Process &p = process();
     if (start()) p.summary = true;
-    mpich::Barrier(MPI_COMM_WORLD);  // every slot exists: one that cannot be opened is remote
+    // Every rank's process and node, for its slot's name; once every rank is here, every
+    // slot exists.
+    const std::uint64_t mine[2] = {p.summary ? p.pids[p.me] : 0, node_key()};
+    std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(p.ranks));
+    mpich::Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD);
     if (!p.summary) return;
     {  // every node-local peer's slot mapped now, so that ours can lose its name at once
         std::lock_guard<ProcessLock> guard(p.mutex);
+        for (int rank = 0; rank < p.ranks; ++rank) p.learn(rank, all[2 * rank], all[2 * rank + 1]);
         for (int rank = 0; rank < p.ranks; ++rank) join_slot_locked(rank);
     }
     mpich::Barrier(MPI_COMM_WORLD);
@@ -295,13 +303,18 @@ std::unique_ptr<WindowCheck> WindowCheck::create(MPI_Comm comm, const void *base
     // Each rank names its area with a number of its own (threads create windows at once,
     // on different communicators), and tells the others.
     const bool started = start();
-    const std::uint64_t number = p.next_window.fetch_add(1);
-    std::vector<std::uint64_t> numbers(static_cast<std::size_t>(size));
-    mpich::Allgather(&number, 1, MPI_UINT64_T, numbers.data(), 1, MPI_UINT64_T, comm);
-    auto name = [&](int rank) {
-        return p.prefix + "-r" + std::to_string(check->world_[rank]) + "-w" +
-               std::to_string(static_cast<unsigned long long>(numbers[rank]));
-    };
+    // With its process id and node (its peers may not know them yet: a window's info key
+    // turned the checker on).
+    const std::uint64_t mine_id[3] = {p.next_window.fetch_add(1), started ? p.pids[p.me] : 0,
+                                      node_key()};
+    std::vector<std::uint64_t> ids(3 * static_cast<std::size_t>(size));
+    mpich::Allgather(mine_id, 3, MPI_UINT64_T, ids.data(), 3, MPI_UINT64_T, comm);
+    if (started) {
+        std::lock_guard<ProcessLock> guard(p.mutex);
+        for (int r = 0; r < size; ++r)
+            if (ids[3 * r + 1] != 0) p.learn(check->world_[r], ids[3 * r + 1], ids[3 * r + 2]);
+    }
+    auto name = [&](int rank) { return area_name(ids[3 * rank + 1], ids[3 * rank]); };
     check->base_ = reinterpret_cast<std::uintptr_t>(base);
     const std::uint32_t landings = p.tsan ? landing_capacity : 0;
     const std::size_t bytes = Area::bytes(p.ranks, log_capacity, landings);

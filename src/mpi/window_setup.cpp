@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "common/node.hpp"
 #include "common/settings.hpp"
 #include "common/yield.hpp"
 #include "mpi/errors.hpp"
@@ -71,32 +72,6 @@ void barrier_serving(MPI_Comm comm, transport::Transport &transport) {
 namespace nbrma::mpi::setup {
 
 namespace {
-
-// Two ranks share a node iff they run on one kernel under one host name (what
-// MPI_COMM_TYPE_SHARED means to MPICH's hydra, without its collective): a hash of the
-// host name and the kernel's boot id, computed once.
-std::uint64_t node_key() {
-    static const std::uint64_t key = [] {
-        std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
-        auto mix = [&](const char *text, std::size_t length) {
-            for (std::size_t i = 0; i < length; ++i) {
-                hash ^= static_cast<unsigned char>(text[i]);
-                hash *= 1099511628211ull;
-            }
-        };
-        char text[256] = {0};
-        gethostname(text, sizeof text - 1);
-        mix(text, std::strlen(text));
-        std::memset(text, 0, sizeof text);
-        if (FILE *file = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
-            const std::size_t length = std::fread(text, 1, sizeof text - 1, file);
-            std::fclose(file);
-            mix(text, length);
-        }
-        return hash;
-    }();
-    return key;
-}
 
 // Yama's ptrace_scope, read once per process: a failed lookup under /proc/sys (no Yama)
 // costs more than the rest of a 2-rank MPI_Win_create. A scope changed during the job is
