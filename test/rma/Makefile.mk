@@ -194,10 +194,10 @@ test_rma_ucx_unreachable_SOURCES = test/rma/ucx_unreachable.c
 test_rma_ucx_unreachable_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_ucx_unreachable_LDADD = $(RMATEST_LDADD)
 
-TESTS += test/rma/runtests test/rma/runtests-ucx test/rma/runtests-mixed test/rma/runtests-thread \
+TESTS += test/rma/runtests test/rma/runtests-ucx test/rma/runtests-ucx-shm test/rma/runtests-mixed test/rma/runtests-thread \
 	test/rma/runtests-check
 
-EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma/runtests-ucx test/rma/runtests-mixed test/rma/runtests-thread \
+EXTRA_DIST += test/rma/testlist test/rma/rmatest.h test/rma/runtests.in test/rma/runtests-ucx test/rma/runtests-ucx-shm test/rma/runtests-mixed test/rma/runtests-thread \
 	test/rma/runtests-check
 
 test_rma_shared_progress_SOURCES = test/rma/shared_progress.c
