@@ -50,9 +50,9 @@ const Setting rows[] = {
      "a system call writing there meanwhile fails with EFAULT); locked and huge-page "
      "memory is never moved. 0: cross-memory attach",
      nullptr},
-    {Id::verbose, "NBRMA_VERBOSE", S::environment, A::user, "0", "0, 1, 2",
+    {Id::verbose, "NBRMA_VERBOSE", S::environment, A::user, "0", "0 to 3",
      "1: each rank prints its counters to stderr at MPI_Finalize and notes its progress "
-     "thread's start and stop; 2: also debug traces",
+     "thread's start and stop; 2: also debug traces; 3: also a line per RMA call",
      nullptr},
     {Id::check_env, "NBRMA_CHECK", S::environment, A::user, "off", "off, races",
      "races: check every RMA call against the calls other origins made to the same target "

@@ -72,7 +72,8 @@ const CounterRow rows[] = {
      [] { return engine::assist_sweeps(); }},
     {"twin_collectives", K::count, true,
      "interposed blocking collectives run as MPICH's nonblocking twin plus a sweeping wait "
-     "(on communicators with a member at MPI_THREAD_MULTIPLE)",
+     "(on communicators with a member at MPI_THREAD_MULTIPLE, on an oversubscribed node, "
+     "or with a window whose transport serves peers in software)",
      [] { return twin_collectives(); }},
     {"collective_agreements", K::count, true,
      "agreements on the form of a communicator's collectives (one at the first interposed "
