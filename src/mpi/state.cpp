@@ -133,17 +133,7 @@ int wait_fn(int count, void **states, double, MPI_Status *) {
 }  // namespace
 
 namespace {
-// With locking on, each thread keeps its own last window (detail::last_found without),
-// valid while no window has been freed since (`generation`), so a lookup that hits
-// takes no lock. Initial-exec TLS (16 bytes of the static TLS glibc keeps for libraries,
-// as check/races.hpp's caller): no __tls_get_addr call on every MPI call.
 using detail::last_found;
-std::atomic<std::uint64_t> generation{0};
-struct CachedWindow {
-    WindowState *state = nullptr;
-    std::uint64_t generation = 0;
-};
-__attribute__((tls_model("initial-exec"))) thread_local CachedWindow cached;
 
 WindowState *lookup(MPI_Win win) {
     auto found = table().find(win);
@@ -158,12 +148,10 @@ WindowState *detail::window_lookup(MPI_Win win) {
         if (state) last_found = state;
         return state;
     }
-    const std::uint64_t now = generation.load(std::memory_order_acquire);
-    if (cached.state && cached.generation == now && cached.state->handle == win)
-        return cached.state;
+    const std::uint64_t now = detail::window_generation.load(std::memory_order_acquire);
     threads::Guard guard;
     WindowState *state = lookup(win);
-    if (state) cached = CachedWindow{state, now};
+    if (state) detail::thread_window = detail::CachedWindow{state, win, now};
     return state;
 }
 
@@ -174,7 +162,7 @@ void window_insert(WindowState *state) {
 void window_erase(MPI_Win win) {
     threads::Guard guard;
     if (last_found && last_found->handle == win) last_found = nullptr;
-    generation.fetch_add(1, std::memory_order_acq_rel);  // every thread's cache
+    detail::window_generation.fetch_add(1, std::memory_order_acq_rel);  // every thread's cache
     table().erase(win);
 }
 

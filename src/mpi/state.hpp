@@ -109,11 +109,32 @@ namespace detail {
 // The window of the last lookup without threads (every call of an epoch names the same
 // one), checked inline; state.cpp keeps it.
 __attribute__((visibility("hidden"))) inline WindowState *last_found = nullptr;
+// With locking on, each thread keeps its own last window, valid while no window has been
+// freed since (`window_generation`, bumped by window_erase), so a lookup that hits takes
+// no lock and no call. The handle is kept beside the state, so a hit reads nothing of a
+// window another thread may be freeing meanwhile. Initial-exec TLS (24 bytes of the
+// static TLS glibc keeps for libraries, as check/races.hpp's caller): no __tls_get_addr
+// call on every MPI call.
+struct CachedWindow {
+    WindowState *state = nullptr;
+    MPI_Win handle = MPI_WIN_NULL;
+    std::uint64_t generation = 0;
+};
+__attribute__((visibility("hidden"))) inline std::atomic<std::uint64_t> window_generation{0};
+__attribute__((visibility("hidden"),
+               tls_model("initial-exec"))) inline thread_local CachedWindow thread_window;
 WindowState *window_lookup(MPI_Win win);
 }  // namespace detail
 inline WindowState *window_find(MPI_Win win) {
-    WindowState *last = detail::last_found;
-    if (last && last->handle == win && !threads::active()) return last;
+    if (!threads::active()) {
+        WindowState *last = detail::last_found;
+        if (last && last->handle == win) return last;
+    } else {
+        const detail::CachedWindow &cached = detail::thread_window;
+        if (cached.state && cached.handle == win &&
+            cached.generation == detail::window_generation.load(std::memory_order_acquire))
+            return cached.state;
+    }
     return detail::window_lookup(win);
 }
 void window_insert(WindowState *state);
