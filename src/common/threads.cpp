@@ -38,15 +38,29 @@ void SpinLock::lock_slow() {
 }
 
 namespace detail {
-// Spins (Backoff) for a while, less when oversubscribed, then sleeps on turn_ until an
-// unlock bumps it. The sleep is bounded (1 ms) so a wake that unlock's unfenced load of
-// sleepers_ missed costs at most that.
+// Spins for a while, then sleeps on turn_ until an unlock bumps it. It looks with a load
+// before the compare-and-swap, and on a core of its own first waits twice as long
+// before each look (1, 2, ... 64 pauses, a few microseconds in all): a waiter that
+// polled the lock's line all the time would take the line from a holder that drops and
+// takes the lock again at every MPI call (threads on windows of their own), making each
+// of its takes a miss (two threads' put + flush ran at a third of one thread's rate,
+// two thirds with the backoff). Then, and at once when oversubscribed, it spins as
+// Backoff does (which soon yields: a holder preempted on this core must get it back).
+// The sleep is bounded (1 ms) so a wake that unlock's unfenced load of sleepers_
+// missed costs at most that.
 void ProgressLock::lock_slow() {
     Backoff backoff;
-    const unsigned spins = oversubscribed() ? 8 : 128;
+    const bool crowded = oversubscribed();
+    const unsigned spins = crowded ? 8 : 128;
+    unsigned wait = 1;
     for (unsigned i = 0; i < spins; ++i) {
-        if (try_lock()) return;
-        backoff.pause();
+        if (owner_.load(std::memory_order_relaxed) == 0 && try_lock()) return;
+        if (crowded || wait > 64) {
+            backoff.pause();
+            continue;
+        }
+        for (unsigned j = 0; j < wait; ++j) __builtin_ia32_pause();
+        wait *= 2;
     }
     const struct timespec limit = {0, 1000 * 1000};
     for (;;) {

@@ -29,8 +29,8 @@ namespace detail {
 // The progress lock: recursive, one compare-and-swap to take it and one store to drop
 // it (a pthread recursive mutex costs two locked instructions per round, on a path
 // that takes it several times per epoch). A thread that finds it taken spins a little
-// (Backoff), then sleeps on a futex until an unlock wakes it: with several application
-// threads per rank and ranks outnumbering cores, threads that only yield keep the
+// (backing off, lock_slow), then sleeps on a futex until an unlock wakes it: with several
+// application threads per rank and ranks outnumbering cores, threads that only yield keep the
 // holder (the one thread making progress) off the CPU for whole time slices. The owner
 // is the thread pointer.
 class ProgressLock {
