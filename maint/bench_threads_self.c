@@ -21,10 +21,12 @@
 static int iterations;
 static pthread_barrier_t start;
 
+/* A cache line each: a thread's stores to its origin buffer must not take the line
+ * another thread's buffer is in. */
 struct worker {
     MPI_Win win;
     uint64_t value; /* the put's origin buffer */
-};
+} __attribute__((aligned(64)));
 
 static void *work(void *arg) {
     struct worker *w = arg;

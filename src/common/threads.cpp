@@ -75,6 +75,21 @@ void ProgressLock::lock_slow() {
     }
 }
 
+// The lock was just taken: every shared section that began before it ends (those that
+// begin now see it held and do not enter). The taker's own slot is not waited for: a
+// thread in a section never takes the lock.
+void ProgressLock::wait_for_shared_sections() {
+    const SharedSlot *own = shared_slot;
+    const std::uint32_t used = shared_slots_used.load(std::memory_order_seq_cst);
+    for (std::uint32_t i = 0; i < used; ++i) {
+        const SharedSlot &slot = shared_slots[i];
+        if (&slot == own) continue;
+        if (slot.inside.load(std::memory_order_seq_cst) == 0) continue;
+        Backoff backoff;
+        while (slot.inside.load(std::memory_order_acquire) != 0) backoff.pause();
+    }
+}
+
 void ProgressLock::wake() {
     turn_.fetch_add(1, std::memory_order_release);
     syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&turn_), FUTEX_WAKE_PRIVATE, 1, nullptr,
@@ -97,7 +112,45 @@ void drain_slow() {
     std::lock_guard<SpinLock> hold(queue_lock());
     if (queue().empty() && queue().capacity() < batch.capacity()) queue().swap(batch);
 }
+namespace {
+// Gives the thread's slot back when the thread exits (its count stays in it).
+struct SlotReturn {
+    ~SlotReturn() {
+        if (shared_slot) shared_slot->claimed.store(false, std::memory_order_release);
+        shared_slot = nullptr;
+    }
+};
+}  // namespace
+
+SharedSlot *claim_shared_slot() {
+    thread_local bool refused = false;
+    thread_local SlotReturn slot_return;  // constructed here: returns the slot at exit
+    if (refused || progress_thread) return nullptr;
+    for (std::uint32_t i = 0; i < shared_slot_count; ++i) {
+        SharedSlot &slot = shared_slots[i];
+        if (slot.claimed.load(std::memory_order_relaxed) ||
+            slot.claimed.exchange(true, std::memory_order_acquire))
+            continue;
+        // The slots a lock taker looks at: every slot ever claimed.
+        std::uint32_t used = shared_slots_used.load(std::memory_order_relaxed);
+        while (used < i + 1 &&
+               !shared_slots_used.compare_exchange_weak(used, i + 1, std::memory_order_seq_cst))
+            ;
+        shared_slot = &slot;
+        return &slot;
+    }
+    refused = true;
+    return nullptr;
+}
 }  // namespace detail
+
+std::uint64_t SharedSection::rma_ops() {
+    std::uint64_t sum = 0;
+    const std::uint32_t used = detail::shared_slots_used.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < used; ++i)
+        sum += detail::shared_slots[i].rma_ops.load(std::memory_order_relaxed);
+    return sum;
+}
 
 void enable() {
     detail::active.store(true, std::memory_order_release);

@@ -11,6 +11,12 @@
 // - The lock is recursive: an entry point may call into code that guards again.
 // - A sweep only try_locks (engine::progress_sweep): if another thread holds the lock it
 //   is already progressing, so the caller returns instead of queueing behind it.
+// - Shared sections (SharedSection) are the exception: a thread may run a few calls
+//   (a put, a get or a flush of an at-once epoch that are copies and a memory fence)
+//   under a slot of its own instead of the lock, so threads on different windows do not
+//   serialize. Taking the lock waits for every shared section to end, and no section
+//   starts while the lock is held: a section sees no lock holder's work half done. A
+//   section touches only its window (serialized by the caller) and its thread's slot.
 // - MPICH callbacks (a generalized request's poll/wait/query/free functions, attribute
 //   delete functions) never block on the lock: MPICH may hold its own lock around them.
 // - nbrma's progress thread never calls MPICH. What a sweep would have called
@@ -41,11 +47,14 @@ class ProgressLock {
             ++depth_;
             return true;
         }
+        // seq_cst: against SharedSection::enter's store of its slot and load of owner_
+        // (either the section sees the lock taken, or the lock sees the section).
         std::uintptr_t expected = 0;
-        if (!owner_.compare_exchange_strong(expected, me, std::memory_order_acquire,
+        if (!owner_.compare_exchange_strong(expected, me, std::memory_order_seq_cst,
                                             std::memory_order_relaxed))
             return false;
         depth_ = 1;
+        if (shared_slots_in_use() != 0) wait_for_shared_sections();
         return true;
     }
     void lock() {
@@ -58,10 +67,15 @@ class ProgressLock {
         if (sleepers_.load(std::memory_order_relaxed) != 0) wake();
     }
 
+    // Held by some thread (SharedSection::enter's test).
+    bool held() const { return owner_.load(std::memory_order_seq_cst) != 0; }
+
   private:
     static std::uintptr_t self() {
         return reinterpret_cast<std::uintptr_t>(__builtin_thread_pointer());
     }
+    static inline std::uint32_t shared_slots_in_use();
+    static void wait_for_shared_sections();
     void lock_slow();
     void wake();
     std::atomic<std::uintptr_t> owner_{0};
@@ -91,15 +105,64 @@ class SpinLock {
 };
 
 namespace detail {
+// A thread's slot for shared sections, a cache line of its own: `inside` while the thread
+// runs one; `rma_ops`, the RMA calls it ran in them (Counters::rma_ops's share that is
+// not counted under the lock).
+struct alignas(64) SharedSlot {
+    std::atomic<std::uint32_t> inside{0};
+    std::atomic<bool> claimed{false};
+    std::atomic<std::uint64_t> rma_ops{0};
+};
+constexpr std::uint32_t shared_slot_count = 64;  // threads past that run under the lock
+
 // Hidden: used on every guard, so no GOT indirection inside libnbrma.so.
 #define NBRMA_HIDDEN __attribute__((visibility("hidden")))
 NBRMA_HIDDEN inline std::atomic<bool> active{false};
 NBRMA_HIDDEN inline std::atomic<bool> deferred_waiting{false};
 NBRMA_HIDDEN inline ProgressLock progress_lock;
+NBRMA_HIDDEN inline SharedSlot shared_slots[shared_slot_count];
+NBRMA_HIDDEN inline std::atomic<std::uint32_t> shared_slots_used{0};  // slots ever claimed
+// The calling thread's slot, once it claimed one.
+NBRMA_HIDDEN inline thread_local SharedSlot *shared_slot
+    __attribute__((tls_model("initial-exec"))) = nullptr;
 #undef NBRMA_HIDDEN
 inline ProgressLock &lock() { return progress_lock; }
 void drain_slow();
+SharedSlot *claim_shared_slot();  // null when every slot is taken
 }  // namespace detail
+
+inline std::uint32_t detail::ProgressLock::shared_slots_in_use() {
+    return shared_slots_used.load(std::memory_order_seq_cst);  // (a plain load on x86)
+}
+
+// A shared section: while enter() returned true and until leave(), the calling thread
+// runs without the progress lock, and no thread holds it. False (nothing entered) when
+// locking is off, the lock is held (by any thread, the caller included), or the thread
+// has no slot: the caller takes the lock instead. A section must not take the lock, block
+// or call MPICH; what it touches besides its thread's slot, the caller serializes.
+class SharedSection {
+  public:
+    static bool enter() {
+        detail::SharedSlot *slot = detail::shared_slot;
+        if (!slot && !(slot = detail::claim_shared_slot())) return false;
+        // seq_cst exchange, then seq_cst load: against try_lock's compare-and-swap, then
+        // its loads of the slots (Dekker: one of the two sees the other).
+        slot->inside.exchange(1, std::memory_order_seq_cst);
+        if (__builtin_expect(detail::lock().held(), false)) {
+            slot->inside.store(0, std::memory_order_release);
+            return false;
+        }
+        return true;
+    }
+    static void leave() { detail::shared_slot->inside.store(0, std::memory_order_release); }
+    // An RMA call ran in the section (counted in its thread's slot).
+    static void count_rma_op() {
+        std::atomic<std::uint64_t> &ops = detail::shared_slot->rma_ops;
+        ops.store(ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    // Every thread's count_rma_op calls.
+    static std::uint64_t rma_ops();
+};
 
 // Whether locking is on (MPI_THREAD_MULTIPLE, or a progress thread exists).
 inline bool active() { return detail::active.load(std::memory_order_relaxed); }

@@ -52,13 +52,27 @@ struct TypeLayout {
 [[nodiscard]] Status type_layout_find(MPI_Datatype type, const TypeLayout **layout);
 
 namespace detail {
-// The predefined type type_layout_find found last. One RMA call asks for the same
-// predefined type several times (check, range, execute); this answers those without
-// a call. Predefined layouts live as long as the process; derived handles may be
-// freed and reused, so they are never remembered here.
-inline MPI_Datatype last_predefined_type = MPI_DATATYPE_NULL;
-inline const TypeLayout *last_predefined_layout = nullptr;
+// The predefined type type_layout_find found last on this thread. One RMA call asks for
+// the same predefined type several times (check, range, execute); this answers those
+// without a call, and answers a shared section (threads.hpp), which may not look
+// further. Predefined layouts live as long as the process; derived handles may be freed
+// and reused, so they are never remembered here.
+__attribute__((visibility("hidden"),
+               tls_model("initial-exec"))) inline thread_local MPI_Datatype last_predefined_type =
+    MPI_DATATYPE_NULL;
+__attribute__((
+    visibility("hidden"),
+    tls_model("initial-exec"))) inline thread_local const TypeLayout *last_predefined_layout =
+    nullptr;
 }  // namespace detail
+
+// type_layout_get's answer when this thread looked `type` up last (a predefined type),
+// else false: what a shared section may ask.
+[[nodiscard]] inline bool type_layout_cached(MPI_Datatype type, const TypeLayout **layout) {
+    if (type != detail::last_predefined_type || !detail::last_predefined_layout) return false;
+    *layout = detail::last_predefined_layout;
+    return true;
+}
 
 // err_type for MPI_DATATYPE_NULL, uncommitted derived types and types with no
 // defined layout (MPI_LB, MPI_UB on their own); err_unsupported for Fortran 90

@@ -8,6 +8,13 @@
 
 namespace nbrma::engine {
 
+bool Window::flush_shared(int target) {
+    if (!at_once_ || check_ || deferred_ || is_error(at_once_->failure()) ||
+        !at_once_flush_covers(target))
+        return false;
+    return runs_ == fenced_runs_ || fence_at_once();
+}
+
 Status Window::flush_general(int target, Request **request, bool local) {
     if (target != -1) {
         if (target < 0 || target >= size()) return Status::err_rank;

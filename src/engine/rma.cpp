@@ -80,7 +80,8 @@ bool one_block(const TypeLayout &layout, MPI_Aint count, std::int64_t *shift) {
 // and check_range, then one transport call, with no Operation. false, with nothing done,
 // for any other call and for every call those checks would refuse: the general path then
 // refuses it, naming the cause.
-bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer) {
+template <bool shared>
+bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
     const bool put = call.kind == RmaKind::put;
     if ((!put && call.kind != RmaKind::get) || call.notify) return false;
     const MPI_Datatype local_type = put ? call.origin_type : call.result_type;
@@ -90,9 +91,12 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
     std::size_t bytes = 0, local_bytes = 0;
     std::int64_t target_shift = 0, local_shift = 0;
     std::uintptr_t start = 0, end = 0;
-    if (is_error(type_layout_get(call.target_type, &target)) ||
-        !one_block(*target, call.target_count, &target_shift) ||
-        is_error(type_layout_get(local_type, &local)) ||
+    const auto layout = [](MPI_Datatype type, const TypeLayout **found) {
+        if constexpr (shared) return type_layout_cached(type, found);
+        return !is_error(type_layout_get(type, found));
+    };
+    if (!layout(call.target_type, &target) ||
+        !one_block(*target, call.target_count, &target_shift) || !layout(local_type, &local) ||
         !one_block(*local, local_count, &local_shift) ||
         !type_data_bytes(*target, call.target_count, &bytes) ||
         !type_data_bytes(*local, local_count, &local_bytes) || bytes != local_bytes || bytes == 0 ||
@@ -104,14 +108,19 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
     // (check_range found the block, offset + target_shift, inside the window)
     offset = static_cast<std::uint64_t>(static_cast<std::int64_t>(offset) + target_shift);
     auto *local_block = reinterpret_cast<std::uint8_t *>(start);
+    std::uint8_t *mapped = copy_window(call.target, offset, bytes);
+    if constexpr (shared) {
+        if (!mapped) return false;
+        threads::SharedSection::count_rma_op();
+    } else {
+        ++counters().rma_ops;
+    }
     if (check_) ran_block_ = {offset, bytes, local_block};
     ++next_age_;
-    ++counters().rma_ops;
     if (verbose_level() >= 3)
         log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
             static_cast<unsigned long long>(offset));
     const RemoteAddress address{Region::window, offset};
-    std::uint8_t *mapped = copy_window(call.target, offset, bytes);
     if (put) {
         if (mapped) {
             copy_bytes(mapped, local_block, bytes);
@@ -283,6 +292,21 @@ bool Window::run_now(const RmaCall &call, Epoch &epoch) {
     else if (check_)
         check_ran(call, false, epoch);
     return true;
+}
+
+bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer) {
+    return contiguous<false>(call, status, may_defer);
+}
+
+bool Window::rma_shared(const RmaCall &call) {
+    if (!at_once_ || check_ || deferred_ || call.target < 0 || call.target >= size() ||
+        verbose_level() >= 3)
+        return false;
+    if (call.target != at_once_->target() &&
+        (at_once_->kind() != EpochKind::lock_all || !at_once_->find(call.target)))
+        return false;  // (ready_at_once, without taking a target)
+    Status status;
+    return contiguous<true>(call, &status, false);
 }
 
 Status Window::rma_general(const RmaCall &call, Request **request, const char **cause,

@@ -124,6 +124,19 @@ class Window {
         return rma_general(call, request, cause, false);
     }
 
+    // Threads on windows of their own (doc/design.md §6): in a shared section
+    // (threads::SharedSection), with the window's calls serialized by the caller, a
+    // blocking put or get of the at-once epoch toward a target it holds that is a copy
+    // into mapped window memory (copy_window), of predefined types this thread looked up
+    // last (rma_contiguous). False, with nothing done, for any other call: the caller
+    // then takes the progress lock and calls rma(). (At-once epochs run only over a
+    // transport that completes calls inline, whose copy_window_whole and flush touch
+    // nothing but the transport: transport.hpp.)
+    bool rma_shared(const RmaCall &call);
+    // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
+    // the transport's flush (shm: a memory fence).
+    bool flush_shared(int target);
+
     // Notified RMA, target side (MPIX_Win_notify_*): this rank's counters and thresholds.
     NotifyCounters &notifications() { return notify_; }
 
@@ -377,6 +390,10 @@ class Window {
     // `may_defer`: the transport may hold the copy until settle() (a call whose request
     // completes now may not, nor a call the race checker watches).
     bool rma_contiguous(const RmaCall &call, Status *status, bool may_defer);
+    // Its body; `shared`: in a shared section (rma_shared), which takes only copies into
+    // mapped memory.
+    template <bool shared>
+    bool contiguous(const RmaCall &call, Status *status, bool may_defer);
     // The block rma_contiguous ran last on a checked window: its target bytes at `offset`,
     // its origin (put) or result (get) buffer `local`, `bytes` long each.
     struct RanBlock {

@@ -5,6 +5,7 @@
 
 #include "check/races.hpp"
 #include "common/log.hpp"
+#include "common/threads.hpp"
 #include "progress/assist.hpp"
 #include "progress/collective_form.hpp"
 #include "progress/interrupt.hpp"
@@ -30,7 +31,7 @@ const CounterRow rows[] = {
      [] { return counters().epochs_deferred; }},
     {"rma_ops", K::count, false,
      "communication calls issued: put, get, accumulates, atomics (R and notify forms too)",
-     [] { return counters().rma_ops; }},
+     [] { return counters().rma_ops + threads::SharedSection::rma_ops(); }},
     {"rma_ops_replayed", K::count, false,
      "communication calls recorded because their epoch or target lock was not ready, and "
      "run later",

@@ -97,6 +97,8 @@ struct WindowState {
     // Declared before the engine, which uses it, so it goes after.
     std::unique_ptr<check::WindowCheck> check;
     std::unique_ptr<engine::Window> engine;
+    // Serializes the engine's calls that run in shared sections (shared_call).
+    alignas(64) threads::SpinLock shared_calls;
     std::uint8_t *shared_base =
         nullptr;  // window memory of rank 0 in the segment (allocate flavors)
     std::vector<MPI_Aint> shared_offsets;  // per rank, from shared_base; -1: on another node
@@ -180,6 +182,21 @@ inline auto locked(Call call) {
     } after{threads::active() ? engine::progress_bell() : 0};
     threads::Guard guard;
     return call();
+}
+
+// With locking on: runs `call` (an engine *_shared method) in a shared section
+// (threads.hpp), the window's calls serialized by its own lock instead of the progress
+// lock, so threads on windows of their own run side by side. True if it ran; false
+// (nothing done) when no section could start or the engine turned the call down: the
+// caller then runs it under the progress lock (locked).
+template <typename Call>
+inline bool shared_call(WindowState &state, Call call) {
+    if (!threads::active() || !threads::SharedSection::enter()) return false;
+    state.shared_calls.lock();
+    const bool ran = call();
+    state.shared_calls.unlock();
+    threads::SharedSection::leave();
+    return ran;
 }
 
 }  // namespace nbrma::mpi

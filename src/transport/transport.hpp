@@ -57,7 +57,9 @@ struct Capabilities {
     // that we may wait for rings our bell in the node's help table
     // (NBRMA_PROGRESS=interrupt): a flush waits for nothing, a lock epoch may be taken
     // at once, the sweep never polls this transport for completions, and a sleeping
-    // progress thread needs no timeout. (shm)
+    // progress thread needs no timeout. (shm) Such a transport's copy_window_whole and
+    // flush touch nothing but the transport's own state: the engine calls them in
+    // shared sections (threads.hpp), beside another thread's calls on another window.
     bool completes_inline = false;
     // Peers' operations on our memory need our poll() to run (a transport that emulates
     // RMA or atomics in software, e.g. UCX over tcp): the sweep keeps the window listed

@@ -52,6 +52,8 @@ static const int thread_counts[] = {1, 2, 4};
 #define MAX_THREADS 4
 #define ROUNDS 3
 
+/* A cache line each: a thread's stores to its origin buffer must not take the line
+ * another thread's buffer is in. */
 struct worker {
     enum kind kind;
     MPI_Win win;
@@ -59,7 +61,7 @@ struct worker {
     int iterations;
     pthread_barrier_t *start;
     uint64_t value; /* the put's origin buffer: valid until the flush or unlock */
-};
+} __attribute__((aligned(64)));
 
 static void *work(void *arg) {
     struct worker *w = arg;

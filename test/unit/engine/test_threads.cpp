@@ -34,6 +34,7 @@
 #include "layout/control_region.hpp"
 #include "progress/progress.hpp"
 #include "sim_fixture.hpp"
+#include "transport/shm/shm_transport.hpp"
 #include "transport/sim/sim_transport.hpp"
 
 namespace nbrma::engine {
@@ -840,6 +841,210 @@ TEST(ThreadsProgressThread, HookOnTheProgressThreadDefersToTheApplication) {
     closed->release();
     progress_thread_stop();
     EXPECT_EQ(ranks.at(1, 0), value);
+}
+
+// ---------------------------------------------------------------- shared sections
+
+// While a thread is in a shared section, another thread's lock waits for it to leave;
+// while a thread holds the lock, no section starts, on any thread (the holder's too).
+TEST(ThreadsShared, SectionsAndTheLockExcludeEachOther) {
+    threads::enable();
+    ASSERT_TRUE(threads::SharedSection::enter());
+    std::atomic<bool> locked{false}, release{false}, other_entered{true}, own_entered{true};
+    std::thread taker([&] {
+        threads::Guard guard;
+        locked = true;
+        std::thread other([&] {
+            other_entered = threads::SharedSection::enter();
+            if (other_entered) threads::SharedSection::leave();
+        });
+        other.join();
+        own_entered = threads::SharedSection::enter();
+        if (own_entered) threads::SharedSection::leave();
+        while (!release) std::this_thread::yield();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(locked.load()) << "the lock was taken inside a shared section";
+    threads::SharedSection::leave();
+    EXPECT_TRUE(eventually([&] { return locked.load(); }));
+    release = true;
+    taker.join();
+    EXPECT_FALSE(other_entered.load());
+    EXPECT_FALSE(own_entered.load());
+    ASSERT_TRUE(threads::SharedSection::enter());  // the lock is free again
+    threads::SharedSection::leave();
+}
+
+// n ranks' windows of one process over real ShmTransports mapping each other's memory
+// (as test_lock_at_once.cpp's), for the calls that run in shared sections.
+struct ShmRanks {
+    static constexpr std::size_t window_bytes = 4096;
+    explicit ShmRanks(int n) : layout(n), control(n), memory(n) {
+        threads::enable();
+        std::vector<transport::shm::ShmPeer> peers(n);
+        for (int r = 0; r < n; ++r) {
+            control[r].assign(layout.size(), 0);
+            memory[r].assign(window_bytes, 0);
+            peers[r].control = control[r].data();
+            peers[r].window = memory[r].data();
+            peers[r].window_size = window_bytes;
+        }
+        WindowConfig config;
+        config.sizes.assign(n, window_bytes);
+        config.disp_units.assign(n, 1);
+        threads::Guard guard;
+        for (int r = 0; r < n; ++r) {
+            transports.push_back(
+                std::make_unique<transport::shm::ShmTransport>(r, layout.size(), peers));
+            windows.push_back(std::make_unique<Window>(*transports[r], layout, config));
+        }
+    }
+    std::int64_t at(int rank, std::size_t offset) const {
+        std::int64_t value;
+        std::memcpy(&value, memory[rank].data() + offset, sizeof value);
+        return value;
+    }
+    layout::ControlLayout layout;  // (first: the others are made from it)
+    std::vector<std::vector<std::uint8_t>> control, memory;
+    std::vector<std::unique_ptr<transport::shm::ShmTransport>> transports;
+    std::vector<std::unique_ptr<Window>> windows;
+};
+
+// As the MPI layer's shared_call (mpi/state.hpp): the call in a shared section under the
+// window's own lock, else under the progress lock through `fallback`. True if it ran
+// shared.
+template <typename Shared, typename Fallback>
+bool shared_or_locked(std::mutex &window_lock, Shared shared, Fallback fallback) {
+    if (threads::SharedSection::enter()) {
+        bool ran;
+        {
+            std::lock_guard<std::mutex> hold(window_lock);
+            ran = shared();
+        }
+        threads::SharedSection::leave();
+        if (ran) return true;
+    }
+    threads::Guard guard;
+    fallback();
+    return false;
+}
+
+// Threads on windows of their own, and threads sharing one window, put, flush and get
+// inside one lock_all epoch each, in shared sections where the engine takes the call and
+// under the lock where it does not (the first call of a type, every fifth round on
+// purpose), while another thread flushes every window under the lock. Every get reads
+// back the value just put; the shared path ran; under ThreadSanitizer (make check-tsan)
+// a shared section that overlapped a lock holder's work on the same window is a report.
+TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
+    constexpr int n = 4, rounds = 2000;
+    ShmRanks ranks(n);
+    std::vector<std::mutex> window_locks(n);
+    {
+        threads::Guard guard;
+        for (auto &window : ranks.windows) ASSERT_EQ(window->lock_all(0), Status::ok);
+    }
+    const std::uint64_t shared_before = threads::SharedSection::rma_ops();
+    std::atomic<bool> stop{false};
+    std::atomic<int> mismatches{0};
+    std::thread flusher([&] {
+        while (!stop.load(std::memory_order_acquire)) {
+            for (auto &window : ranks.windows) {
+                threads::Guard guard;
+                Request *request = nullptr;
+                EXPECT_EQ(window->flush(-1, &request), Status::ok);
+                EXPECT_EQ(request, nullptr);  // at once
+            }
+            std::this_thread::yield();
+        }
+    });
+    // Threads 0..n-1 on window t; threads n..2n-1 all on window 0, each its own slot.
+    std::vector<std::thread> app;
+    for (int t = 0; t < 2 * n; ++t)
+        app.emplace_back([&, t] {
+            const int w = t < n ? t : 0;
+            Window &window = *ranks.windows[w];
+            const int target = (t + 1) % n;
+            const MPI_Aint slot = 8 * t;
+            for (int round = 0; round < rounds; ++round) {
+                const std::int64_t value = 1000000 * (t + 1) + round;
+                std::int64_t back = -1;
+                const RmaCall put = put_call(target, slot, &value);
+                const RmaCall get = get_call(target, slot, &back);
+                const bool locked_on_purpose = round % 5 == 4;
+                const auto shared = [&](auto fn) { return !locked_on_purpose && fn(); };
+                shared_or_locked(
+                    window_locks[w], [&] { return shared([&] { return window.rma_shared(put); }); },
+                    [&] { EXPECT_EQ(window.rma(put, nullptr), Status::ok); });
+                shared_or_locked(
+                    window_locks[w],
+                    [&] { return shared([&] { return window.flush_shared(target); }); },
+                    [&] {
+                        Request *request = nullptr;
+                        EXPECT_EQ(window.flush(target, &request), Status::ok);
+                        EXPECT_EQ(request, nullptr);
+                    });
+                shared_or_locked(
+                    window_locks[w], [&] { return shared([&] { return window.rma_shared(get); }); },
+                    [&] { EXPECT_EQ(window.rma(get, nullptr), Status::ok); });
+                if (back != value) mismatches.fetch_add(1);
+            }
+        });
+    for (auto &thread : app) thread.join();
+    stop = true;
+    flusher.join();
+    EXPECT_EQ(mismatches.load(), 0);
+    for (int t = 0; t < 2 * n; ++t)
+        EXPECT_EQ(ranks.at((t + 1) % n, 8 * t), 1000000 * (t + 1) + rounds - 1) << "thread " << t;
+    EXPECT_GT(threads::SharedSection::rma_ops(), shared_before);
+    threads::Guard guard;
+    for (auto &window : ranks.windows) {
+        Request *request = nullptr;
+        ASSERT_EQ(window->unlock_all(&request), Status::ok);
+        EXPECT_EQ(request, nullptr);  // released at once
+    }
+}
+
+// The calls a shared section turns down, with nothing done: outside an at-once epoch, a
+// type this thread has not looked up under the lock, a target the epoch does not hold
+// yet; the same calls then run under the lock.
+TEST(ThreadsShared, CallsTheSectionTurnsDown) {
+    ShmRanks ranks(2);
+    Window &window = *ranks.windows[0];
+    const std::int64_t value = 42;
+    RmaCall put = put_call(1, 0, &value);
+    ASSERT_TRUE(threads::SharedSection::enter());
+    EXPECT_FALSE(window.rma_shared(put));  // no epoch
+    EXPECT_FALSE(window.flush_shared(1));
+    threads::SharedSection::leave();
+    {
+        threads::Guard guard;
+        ASSERT_EQ(window.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
+    }
+    RmaCall odd = put;
+    odd.origin_type = odd.target_type = MPI_UINT64_T;  // not this thread's last type
+    std::int64_t before = ranks.at(1, 0);
+    ASSERT_TRUE(threads::SharedSection::enter());
+    EXPECT_FALSE(window.rma_shared(odd));
+    threads::SharedSection::leave();
+    EXPECT_EQ(ranks.at(1, 0), before);
+    {
+        threads::Guard guard;
+        ASSERT_EQ(window.rma(put, nullptr), Status::ok);  // caches MPI_INT64_T and the mapping
+    }
+    const std::int64_t next = 43;
+    put.origin = &next;
+    ASSERT_TRUE(threads::SharedSection::enter());
+    EXPECT_TRUE(window.rma_shared(put));
+    EXPECT_TRUE(window.flush_shared(1));
+    RmaCall other = put_call(0, 0, &value);  // a target outside the lock epoch
+    EXPECT_FALSE(window.rma_shared(other));
+    threads::SharedSection::leave();
+    EXPECT_EQ(ranks.at(1, 0), 43);
+    EXPECT_EQ(ranks.at(0, 0), 0);
+    threads::Guard guard;
+    Request *request = nullptr;
+    ASSERT_EQ(window.unlock(1, &request), Status::ok);
+    EXPECT_EQ(request, nullptr);
 }
 
 }  // namespace
