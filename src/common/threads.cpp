@@ -112,6 +112,7 @@ void drain_slow() {
     std::lock_guard<SpinLock> hold(queue_lock());
     if (queue().empty() && queue().capacity() < batch.capacity()) queue().swap(batch);
 }
+
 namespace {
 // Gives the thread's slot back when the thread exits (its count stays in it).
 struct SlotReturn {

@@ -54,7 +54,7 @@ class ProgressLock {
                                             std::memory_order_relaxed))
             return false;
         depth_ = 1;
-        if (shared_slots_in_use() != 0) wait_for_shared_sections();
+        if (others_may_share()) wait_for_shared_sections();
         return true;
     }
     void lock() {
@@ -74,7 +74,9 @@ class ProgressLock {
     static std::uintptr_t self() {
         return reinterpret_cast<std::uintptr_t>(__builtin_thread_pointer());
     }
-    static inline std::uint32_t shared_slots_in_use();
+    // Whether a thread other than the caller has claimed a slot for shared sections
+    // (inline: with one application thread, the one slot is its own).
+    static inline bool others_may_share();
     static void wait_for_shared_sections();
     void lock_slow();
     void wake();
@@ -131,15 +133,16 @@ void drain_slow();
 SharedSlot *claim_shared_slot();  // null when every slot is taken
 }  // namespace detail
 
-inline std::uint32_t detail::ProgressLock::shared_slots_in_use() {
-    return shared_slots_used.load(std::memory_order_seq_cst);  // (a plain load on x86)
+inline bool detail::ProgressLock::others_may_share() {
+    const std::uint32_t used = shared_slots_used.load(std::memory_order_seq_cst);  // (a plain load)
+    return used > 1 || (used == 1 && shared_slot != &shared_slots[0]);
 }
 
-// A shared section: while enter() returned true and until leave(), the calling thread
-// runs without the progress lock, and no thread holds it. False (nothing entered) when
-// locking is off, the lock is held (by any thread, the caller included), or the thread
-// has no slot: the caller takes the lock instead. A section must not take the lock, block
-// or call MPICH; what it touches besides its thread's slot, the caller serializes.
+// A shared section (with locking on): while enter() returned true and until leave(), the
+// calling thread runs without the progress lock, and no thread holds it. False (nothing
+// entered) when the lock is held (by any thread, the caller included) or the thread has
+// no slot: the caller takes the lock instead. A section must not take the lock, block or
+// call MPICH; what it touches besides its thread's slot, the caller serializes.
 class SharedSection {
   public:
     static bool enter() {

@@ -155,7 +155,10 @@ bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
 // memory take one 64-bit atomic per word they fill (accumulate_elements). For a shape
 // Operation::check accepted before (atomic_shape_). false, with nothing done, for
 // anything else (the general path checks and runs it).
-bool Window::rma_atomic(const RmaCall &call, Status *status) {
+bool Window::rma_atomic(const RmaCall &call, Status *status) { return atomic<false>(call, status); }
+
+template <bool shared>
+bool Window::atomic(const RmaCall &call, Status *status) {
     constexpr int most_elements = 16;
     const bool swap = call.kind == RmaKind::compare_and_swap;
     const bool accumulate = call.kind == RmaKind::accumulate;  // nothing fetched
@@ -167,8 +170,11 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
         (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)))
         return false;
     AtomicShape &shape = atomic_shape_;
-    if (shape.kind != call.kind || shape.type != call.target_type || (!swap && shape.op != call.op))
+    if (shape.kind != call.kind || shape.type != call.target_type ||
+        (!swap && shape.op != call.op)) {
+        if constexpr (shared) return false;  // (atomic_shape looks types up)
         shape = atomic_shape(call);
+    }
     if (!shape.usable ||
         !transport_.supports_atomics_of_width(call.target, Region::window, shape.width))
         return false;
@@ -187,6 +193,9 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     // Where the transport maps the elements, the CPU atomics it would do, done here (the
     // first element's address aligned, as atomic_aligned asks of the transport's).
     std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
+    if constexpr (shared) {
+        if (!mapped) return false;
+    }
     if (mapped
             ? reinterpret_cast<std::uintptr_t>(mapped) % width != 0
             : !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, width))
@@ -194,7 +203,10 @@ bool Window::rma_atomic(const RmaCall &call, Status *status) {
     const std::uint64_t compare = swap ? transport::load_of_width(call.compare, width) : 0;
     std::uint64_t previous = 0;
     ++next_age_;
-    ++counters().rma_ops;
+    if constexpr (shared)
+        threads::SharedSection::count_rma_op();
+    else
+        ++counters().rma_ops;
     const auto *origin = static_cast<const unsigned char *>(call.origin);
     *status = Status::ok;
     if (shape.by_compare_swap) {
@@ -306,7 +318,9 @@ bool Window::rma_shared(const RmaCall &call) {
         (at_once_->kind() != EpochKind::lock_all || !at_once_->find(call.target)))
         return false;  // (ready_at_once, without taking a target)
     Status status;
-    return contiguous<true>(call, &status, false);
+    if (!contiguous<true>(call, &status, false) && !atomic<true>(call, &status)) return false;
+    if (is_error(status)) at_once_->fail(status);  // (as run_at_once)
+    return true;
 }
 
 Status Window::rma_general(const RmaCall &call, Request **request, const char **cause,

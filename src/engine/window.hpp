@@ -126,9 +126,10 @@ class Window {
 
     // Threads on windows of their own (doc/design.md §6): in a shared section
     // (threads::SharedSection), with the window's calls serialized by the caller, a
-    // blocking put or get of the at-once epoch toward a target it holds that is a copy
-    // into mapped window memory (copy_window), of predefined types this thread looked up
-    // last (rma_contiguous). False, with nothing done, for any other call: the caller
+    // blocking call of the at-once epoch toward a target it holds that is a copy into
+    // mapped window memory (copy_window), of predefined types this thread looked up last
+    // (rma_contiguous), or CPU atomics on mapped memory of the shape the window's last
+    // atomic call had (rma_atomic). False, with nothing done, for any other call: the caller
     // then takes the progress lock and calls rma(). (At-once epochs run only over a
     // transport that completes calls inline, whose copy_window_whole and flush touch
     // nothing but the transport: transport.hpp.)
@@ -411,6 +412,10 @@ class Window {
         if (is_error(status) && at_once_) at_once_->fail(status);
     }
     bool rma_atomic(const RmaCall &call, Status *status);
+    // Its body; `shared`: in a shared section (rma_shared), which takes only the atomics
+    // of the window's last atomic shape, on mapped memory.
+    template <bool shared>
+    bool atomic(const RmaCall &call, Status *status);
     // Whether `candidate` may activate now, with the first `before` epochs of the queue
     // ahead of it (the activation rule).
     bool may_activate(const Epoch &candidate, std::size_t before) const;

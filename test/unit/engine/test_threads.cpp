@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -1004,9 +1005,73 @@ TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
     }
 }
 
+// Threads fetch-and-add one counter through one window (in shared sections, as CPU
+// atomics on mapped memory, where the window's last atomic call had the same shape; under
+// the lock on purpose every fifth round), while another thread flushes under the lock:
+// every fetched value is distinct and the counter holds the sum.
+TEST(ThreadsShared, FetchAndOpFromThreadsOnOneWindow) {
+    constexpr int threads_n = 4, rounds = 2000;
+    ShmRanks ranks(2);
+    Window &window = *ranks.windows[0];
+    std::mutex window_lock;
+    {
+        threads::Guard guard;
+        ASSERT_EQ(window.lock_all(0), Status::ok);
+    }
+    const std::uint64_t shared_before = threads::SharedSection::rma_ops();
+    std::atomic<bool> stop{false};
+    std::thread flusher([&] {
+        while (!stop.load(std::memory_order_acquire)) {
+            {
+                threads::Guard guard;
+                Request *request = nullptr;
+                EXPECT_EQ(window.flush(1, &request), Status::ok);
+                EXPECT_EQ(request, nullptr);
+            }
+            std::this_thread::yield();
+        }
+    });
+    std::vector<std::vector<std::int64_t>> fetched(threads_n);
+    std::vector<std::thread> app;
+    for (int t = 0; t < threads_n; ++t)
+        app.emplace_back([&, t] {
+            const std::int64_t one = 1;
+            for (int round = 0; round < rounds; ++round) {
+                std::int64_t old = -1;
+                RmaCall call;
+                call.kind = RmaKind::fetch_and_op;
+                call.op = MPI_SUM;
+                call.origin = &one;
+                call.origin_count = call.target_count = call.result_count = 1;
+                call.origin_type = call.target_type = call.result_type = MPI_INT64_T;
+                call.result = &old;
+                call.target = 1;
+                call.displacement = 64;
+                const bool locked_on_purpose = round % 5 == 4;
+                shared_or_locked(
+                    window_lock, [&] { return !locked_on_purpose && window.rma_shared(call); },
+                    [&] { EXPECT_EQ(window.rma(call, nullptr), Status::ok); });
+                fetched[t].push_back(old);
+            }
+        });
+    for (auto &thread : app) thread.join();
+    stop = true;
+    flusher.join();
+    std::vector<std::int64_t> all;
+    for (const auto &values : fetched) all.insert(all.end(), values.begin(), values.end());
+    std::sort(all.begin(), all.end());
+    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<std::int64_t>(i));
+    EXPECT_EQ(ranks.at(1, 64), threads_n * rounds);
+    EXPECT_GT(threads::SharedSection::rma_ops(), shared_before);
+    threads::Guard guard;
+    Request *request = nullptr;
+    ASSERT_EQ(window.unlock_all(&request), Status::ok);
+    EXPECT_EQ(request, nullptr);
+}
+
 // The calls a shared section turns down, with nothing done: outside an at-once epoch, a
-// type this thread has not looked up under the lock, a target the epoch does not hold
-// yet; the same calls then run under the lock.
+// type this thread has not looked up under the lock, an atomic of a shape the window has
+// not run, a target the epoch does not hold yet; the same calls then run under the lock.
 TEST(ThreadsShared, CallsTheSectionTurnsDown) {
     ShmRanks ranks(2);
     Window &window = *ranks.windows[0];
@@ -1022,11 +1087,20 @@ TEST(ThreadsShared, CallsTheSectionTurnsDown) {
     }
     RmaCall odd = put;
     odd.origin_type = odd.target_type = MPI_UINT64_T;  // not this thread's last type
-    std::int64_t before = ranks.at(1, 0);
+    std::int64_t before = ranks.at(1, 0), fetched = -1;
+    RmaCall fop = put_call(1, 8, &value);  // no atomic call yet: no shape to run it by
+    fop.kind = RmaKind::fetch_and_op;
+    fop.op = MPI_SUM;
+    fop.result = &fetched;
+    fop.result_count = 1;
+    fop.result_type = MPI_INT64_T;
     ASSERT_TRUE(threads::SharedSection::enter());
     EXPECT_FALSE(window.rma_shared(odd));
+    EXPECT_FALSE(window.rma_shared(fop));
     threads::SharedSection::leave();
     EXPECT_EQ(ranks.at(1, 0), before);
+    EXPECT_EQ(ranks.at(1, 8), 0);
+    EXPECT_EQ(fetched, -1);
     {
         threads::Guard guard;
         ASSERT_EQ(window.rma(put, nullptr), Status::ok);  // caches MPI_INT64_T and the mapping
