@@ -21,16 +21,22 @@ struct Counters {
     std::uint64_t user_memory_shared = 0;  // MPI_Win_create windows, attached regions whose pages peers map
     std::uint64_t progress_thread_sweeps = 0;  // sweeps by the progress thread that moved
 };
-// Updated with the progress lock held (threads.hpp); read them under it too.
+// Updated with the progress lock held (threads.hpp), or in a shared section, where a
+// thread counts into its own slot's; read them under the lock (threads::all_counters).
 
 namespace detail {
 inline Counters counters_instance;
+// Where this thread counts: the process's counters, or its slot's while it runs a
+// shared section (threads::SharedSection). Initial-exec TLS, hidden: no call.
+__attribute__((visibility("hidden"),
+               tls_model("initial-exec"))) inline thread_local Counters *counting =
+    &counters_instance;
 inline std::atomic<int> verbose_cache{-1};  // NBRMA_VERBOSE once read, -1 before
 int read_verbose_level();
 }  // namespace detail
 
 // Inline: the RMA hot paths count and check the level on every call.
-inline Counters &counters() { return detail::counters_instance; }
+inline Counters &counters() { return *detail::counting; }
 
 // Value of NBRMA_VERBOSE (0 when unset).
 inline int verbose_level() {

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -145,12 +146,20 @@ SharedSlot *claim_shared_slot() {
 }
 }  // namespace detail
 
-std::uint64_t SharedSection::rma_ops() {
-    std::uint64_t sum = 0;
+Counters all_counters() {
+    // Counters is words only: summed word by word.
+    constexpr std::size_t words = sizeof(Counters) / sizeof(std::uint64_t);
+    static_assert(sizeof(Counters) == words * sizeof(std::uint64_t), "words only");
+    std::uint64_t sum[words], add[words];
+    std::memcpy(sum, &nbrma::detail::counters_instance, sizeof sum);
     const std::uint32_t used = detail::shared_slots_used.load(std::memory_order_acquire);
-    for (std::uint32_t i = 0; i < used; ++i)
-        sum += detail::shared_slots[i].rma_ops.load(std::memory_order_relaxed);
-    return sum;
+    for (std::uint32_t i = 0; i < used; ++i) {
+        std::memcpy(add, &detail::shared_slots[i].counts, sizeof add);
+        for (std::size_t w = 0; w < words; ++w) sum[w] += add[w];
+    }
+    Counters total;
+    std::memcpy(&total, sum, sizeof total);
+    return total;
 }
 
 void enable() {

@@ -29,6 +29,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/log.hpp"
+
 namespace nbrma::threads {
 
 namespace detail {
@@ -107,13 +109,13 @@ class SpinLock {
 };
 
 namespace detail {
-// A thread's slot for shared sections, a cache line of its own: `inside` while the thread
-// runs one; `rma_ops`, the RMA calls it ran in them (Counters::rma_ops's share that is
-// not counted under the lock).
+// A thread's slot for shared sections, on cache lines of its own: `inside` while the
+// thread runs one; `counts`, what counters() counted in them (written only in its
+// thread's sections, read by all_counters under the lock, which waits for them).
 struct alignas(64) SharedSlot {
     std::atomic<std::uint32_t> inside{0};
     std::atomic<bool> claimed{false};
-    std::atomic<std::uint64_t> rma_ops{0};
+    Counters counts;
 };
 constexpr std::uint32_t shared_slot_count = 64;  // threads past that run under the lock
 
@@ -155,17 +157,18 @@ class SharedSection {
             slot->inside.store(0, std::memory_order_release);
             return false;
         }
+        nbrma::detail::counting = &slot->counts;
         return true;
     }
-    static void leave() { detail::shared_slot->inside.store(0, std::memory_order_release); }
-    // An RMA call ran in the section (counted in its thread's slot).
-    static void count_rma_op() {
-        std::atomic<std::uint64_t> &ops = detail::shared_slot->rma_ops;
-        ops.store(ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    static void leave() {
+        nbrma::detail::counting = &nbrma::detail::counters_instance;
+        detail::shared_slot->inside.store(0, std::memory_order_release);
     }
-    // Every thread's count_rma_op calls.
-    static std::uint64_t rma_ops();
 };
+
+// counters() of the process and of every thread's shared sections, summed (call with the
+// progress lock held, as the counters' readers do).
+Counters all_counters();
 
 // Whether locking is on (MPI_THREAD_MULTIPLE, or a progress thread exists).
 inline bool active() { return detail::active.load(std::memory_order_relaxed); }

@@ -190,6 +190,7 @@ class Epoch {
         close_request_ = request;
     }
     void on_active(Request *request) { active_request_ = request; }
+    bool has_requests() const { return active_request_ || close_request_; }
     // Engine side.
     void activate() {
         state_ = EngineState::active;

@@ -27,19 +27,40 @@ inline bool Window::take_at_once(Epoch &epoch) {
         if (config_.reorder[access_after_access]) progress();
         if (!may_activate(epoch, epochs_.size())) return false;
     }
+    const bool takes_lock = epoch.target() >= 0 && !epoch.nocheck();
+    if (takes_lock && !at_once_locks_.acquire(epoch.target(), epoch.mode())) return false;
+    held_at_once(epoch, takes_lock);
+    return true;
+}
+
+// take_at_once past the acquisition (`took_lock`: its lock was taken).
+inline void Window::held_at_once(Epoch &epoch, bool took_lock) {
     const int target = epoch.target();
-    const bool takes_lock = target >= 0 && !epoch.nocheck();
-    if (takes_lock && !at_once_locks_.acquire(target, epoch.mode())) return false;
     epoch.set_path(EpochPath::at_once);
     epoch.activate();
     if (target >= 0) epoch.at(target).phase = TargetPhase::held;
-    if (check_ && takes_lock)
+    if (check_ && took_lock)
         check_->lock_acquired(target, epoch.mode() == LockMode::exclusive, epoch.id(), false);
     ++counters().locks_at_once;
-    if (takes_lock) {
+    if (took_lock) {
         ++counters().lock_grants;
         if (verbose_level() >= 2) log(2, "lock on %d granted at once", target);
     }
+}
+
+// open_passive's at-once case where nothing else is open, queued or flushing and the
+// epoch of the last at-once one is there to reuse, in a shared section: the lock is
+// taken first, so that a lock not free leaves nothing done.
+bool Window::open_shared(EpochKind kind, int target, LockMode mode, int assertions) {
+    if (at_once_ || !completes_inline_ || check_ || !at_once_home_ || !open_.empty() ||
+        !epochs_.empty() || !flushes_.empty() || transport_flushes_ != 0)
+        return false;
+    const bool takes_lock = target >= 0 && !(assertions & MPI_MODE_NOCHECK);
+    if (takes_lock && !at_once_locks_.acquire(target, mode)) return false;
+    Epoch &epoch = *at_once_home_;
+    begin_epoch(epoch, kind, target, mode, assertions);
+    held_at_once(epoch, takes_lock);
+    at_once_ = &epoch;
     return true;
 }
 
@@ -70,18 +91,26 @@ void Window::queue_opened(std::unique_ptr<Epoch> epoch) {
 // orders the epoch's writes before the release, as the transport's fence would. Each
 // lock released at once is marked released; one that must be handed over, or a failed
 // call to report, leaves the rest to the queued path (advance_passive).
+//
+// `shared`: in a shared section, where nothing may join the queue: a close that cannot
+// finish returns false with the epoch as it is (targets released so far marked so), and
+// the caller's close under the lock goes on from there. Nor may requests finish there.
+template <bool shared>
 inline bool Window::close_at_once() {
-    settle();
     Epoch &epoch = *at_once_;
+    if constexpr (shared) {
+        if (deferred_ || epoch.has_requests() || verbose_level() >= 2) return false;
+    }
+    settle();
     const bool nocheck = epoch.nocheck();
     if (is_error(epoch.failure())) {
-        join_queue();
+        if (!shared) join_queue();
         return false;
     }
     if (!nocheck && !epoch.touched().empty())
         fenced_runs_ = runs_;
     else if (runs_ != fenced_runs_ && !fence_at_once()) {
-        join_queue();  // whose flush reports the failure
+        if (!shared) join_queue();  // whose flush reports the failure
         return false;
     }
     if (check_) check_closing_at_once(epoch);
@@ -100,7 +129,7 @@ inline bool Window::close_at_once() {
         }
     }
     if (!all_released) {
-        join_queue();
+        if (!shared) join_queue();
         return false;
     }
     close_epoch(epoch, nullptr);
@@ -146,7 +175,7 @@ Status Window::lock(int lock_type, int target, int assertions) {
 Status Window::unlock(int target, Request **request) {
     if (target < 0 || target >= size()) return Status::err_rank;
     if (at_once_ && at_once_->kind() == EpochKind::lock && at_once_->target() == target &&
-        close_at_once()) {
+        close_at_once<false>()) {
         *request = nullptr;  // complete
         return Status::ok;
     }
@@ -164,11 +193,35 @@ Status Window::lock_all(int assertions) {
 }
 
 Status Window::unlock_all(Request **request) {
-    if (at_once_ && at_once_->kind() == EpochKind::lock_all && close_at_once()) {
+    if (at_once_ && at_once_->kind() == EpochKind::lock_all && close_at_once<false>()) {
         *request = nullptr;  // complete
         return Status::ok;
     }
     return close_open(open_of(EpochKind::lock_all), request);
+}
+
+bool Window::lock_shared(int lock_type, int target, int assertions) {
+    if ((lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED) || target < 0 ||
+        target >= size() || (assertions & ~MPI_MODE_NOCHECK) || config_.no_locks ||
+        verbose_level() >= 2)
+        return false;
+    return open_shared(EpochKind::lock, target,
+                       lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared,
+                       assertions);
+}
+
+bool Window::lock_all_shared(int assertions) {
+    if ((assertions & ~MPI_MODE_NOCHECK) || config_.no_locks || verbose_level() >= 2) return false;
+    return open_shared(EpochKind::lock_all, -1, LockMode::shared, assertions);
+}
+
+bool Window::unlock_shared(int target) {
+    return at_once_ && !check_ && at_once_->kind() == EpochKind::lock &&
+           at_once_->target() == target && close_at_once<true>();
+}
+
+bool Window::unlock_all_shared() {
+    return at_once_ && !check_ && at_once_->kind() == EpochKind::lock_all && close_at_once<true>();
 }
 
 // A lock_all target of the at-once epoch at the first call toward it: its shared lock

@@ -109,14 +109,10 @@ bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
     offset = static_cast<std::uint64_t>(static_cast<std::int64_t>(offset) + target_shift);
     auto *local_block = reinterpret_cast<std::uint8_t *>(start);
     std::uint8_t *mapped = copy_window(call.target, offset, bytes);
-    if constexpr (shared) {
-        if (!mapped) return false;
-        threads::SharedSection::count_rma_op();
-    } else {
-        ++counters().rma_ops;
-    }
+    if (shared && !mapped) return false;
     if (check_) ran_block_ = {offset, bytes, local_block};
     ++next_age_;
+    ++counters().rma_ops;
     if (verbose_level() >= 3)
         log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
             static_cast<unsigned long long>(offset));
@@ -193,9 +189,7 @@ bool Window::atomic(const RmaCall &call, Status *status) {
     // Where the transport maps the elements, the CPU atomics it would do, done here (the
     // first element's address aligned, as atomic_aligned asks of the transport's).
     std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
-    if constexpr (shared) {
-        if (!mapped) return false;
-    }
+    if (shared && !mapped) return false;
     if (mapped
             ? reinterpret_cast<std::uintptr_t>(mapped) % width != 0
             : !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, width))
@@ -203,10 +197,7 @@ bool Window::atomic(const RmaCall &call, Status *status) {
     const std::uint64_t compare = swap ? transport::load_of_width(call.compare, width) : 0;
     std::uint64_t previous = 0;
     ++next_age_;
-    if constexpr (shared)
-        threads::SharedSection::count_rma_op();
-    else
-        ++counters().rma_ops;
+    ++counters().rma_ops;
     const auto *origin = static_cast<const unsigned char *>(call.origin);
     *status = Status::ok;
     if (shape.by_compare_swap) {

@@ -137,6 +137,15 @@ class Window {
     // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
     // the transport's flush (shm: a memory fence).
     bool flush_shared(int target);
+    // The same for lock() and lock_all(): an epoch opened at once where nothing else is
+    // open or queued and its lock is free now (the lock taken before anything else is
+    // done); and for unlock() and unlock_all() of the at-once epoch: its locks released
+    // at once (false: what was done stays, and the caller's unlock under the lock goes on
+    // from there, handing a lock over through the queue).
+    bool lock_shared(int lock_type, int target, int assertions);
+    bool lock_all_shared(int assertions);
+    bool unlock_shared(int target);
+    bool unlock_all_shared();
 
     // Notified RMA, target side (MPIX_Win_notify_*): this rank's counters and thresholds.
     NotifyCounters &notifications() { return notify_; }
@@ -260,6 +269,8 @@ class Window {
     [[gnu::always_inline]] inline void open_passive(EpochKind kind, int target, sync::LockMode mode,
                                                     int assertions);
     [[gnu::always_inline]] inline bool take_at_once(Epoch &epoch);
+    [[gnu::always_inline]] inline void held_at_once(Epoch &epoch, bool took_lock);
+    bool open_shared(EpochKind kind, int target, sync::LockMode mode, int assertions);
     void queue_opened(std::unique_ptr<Epoch> epoch);
     bool polite_locks() const;
     // Readies the at-once epoch (at_once_ set) for a call toward `target`: true if it holds
@@ -282,6 +293,7 @@ class Window {
     bool fence_at_once();
     // The closing call of the at-once epoch: true if it completed here; otherwise the
     // epoch joined the queue (join_queue), closed with the locks it could not release.
+    template <bool shared>
     [[gnu::always_inline]] inline bool close_at_once();
     void join_queue();
     Status flush_general(int target, Request **request, bool local);

@@ -19,40 +19,40 @@ namespace interrupt = engine::interrupt;
 
 const CounterRow rows[] = {
     {"windows_created", K::count, false, "windows this process created (every flavor)",
-     [] { return counters().windows_created; }},
+     [] { return threads::all_counters().windows_created; }},
     {"epochs_opened", K::count, false,
      "epochs opened: lock, lock_all, fence, start (access), post (exposure)",
-     [] { return counters().epochs_opened; }},
+     [] { return threads::all_counters().epochs_opened; }},
     {"epochs_completed", K::count, false, "epochs that completed (closed and finished)",
-     [] { return counters().epochs_completed; }},
+     [] { return threads::all_counters().epochs_completed; }},
     {"epochs_deferred", K::count, false,
      "epochs that could not activate in their opening call (the window was busy with an "
      "earlier one): queued, activated later",
-     [] { return counters().epochs_deferred; }},
+     [] { return threads::all_counters().epochs_deferred; }},
     {"rma_ops", K::count, false,
      "communication calls issued: put, get, accumulates, atomics (R and notify forms too)",
-     [] { return counters().rma_ops + threads::SharedSection::rma_ops(); }},
+     [] { return threads::all_counters().rma_ops; }},
     {"rma_ops_replayed", K::count, false,
      "communication calls recorded because their epoch or target lock was not ready, and "
      "run later",
-     [] { return counters().rma_ops_replayed; }},
+     [] { return threads::all_counters().rma_ops_replayed; }},
     {"lock_grants", K::count, false, "locks acquired at a target (one per target of lock_all)",
-     [] { return counters().lock_grants; }},
+     [] { return threads::all_counters().lock_grants; }},
     {"locks_at_once", K::count, false,
      "lock epochs taken by one compare-and-swap and run inline, outside the epoch queue "
      "(shared memory, nothing else pending on the window, or with "
      "access_after_access_reorder only active lock epochs toward other targets); counted "
      "in lock_grants too",
-     [] { return counters().locks_at_once; }},
+     [] { return threads::all_counters().locks_at_once; }},
     {"segments_reused", K::count, false,
      "MPI_Win_create and MPI_Win_create_dynamic windows whose node segment (control "
      "regions) was a freed window's, kept mapped, instead of a new one",
-     [] { return counters().segments_reused; }},
+     [] { return threads::all_counters().segments_reused; }},
     {"user_memory_shared", K::count, false,
      "MPI_Win_create windows and MPI_Win_attach regions whose memory node-local peers "
      "map (its pages moved into shared memory; loads and stores, and CPU atomics on "
      "MPI_Win_create windows, instead of cross-memory attach)",
-     [] { return counters().user_memory_shared; }},
+     [] { return threads::all_counters().user_memory_shared; }},
     {"check_races", K::count, false,
      "NBRMA_CHECK=races: races this process found (conflicting RMA calls at one target that "
      "no MPI synchronization orders; origin or result buffers changed before their call "
@@ -64,7 +64,7 @@ const CounterRow rows[] = {
     {"progress_thread_sweeps", K::count, true,
      "sweeps of the progress thread that moved something (NBRMA_PROGRESS=thread or "
      "interrupt)",
-     [] { return counters().progress_thread_sweeps; }},
+     [] { return threads::all_counters().progress_thread_sweeps; }},
     {"assisted_calls", K::count, true,
      "blocking MPICH collectives entered with nbrma work pending in inline mode, served "
      "meanwhile by the assist thread",

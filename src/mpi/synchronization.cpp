@@ -112,6 +112,8 @@ int wait(const char *call, MPI_Win win, MPI_Request *request) {
 
 int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
+    if (shared_call(*state, [&] { return state->engine->lock_shared(lock_type, rank, assert); }))
+        return request ? mpich::complete_request(request) : MPI_SUCCESS;
     Status status = locked([&] { return state->engine->lock(lock_type, rank, assert); });
     if (status == Status::err_rank)
         return raise(call, win, status, rank_outside(rank, state->engine->size()).c_str());
@@ -124,6 +126,8 @@ int lock(const char *call, int lock_type, int rank, int assert, MPI_Win win, MPI
 
 int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
+    if (shared_call(*state, [&] { return state->engine->unlock_shared(rank); }))
+        return finish(call, win, Status::ok, nullptr, request);
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->unlock(rank, &pending); });
     if (status == Status::err_rank)
@@ -135,6 +139,8 @@ int unlock(const char *call, int rank, MPI_Win win, MPI_Request *request) {
 
 int lock_all(const char *call, int assert, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
+    if (shared_call(*state, [&] { return state->engine->lock_all_shared(assert); }))
+        return request ? mpich::complete_request(request) : MPI_SUCCESS;
     Status status = locked([&] { return state->engine->lock_all(assert); });
     if (is_error(status))
         return raise(call, win, status,
@@ -144,6 +150,8 @@ int lock_all(const char *call, int assert, MPI_Win win, MPI_Request *request) {
 
 int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
     NBRMA_WINDOW(call, win, state);
+    if (shared_call(*state, [&] { return state->engine->unlock_all_shared(); }))
+        return finish(call, win, Status::ok, nullptr, request);
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->unlock_all(&pending); });
     if (status == Status::err_sync) return raise(call, win, status, "no lock_all epoch is open");

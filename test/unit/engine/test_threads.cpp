@@ -898,7 +898,12 @@ struct ShmRanks {
             transports.push_back(
                 std::make_unique<transport::shm::ShmTransport>(r, layout.size(), peers));
             windows.push_back(std::make_unique<Window>(*transports[r], layout, config));
+            progress_register(windows.back().get());  // queued epochs move by sweeps
         }
+    }
+    ~ShmRanks() {
+        threads::Guard guard;
+        for (auto &window : windows) progress_unregister(window.get());
     }
     std::int64_t at(int rank, std::size_t offset) const {
         std::int64_t value;
@@ -910,6 +915,12 @@ struct ShmRanks {
     std::vector<std::unique_ptr<transport::shm::ShmTransport>> transports;
     std::vector<std::unique_ptr<Window>> windows;
 };
+
+// The RMA calls counted in shared sections so far (each thread's slot's counters).
+std::uint64_t shared_rma_ops() {
+    threads::Guard guard;
+    return threads::all_counters().rma_ops - counters().rma_ops;
+}
 
 // As the MPI layer's shared_call (mpi/state.hpp): the call in a shared section under the
 // window's own lock, else under the progress lock through `fallback`. True if it ran
@@ -944,7 +955,7 @@ TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
         threads::Guard guard;
         for (auto &window : ranks.windows) ASSERT_EQ(window->lock_all(0), Status::ok);
     }
-    const std::uint64_t shared_before = threads::SharedSection::rma_ops();
+    const std::uint64_t shared_before = shared_rma_ops();
     std::atomic<bool> stop{false};
     std::atomic<int> mismatches{0};
     std::thread flusher([&] {
@@ -996,7 +1007,7 @@ TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
     EXPECT_EQ(mismatches.load(), 0);
     for (int t = 0; t < 2 * n; ++t)
         EXPECT_EQ(ranks.at((t + 1) % n, 8 * t), 1000000 * (t + 1) + rounds - 1) << "thread " << t;
-    EXPECT_GT(threads::SharedSection::rma_ops(), shared_before);
+    EXPECT_GT(shared_rma_ops(), shared_before);
     threads::Guard guard;
     for (auto &window : ranks.windows) {
         Request *request = nullptr;
@@ -1018,7 +1029,7 @@ TEST(ThreadsShared, FetchAndOpFromThreadsOnOneWindow) {
         threads::Guard guard;
         ASSERT_EQ(window.lock_all(0), Status::ok);
     }
-    const std::uint64_t shared_before = threads::SharedSection::rma_ops();
+    const std::uint64_t shared_before = shared_rma_ops();
     std::atomic<bool> stop{false};
     std::thread flusher([&] {
         while (!stop.load(std::memory_order_acquire)) {
@@ -1062,11 +1073,78 @@ TEST(ThreadsShared, FetchAndOpFromThreadsOnOneWindow) {
     std::sort(all.begin(), all.end());
     for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<std::int64_t>(i));
     EXPECT_EQ(ranks.at(1, 64), threads_n * rounds);
-    EXPECT_GT(threads::SharedSection::rma_ops(), shared_before);
+    EXPECT_GT(shared_rma_ops(), shared_before);
     threads::Guard guard;
     Request *request = nullptr;
     ASSERT_EQ(window.unlock_all(&request), Status::ok);
     EXPECT_EQ(request, nullptr);
+}
+
+// Threads open and close lock epochs on windows of their own, in shared sections where
+// the lock is free at once and under the lock where it is not: each round an exclusive
+// lock of rank 0 (every thread's: contended, so some wait in the queue and are handed
+// the lock), a lock_all, or a shared lock of the next rank, with one put, while a thread
+// sweeps. After each unlock the put is at its target; the counters count every epoch
+// once, whichever way it ran.
+TEST(ThreadsShared, LockEpochsOnWindowsOfTheirOwn) {
+    constexpr int n = 4, rounds = 600;
+    ShmRanks ranks(n);
+    std::vector<std::mutex> window_locks(n);
+    Counters before;
+    {
+        threads::Guard guard;
+        before = threads::all_counters();
+    }
+    std::atomic<int> shared_epochs{0}, wrong{0};
+    {
+        Sweepers sweepers(1);
+        std::vector<std::thread> app;
+        for (int t = 0; t < n; ++t)
+            app.emplace_back([&, t] {
+                Window &window = *ranks.windows[t];
+                std::mutex &own = window_locks[t];
+                for (int round = 0; round < rounds; ++round) {
+                    const int kind = round % 3;
+                    const int target = kind == 0 ? 0 : (t + 1) % n;
+                    const std::int64_t value = 1000000 * (t + 1) + round;
+                    const int type = kind == 0 ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
+                    bool opened_shared;
+                    if (kind == 1)
+                        opened_shared = shared_or_locked(
+                            own, [&] { return window.lock_all_shared(0); },
+                            [&] { EXPECT_EQ(window.lock_all(0), Status::ok); });
+                    else
+                        opened_shared = shared_or_locked(
+                            own, [&] { return window.lock_shared(type, target, 0); },
+                            [&] { EXPECT_EQ(window.lock(type, target, 0), Status::ok); });
+                    const RmaCall put = put_call(target, 8 * t, &value);
+                    shared_or_locked(
+                        own, [&] { return window.rma_shared(put); },
+                        [&] { EXPECT_EQ(window.rma(put, nullptr), Status::ok); });
+                    Request *pending = nullptr;
+                    if (kind == 1)
+                        shared_or_locked(
+                            own, [&] { return window.unlock_all_shared(); },
+                            [&] { EXPECT_EQ(window.unlock_all(&pending), Status::ok); });
+                    else
+                        shared_or_locked(
+                            own, [&] { return window.unlock_shared(target); },
+                            [&] { EXPECT_EQ(window.unlock(target, &pending), Status::ok); });
+                    if (pending) wait_and_release(pending);  // `value` is on our stack
+                    if (ranks.at(target, 8 * t) != value) wrong.fetch_add(1);
+                    if (opened_shared) shared_epochs.fetch_add(1);
+                }
+            });
+        for (auto &thread : app) thread.join();
+    }
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GT(shared_epochs.load(), 0);
+    threads::Guard guard;
+    const Counters after = threads::all_counters();
+    EXPECT_EQ(after.epochs_opened - before.epochs_opened, std::uint64_t{n} * rounds);
+    EXPECT_EQ(after.epochs_completed - before.epochs_completed, std::uint64_t{n} * rounds);
+    EXPECT_EQ(after.rma_ops - before.rma_ops, std::uint64_t{n} * rounds);
+    for (int r = 0; r < n; ++r) EXPECT_TRUE(ranks.windows[r]->idle()) << "rank " << r;
 }
 
 // The calls a shared section turns down, with nothing done: outside an at-once epoch, a
