@@ -178,6 +178,17 @@ bool Window::advance_fence(Epoch &epoch) {
     return moved;
 }
 
+// An access epoch's target whose grant (its matching post) arrived: held from now on,
+// and the race checker orders what the target did before its post before our calls.
+bool Window::grant_arrived(Epoch &epoch, int peer, TargetState &state) {
+    if (state.phase != TargetPhase::acquiring ||
+        control_word(layout_.grant_count(peer)) < state.match_id)
+        return false;
+    state.phase = TargetPhase::held;
+    if (check_) check_->post_acquire(peer, epoch.id(), !state.pending.empty());
+    return true;
+}
+
 // Each target completes on its own: its done notice leaves as soon as the epoch is
 // closed and the last call toward it is done (SC14 §VII-D).
 bool Window::advance_access(Epoch &epoch) {
@@ -185,13 +196,7 @@ bool Window::advance_access(Epoch &epoch) {
     bool busy = false;
     for (int peer : epoch.group()) {
         TargetState &state = epoch.at(peer);
-        if (state.phase == TargetPhase::acquiring &&
-            control_word(layout_.grant_count(peer)) >= state.match_id) {
-            state.phase = TargetPhase::held;
-            if (check_)  // the post before the grant
-                check_->post_acquire(peer, epoch.id(), !state.pending.empty());
-            moved = true;
-        }
+        moved |= grant_arrived(epoch, peer, state);
         if (state.phase == TargetPhase::held) moved |= run_pending(epoch, state);
         // The done notice leaves once the calls completed at the target (MPI_Win_wait
         // there relies on it).

@@ -276,9 +276,7 @@ Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
 bool Window::run_now(const RmaCall &call, Epoch &epoch) {
     if (epoch.state() != EngineState::active) return false;
     TargetState *state = epoch.find(call.target);
-    if (state && state->phase == TargetPhase::acquiring && epoch.kind() == EpochKind::access &&
-        control_word(layout_.grant_count(call.target)) >= state->match_id)
-        state->phase = TargetPhase::held;
+    if (state && epoch.kind() == EpochKind::access) grant_arrived(epoch, call.target, *state);
     const bool ready = state ? state->phase == TargetPhase::held && state->pending.empty()
                              : epoch.kind() == EpochKind::fence && epoch.barrier_passed();
     if (!ready) return false;

@@ -439,6 +439,7 @@ class Window {
     bool advance_passive(Epoch &epoch);
     bool advance_fence(Epoch &epoch);
     bool advance_access(Epoch &epoch);
+    bool grant_arrived(Epoch &epoch, int peer, TargetState &state);
     bool advance_exposure(Epoch &epoch);
     bool exposure_finished(const Epoch &epoch) const;
     bool run_pending(Epoch &epoch, TargetState &state);

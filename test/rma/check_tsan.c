@@ -214,6 +214,29 @@ static void post_then_wait(void) {
     MPI_CHK(MPI_Group_free(&peer));
 }
 
+/* The origin starts, then the target posts while the origin sleeps (nothing progresses
+ * nbrma there): the origin's put sees the grant itself, no progress sweep saw it first. */
+static void post_seen_by_the_put(void) {
+    MPI_Group peer = pscw_peer();
+    int token = 0;
+    if (me == TARGET) {
+        MPI_CHK(MPI_Recv(&token, 1, MPI_INT, ORIGIN, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        mem[0] = 7; /* before the post */
+        MPI_CHK(MPI_Win_post(peer, 0, win));
+        MPI_CHK(MPI_Win_wait(win));
+        const int64_t seen = mem[0];
+        CHECK(seen == 12, "read %lld, the put wrote 12", (long long)seen);
+    } else if (me == ORIGIN) {
+        obuf[0] = 12;
+        MPI_CHK(MPI_Win_start(peer, 0, win));
+        MPI_CHK(MPI_Send(&token, 1, MPI_INT, TARGET, 0, MPI_COMM_WORLD));
+        usleep(300 * 1000);
+        MPI_CHK(MPI_Put(&obuf[0], 1, MPI_INT64_T, TARGET, 0, 1, MPI_INT64_T, win));
+        MPI_CHK(MPI_Win_complete(win));
+    }
+    MPI_CHK(MPI_Group_free(&peer));
+}
+
 static void put_send_recv_load(void) {
     int64_t seen = 0;
     int token = 0;
@@ -244,6 +267,7 @@ static const scenario_t scenarios[] = {
     S(disjoint_bytes, NONE, "rank 0 stores bytes [16,24), rank 1 puts [0,8)"),
     S(load_during_get, NONE, "rank 0 loads, rank 1 gets the same bytes"),
     S(post_then_wait, NONE, "rank 0 stores, posts, waits, loads; rank 1 puts"),
+    S(post_seen_by_the_put, NONE, "rank 1 starts, sends, sleeps; rank 0 receives, stores, posts"),
     S(put_send_recv_load, NONE, "rank 1 puts, unlocks, sends; rank 0 receives, loads"),
 };
 #undef S
