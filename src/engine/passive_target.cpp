@@ -226,19 +226,23 @@ bool Window::unlock_all_shared() {
 
 // A lock_all target of the at-once epoch at the first call toward it: its shared lock
 // taken at once (or, MPI_MODE_NOCHECK, no lock at all); when it is not free, the epoch
-// joins the queue, which acquires it in turn.
+// joins the queue, which acquires it in turn. `shared`: in a shared section (rma_shared),
+// where a lock not free leaves nothing done, and the call goes on under the lock.
+template <bool shared>
 bool Window::take_target(int target) {
     if (!at_once_->nocheck()) {
         if (!at_once_locks_.acquire(target, LockMode::shared)) {
-            join_queue();
+            if (!shared) join_queue();
             return false;
         }
         ++counters().lock_grants;
-        if (check_) check_->lock_acquired(target, false, at_once_->id(), false);
+        if (!shared && check_) check_->lock_acquired(target, false, at_once_->id(), false);
     }
     at_once_->first_touch(target).phase = TargetPhase::held;  // (ready_at_once found none)
     return true;
 }
+template bool Window::take_target<false>(int target);
+template bool Window::take_target<true>(int target);
 
 // The at-once epoch goes on as a queued one, in its place by id (epochs opened after it
 // beside it are queued behind it), with the window back on the sweep list.

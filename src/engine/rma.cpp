@@ -304,8 +304,9 @@ bool Window::rma_shared(const RmaCall &call) {
         verbose_level() >= 3)
         return false;
     if (call.target != at_once_->target() &&
-        (at_once_->kind() != EpochKind::lock_all || !at_once_->find(call.target)))
-        return false;  // (ready_at_once, without taking a target)
+        (at_once_->kind() != EpochKind::lock_all ||
+         (!at_once_->find(call.target) && !take_target<true>(call.target))))
+        return false;  // (ready_at_once, its target's lock taken only if free)
     Status status;
     if (!contiguous<true>(call, &status, false) && !atomic<true>(call, &status)) return false;
     if (is_error(status)) at_once_->fail(status);  // (as run_at_once)

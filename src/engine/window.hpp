@@ -280,8 +280,9 @@ class Window {
     bool ready_at_once(int target) {
         if (target == at_once_->target()) return true;
         if (at_once_->kind() != EpochKind::lock_all) return false;
-        return at_once_->find(target) != nullptr || take_target(target);
+        return at_once_->find(target) != nullptr || take_target<false>(target);
     }
+    template <bool shared>
     bool take_target(int target);
     // A flush of `target` (-1: all) concerns the at-once epoch alone: flush_all only when
     // no queued epoch is open beside it or was passed by it.

@@ -1199,5 +1199,59 @@ TEST(ThreadsShared, CallsTheSectionTurnsDown) {
     EXPECT_EQ(request, nullptr);
 }
 
+// A lock_all epoch's first call toward a target takes the target's shared lock in the
+// section if it is free; if not, the call is turned down with nothing done (the epoch
+// stays at once, its other targets usable) and runs under the lock once it is free.
+TEST(ThreadsShared, LockAllTakesFreeTargetsInTheSection) {
+    ShmRanks ranks(3);
+    Window &window = *ranks.windows[0];
+    std::uint64_t grants_before;
+    {
+        threads::Guard guard;  // rank 2 locks itself exclusively
+        ASSERT_EQ(ranks.windows[2]->lock(MPI_LOCK_EXCLUSIVE, 2, 0), Status::ok);
+        const std::int64_t warm = 0;  // caches MPI_INT64_T for this thread
+        ASSERT_EQ(ranks.windows[2]->rma(put_call(2, 8, &warm), nullptr), Status::ok);
+        Request *none = nullptr;  // rank 0's first epoch (its at-once epoch made)
+        ASSERT_EQ(window.lock_all(0), Status::ok);
+        ASSERT_EQ(window.unlock_all(&none), Status::ok);
+        ASSERT_EQ(none, nullptr);
+        grants_before = threads::all_counters().lock_grants;
+    }
+    const std::int64_t one = 1, two = 2;
+    ASSERT_TRUE(threads::SharedSection::enter());
+    ASSERT_TRUE(window.lock_all_shared(0));
+    EXPECT_TRUE(window.rma_shared(put_call(1, 0, &one)));   // rank 1's lock: free
+    EXPECT_FALSE(window.rma_shared(put_call(2, 0, &two)));  // rank 2's: held exclusively
+    EXPECT_TRUE(window.rma_shared(put_call(1, 8, &two)));   // still the at-once epoch's
+    threads::SharedSection::leave();
+    EXPECT_EQ(ranks.at(1, 0), 1);
+    EXPECT_EQ(ranks.at(1, 8), 2);
+    EXPECT_EQ(ranks.at(2, 0), 0);
+    Request *request = nullptr;
+    {
+        threads::Guard guard;
+        EXPECT_EQ(threads::all_counters().lock_grants - grants_before, 1u);  // rank 1's only
+        ASSERT_EQ(ranks.windows[2]->unlock(2, &request), Status::ok);
+        if (request) wait_and_release(request);
+    }
+    ASSERT_TRUE(threads::SharedSection::enter());
+    EXPECT_TRUE(window.rma_shared(put_call(2, 0, &two)));  // free now
+    EXPECT_TRUE(window.unlock_all_shared());
+    threads::SharedSection::leave();
+    EXPECT_EQ(ranks.at(2, 0), 2);
+    {
+        threads::Guard guard;
+        EXPECT_EQ(threads::all_counters().lock_grants - grants_before, 2u);
+    }
+    Window &other = *ranks.windows[2];  // both shared locks were released: free again
+    for (int target : {1, 2}) {
+        ASSERT_TRUE(threads::SharedSection::enter());
+        EXPECT_TRUE(other.lock_shared(MPI_LOCK_EXCLUSIVE, target, 0)) << "target " << target;
+        EXPECT_TRUE(other.unlock_shared(target));
+        threads::SharedSection::leave();
+    }
+    for (int r = 0; r < 3; ++r) EXPECT_TRUE(ranks.windows[r]->idle()) << "rank " << r;
+}
+
 }  // namespace
 }  // namespace nbrma::engine
