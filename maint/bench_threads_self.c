@@ -1,24 +1,30 @@
 /*
  * bench_threads_self.c — how threads of one process working on windows of their own
  * scale, with every core the process's: one rank, T threads, each with its own
- * MPI_Win_allocate window over MPI_COMM_SELF, locked once (MPI_Win_lock_all); an
- * iteration is one 8-byte MPI_Put into the thread's own window and MPI_Win_flush.
+ * MPI_Win_allocate window over MPI_COMM_SELF. An iteration is one 8-byte MPI_Put into
+ * the thread's own window and, by MODE:
+ *   put_flush  MPI_Win_flush, in one MPI_Win_lock_all epoch (the default);
+ *   lock_all   the epoch's own MPI_Win_lock_all before it and MPI_Win_unlock_all after;
+ *   lock       an exclusive MPI_Win_lock before it and MPI_Win_unlock after.
  * (nbrma-bench's threads group puts into a second rank, which takes a core of its own
  * on a 2-core machine, so its threads share one core.) Run by maint/bench_threads_self.sh.
  *
- * Usage: bench_threads_self THREADS ITERATIONS. Prints "threads T: RATE msg/s", the best
- * of 3 rounds (threads let go together, the round ends when the last joins), and fails
- * if a window does not hold its thread's last value after a round.
+ * Usage: bench_threads_self THREADS ITERATIONS [MODE]. Prints "threads T: RATE msg/s",
+ * the best of 3 rounds (threads let go together; a round lasts from the first thread's
+ * first iteration to the last thread's last), and fails if a window does not hold its
+ * thread's last value after a round.
  */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_THREADS 16
 
 static int iterations;
+static enum { PUT_FLUSH, LOCK_ALL, LOCK } mode;
 static pthread_barrier_t start;
 
 /* A cache line each: a thread's stores to its origin buffer must not take the line
@@ -26,18 +32,25 @@ static pthread_barrier_t start;
 struct worker {
     MPI_Win win;
     uint64_t value; /* the put's origin buffer */
+    double began, ended;
 } __attribute__((aligned(64)));
 
 static void *work(void *arg) {
     struct worker *w = arg;
-    MPI_Win_lock_all(0, w->win);
+    if (mode == PUT_FLUSH) MPI_Win_lock_all(0, w->win);
     pthread_barrier_wait(&start);
+    w->began = MPI_Wtime();
     for (int i = 1; i <= iterations; i++) {
         w->value = (uint64_t)i;
+        if (mode == LOCK_ALL) MPI_Win_lock_all(0, w->win);
+        if (mode == LOCK) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, w->win);
         MPI_Put(&w->value, 8, MPI_BYTE, 0, 0, 8, MPI_BYTE, w->win);
-        MPI_Win_flush(0, w->win);
+        if (mode == PUT_FLUSH) MPI_Win_flush(0, w->win);
+        if (mode == LOCK_ALL) MPI_Win_unlock_all(w->win);
+        if (mode == LOCK) MPI_Win_unlock(0, w->win);
     }
-    MPI_Win_unlock_all(w->win);
+    w->ended = MPI_Wtime();
+    if (mode == PUT_FLUSH) MPI_Win_unlock_all(w->win);
     return NULL;
 }
 
@@ -46,10 +59,20 @@ int main(int argc, char **argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     const int threads = argc > 1 ? atoi(argv[1]) : 1;
     iterations = argc > 2 ? atoi(argv[2]) : 1000000;
+    const char *name = argc > 3 ? argv[3] : "put_flush";
+    int known = 1;
+    if (strcmp(name, "put_flush") == 0)
+        mode = PUT_FLUSH;
+    else if (strcmp(name, "lock_all") == 0)
+        mode = LOCK_ALL;
+    else if (strcmp(name, "lock") == 0)
+        mode = LOCK;
+    else
+        known = 0;
     if (provided != MPI_THREAD_MULTIPLE || threads < 1 || threads > MAX_THREADS ||
-        iterations < 1) {
-        fprintf(stderr, "usage: bench_threads_self THREADS (1-%d) ITERATIONS; needs "
-                        "MPI_THREAD_MULTIPLE\n", MAX_THREADS);
+        iterations < 1 || !known) {
+        fprintf(stderr, "usage: bench_threads_self THREADS (1-%d) ITERATIONS "
+                        "[put_flush|lock_all|lock]; needs MPI_THREAD_MULTIPLE\n", MAX_THREADS);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     struct worker workers[MAX_THREADS];
@@ -66,9 +89,13 @@ int main(int argc, char **argv) {
             pthread_create(&ids[t], NULL, work, &workers[t]);
         }
         pthread_barrier_wait(&start);
-        const double t0 = MPI_Wtime();
-        for (int t = 0; t < threads; t++) pthread_join(ids[t], NULL);
-        const double rate = (double)threads * iterations / (MPI_Wtime() - t0);
+        double began = 0, ended = 0;
+        for (int t = 0; t < threads; t++) {
+            pthread_join(ids[t], NULL);
+            if (t == 0 || workers[t].began < began) began = workers[t].began;
+            if (t == 0 || workers[t].ended > ended) ended = workers[t].ended;
+        }
+        const double rate = (double)threads * iterations / (ended - began);
         if (rate > best) best = rate;
         pthread_barrier_destroy(&start);
         for (int t = 0; t < threads; t++)
