@@ -18,7 +18,7 @@ using sync::LockMode;
 // was opened beside), and its lock is free (lock_all: taken per target later,
 // take_target). The epoch is then active, its target held.
 inline bool Window::take_at_once(Epoch &epoch) {
-    if (!flushes_.empty() || transport_flushes_ != 0) return false;
+    if (flushing()) return false;
     if (!epochs_.empty()) {
         // Passing active epochs (access_after_access_reorder) is worth a sweep first:
         // grants that arrived start their epochs. Otherwise the queue is judged as it is
@@ -53,7 +53,7 @@ inline void Window::held_at_once(Epoch &epoch, bool took_lock) {
 // taken first, so that a lock not free leaves nothing done.
 bool Window::open_shared(EpochKind kind, int target, LockMode mode, int assertions) {
     if (at_once_ || !completes_inline_ || check_ || !at_once_home_ || !open_.empty() ||
-        !epochs_.empty() || !flushes_.empty() || transport_flushes_ != 0)
+        !epochs_.empty() || flushing())
         return false;
     const bool takes_lock = target >= 0 && !(assertions & MPI_MODE_NOCHECK);
     if (takes_lock && !at_once_locks_.acquire(target, mode)) return false;
@@ -153,12 +153,24 @@ void Window::check_closing_at_once(Epoch &epoch) {
         if (epoch.find(rank)->phase == TargetPhase::held) close(rank);
 }
 
-Status Window::lock(int lock_type, int target, int assertions) {
+// What MPI_Win_lock_all, and MPI_Win_lock (lock_arguments), refuse in their arguments
+// and the window's info, whatever else is open.
+Status Window::lock_all_arguments(int assertions) const {
+    if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
+    if (config_.no_locks) return Status::err_sync;
+    return Status::ok;
+}
+
+Status Window::lock_arguments(int lock_type, int target, int assertions) const {
     if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
         return Status::err_lock_type;
     if (target < 0 || target >= size()) return Status::err_rank;
-    if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
-    if (config_.no_locks) return Status::err_sync;
+    return lock_all_arguments(assertions);
+}
+
+Status Window::lock(int lock_type, int target, int assertions) {
+    if (Status status = lock_arguments(lock_type, target, assertions); is_error(status))
+        return status;
     if (!open_.empty()) {  // (the usual lock opens beside no other epoch)
         if (open_of(EpochKind::lock_all) || open_lock(target) || open_of(EpochKind::access))
             return Status::err_sync;  // already locked, or an active-target access epoch
@@ -183,8 +195,7 @@ Status Window::unlock(int target, Request **request) {
 }
 
 Status Window::lock_all(int assertions) {
-    if (assertions & ~MPI_MODE_NOCHECK) return Status::err_assert;
-    if (config_.no_locks) return Status::err_sync;
+    if (Status status = lock_all_arguments(assertions); is_error(status)) return status;
     if (open_of(EpochKind::exposure)) return Status::err_conflict;  // would lock our own window
     if (has_open_epoch()) return Status::err_sync;
     if (Status status = end_unused_fence(); is_error(status)) return status;
@@ -201,9 +212,7 @@ Status Window::unlock_all(Request **request) {
 }
 
 bool Window::lock_shared(int lock_type, int target, int assertions) {
-    if ((lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED) || target < 0 ||
-        target >= size() || (assertions & ~MPI_MODE_NOCHECK) || config_.no_locks ||
-        verbose_level() >= 2)
+    if (is_error(lock_arguments(lock_type, target, assertions)) || verbose_level() >= 2)
         return false;
     return open_shared(EpochKind::lock, target,
                        lock_type == MPI_LOCK_EXCLUSIVE ? LockMode::exclusive : LockMode::shared,
@@ -211,7 +220,7 @@ bool Window::lock_shared(int lock_type, int target, int assertions) {
 }
 
 bool Window::lock_all_shared(int assertions) {
-    if ((assertions & ~MPI_MODE_NOCHECK) || config_.no_locks || verbose_level() >= 2) return false;
+    if (is_error(lock_all_arguments(assertions)) || verbose_level() >= 2) return false;
     return open_shared(EpochKind::lock_all, -1, LockMode::shared, assertions);
 }
 

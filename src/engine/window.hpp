@@ -271,6 +271,10 @@ class Window {
     [[gnu::always_inline]] inline bool take_at_once(Epoch &epoch);
     [[gnu::always_inline]] inline void held_at_once(Epoch &epoch, bool took_lock);
     bool open_shared(EpochKind kind, int target, sync::LockMode mode, int assertions);
+    Status lock_arguments(int lock_type, int target, int assertions) const;
+    Status lock_all_arguments(int assertions) const;
+    // A flush is under way on the window (no lock epoch is taken at once beside it).
+    bool flushing() const { return !flushes_.empty() || transport_flushes_ != 0; }
     void queue_opened(std::unique_ptr<Epoch> epoch);
     bool polite_locks() const;
     // Readies the at-once epoch (at_once_ set) for a call toward `target`: true if it holds

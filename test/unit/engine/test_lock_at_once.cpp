@@ -23,6 +23,7 @@
 #include "common/log.hpp"
 #include "engine/window.hpp"
 #include "layout/control_region.hpp"
+#include "shm_ranks.hpp"
 #include "sim_fixture.hpp"
 #include "sync/lock_word.hpp"
 #include "transport/shm/shm_transport.hpp"
@@ -35,24 +36,6 @@ constexpr std::size_t window_bytes = 64;
 
 class LockAtOnce : public ::testing::Test {
   protected:
-    void SetUp() override {
-        std::vector<transport::shm::ShmPeer> peers(nranks);
-        for (int r = 0; r < nranks; ++r) {
-            control_[r].assign(layout_.size(), 0);
-            peers[r].control = control_[r].data();
-            peers[r].window = window_[r].data();
-            peers[r].window_size = window_bytes;
-        }
-        WindowConfig config;
-        config.sizes.assign(nranks, window_bytes);
-        config.disp_units.assign(nranks, 1);
-        for (int r = 0; r < nranks; ++r) {
-            transports_[r] =
-                std::make_unique<transport::shm::ShmTransport>(r, layout_.size(), peers);
-            windows_[r] = std::make_unique<Window>(*transports_[r], layout_, config);
-        }
-    }
-
     std::uint64_t control_word(int rank, std::size_t offset) const {
         return __atomic_load_n(
             reinterpret_cast<const std::uint64_t *>(control_[rank].data() + offset),
@@ -83,11 +66,10 @@ class LockAtOnce : public ::testing::Test {
         }
     }
 
-    layout::ControlLayout layout_{nranks};
-    std::array<std::vector<std::uint8_t>, nranks> control_;
-    alignas(8) std::array<std::array<std::uint8_t, window_bytes>, nranks> window_{};
-    std::array<std::unique_ptr<transport::shm::ShmTransport>, nranks> transports_;
-    std::array<std::unique_ptr<Window>, nranks> windows_;
+    ShmRanks ranks_{nranks, window_bytes, false};
+    std::vector<std::vector<std::uint8_t>> &control_ = ranks_.control;
+    std::vector<std::vector<std::uint8_t>> &window_ = ranks_.memory;
+    std::vector<std::unique_ptr<Window>> &windows_ = ranks_.windows;
 };
 
 TEST_F(LockAtOnce, SharedLockPutUnlockIsOneCasEachWayAndNoRequest) {

@@ -34,6 +34,7 @@
 #include "engine/window.hpp"
 #include "layout/control_region.hpp"
 #include "progress/progress.hpp"
+#include "shm_ranks.hpp"
 #include "sim_fixture.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/sim/sim_transport.hpp"
@@ -876,45 +877,8 @@ TEST(ThreadsShared, SectionsAndTheLockExcludeEachOther) {
     threads::SharedSection::leave();
 }
 
-// n ranks' windows of one process over real ShmTransports mapping each other's memory
-// (as test_lock_at_once.cpp's), for the calls that run in shared sections.
-struct ShmRanks {
-    static constexpr std::size_t window_bytes = 4096;
-    explicit ShmRanks(int n) : layout(n), control(n), memory(n) {
-        threads::enable();
-        std::vector<transport::shm::ShmPeer> peers(n);
-        for (int r = 0; r < n; ++r) {
-            control[r].assign(layout.size(), 0);
-            memory[r].assign(window_bytes, 0);
-            peers[r].control = control[r].data();
-            peers[r].window = memory[r].data();
-            peers[r].window_size = window_bytes;
-        }
-        WindowConfig config;
-        config.sizes.assign(n, window_bytes);
-        config.disp_units.assign(n, 1);
-        threads::Guard guard;
-        for (int r = 0; r < n; ++r) {
-            transports.push_back(
-                std::make_unique<transport::shm::ShmTransport>(r, layout.size(), peers));
-            windows.push_back(std::make_unique<Window>(*transports[r], layout, config));
-            progress_register(windows.back().get());  // queued epochs move by sweeps
-        }
-    }
-    ~ShmRanks() {
-        threads::Guard guard;
-        for (auto &window : windows) progress_unregister(window.get());
-    }
-    std::int64_t at(int rank, std::size_t offset) const {
-        std::int64_t value;
-        std::memcpy(&value, memory[rank].data() + offset, sizeof value);
-        return value;
-    }
-    layout::ControlLayout layout;  // (first: the others are made from it)
-    std::vector<std::vector<std::uint8_t>> control, memory;
-    std::vector<std::unique_ptr<transport::shm::ShmTransport>> transports;
-    std::vector<std::unique_ptr<Window>> windows;
-};
+// Windows of a few ranks of one process for the calls that run in shared sections.
+constexpr std::size_t section_window_bytes = 4096;
 
 // The RMA calls counted in shared sections so far (each thread's slot's counters).
 std::uint64_t shared_rma_ops() {
@@ -949,7 +913,7 @@ bool shared_or_locked(std::mutex &window_lock, Shared shared, Fallback fallback)
 // a shared section that overlapped a lock holder's work on the same window is a report.
 TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
     constexpr int n = 4, rounds = 2000;
-    ShmRanks ranks(n);
+    ShmRanks ranks(n, section_window_bytes, true);
     std::vector<std::mutex> window_locks(n);
     {
         threads::Guard guard;
@@ -1022,7 +986,7 @@ TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
 // every fetched value is distinct and the counter holds the sum.
 TEST(ThreadsShared, FetchAndOpFromThreadsOnOneWindow) {
     constexpr int threads_n = 4, rounds = 2000;
-    ShmRanks ranks(2);
+    ShmRanks ranks(2, section_window_bytes, true);
     Window &window = *ranks.windows[0];
     std::mutex window_lock;
     {
@@ -1088,7 +1052,7 @@ TEST(ThreadsShared, FetchAndOpFromThreadsOnOneWindow) {
 // once, whichever way it ran.
 TEST(ThreadsShared, LockEpochsOnWindowsOfTheirOwn) {
     constexpr int n = 4, rounds = 600;
-    ShmRanks ranks(n);
+    ShmRanks ranks(n, section_window_bytes, true);
     std::vector<std::mutex> window_locks(n);
     Counters before;
     {
@@ -1151,7 +1115,7 @@ TEST(ThreadsShared, LockEpochsOnWindowsOfTheirOwn) {
 // type this thread has not looked up under the lock, an atomic of a shape the window has
 // not run, a target the epoch does not hold yet; the same calls then run under the lock.
 TEST(ThreadsShared, CallsTheSectionTurnsDown) {
-    ShmRanks ranks(2);
+    ShmRanks ranks(2, section_window_bytes, true);
     Window &window = *ranks.windows[0];
     const std::int64_t value = 42;
     RmaCall put = put_call(1, 0, &value);
@@ -1203,7 +1167,7 @@ TEST(ThreadsShared, CallsTheSectionTurnsDown) {
 // section if it is free; if not, the call is turned down with nothing done (the epoch
 // stays at once, its other targets usable) and runs under the lock once it is free.
 TEST(ThreadsShared, LockAllTakesFreeTargetsInTheSection) {
-    ShmRanks ranks(3);
+    ShmRanks ranks(3, section_window_bytes, true);
     Window &window = *ranks.windows[0];
     std::uint64_t grants_before;
     {
