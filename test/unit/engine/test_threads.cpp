@@ -1196,8 +1196,8 @@ TEST(ThreadsShared, LockAllTakesFreeTargetsInTheSection) {
         threads::Guard guard;
         EXPECT_EQ(threads::all_counters().lock_grants - grants_before, 1u);  // rank 1's only
         ASSERT_EQ(ranks.windows[2]->unlock(2, &request), Status::ok);
-        if (request) wait_and_release(request);
     }
+    if (request) wait_and_release(request);
     ASSERT_TRUE(threads::SharedSection::enter());
     EXPECT_TRUE(window.rma_shared(put_call(2, 0, &two)));  // free now
     EXPECT_TRUE(window.unlock_all_shared());
