@@ -74,14 +74,16 @@ void unmap_shared(void *address, std::size_t bytes) {
     if (address) munmap(address, bytes);
 }
 
-std::string slot_name(int world_rank) {
-    return "/nbrma-check-" +
-           std::to_string(static_cast<unsigned long long>(process().pids[world_rank]));
+// The shared-memory names of a process's checker objects: its slot, and its windows'
+// areas ("-w" and the window's number after it).
+std::string process_name(std::uint64_t pid) {
+    return "/nbrma-check-" + std::to_string(static_cast<unsigned long long>(pid));
 }
 
+std::string slot_name(int world_rank) { return process_name(process().pids[world_rank]); }
+
 std::string area_name(std::uint64_t pid, std::uint64_t window) {
-    return "/nbrma-check-" + std::to_string(static_cast<unsigned long long>(pid)) + "-w" +
-           std::to_string(static_cast<unsigned long long>(window));
+    return process_name(pid) + "-w" + std::to_string(static_cast<unsigned long long>(window));
 }
 
 void start_slot_read(int rank);
