@@ -200,14 +200,19 @@ static void load_during_get(void) {
     (void)seen;
 }
 
+/* The target's side of the clean PSCW scenarios: store, post, wait, load the put's 12. */
+static void store_post_wait_load(MPI_Group peer) {
+    mem[0] = 7; /* before the post */
+    MPI_CHK(MPI_Win_post(peer, 0, win));
+    MPI_CHK(MPI_Win_wait(win));
+    const int64_t seen = mem[0];
+    CHECK(seen == 12, "read %lld, the put wrote 12", (long long)seen);
+}
+
 static void post_then_wait(void) {
     MPI_Group peer = pscw_peer();
     if (me == TARGET) {
-        mem[0] = 7; /* before the post */
-        MPI_CHK(MPI_Win_post(peer, 0, win));
-        MPI_CHK(MPI_Win_wait(win));
-        const int64_t seen = mem[0];
-        CHECK(seen == 12, "read %lld, the put wrote 12", (long long)seen);
+        store_post_wait_load(peer);
     } else if (me == ORIGIN) {
         start_put_complete(peer);
     }
@@ -221,11 +226,7 @@ static void post_seen_by_the_put(void) {
     int token = 0;
     if (me == TARGET) {
         MPI_CHK(MPI_Recv(&token, 1, MPI_INT, ORIGIN, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        mem[0] = 7; /* before the post */
-        MPI_CHK(MPI_Win_post(peer, 0, win));
-        MPI_CHK(MPI_Win_wait(win));
-        const int64_t seen = mem[0];
-        CHECK(seen == 12, "read %lld, the put wrote 12", (long long)seen);
+        store_post_wait_load(peer);
     } else if (me == ORIGIN) {
         obuf[0] = 12;
         MPI_CHK(MPI_Win_start(peer, 0, win));
