@@ -144,26 +144,53 @@ inline bool detail::ProgressLock::others_may_share() {
 // calling thread runs without the progress lock, and no thread holds it. False (nothing
 // entered) when the lock is held (by any thread, the caller included) or the thread has
 // no slot: the caller takes the lock instead. A section must not take the lock, block or
-// call MPICH; what it touches besides its thread's slot, the caller serializes.
+// call MPICH; what it touches besides its thread's slot, the caller serializes: with
+// `serializer`, a lock enter() takes (and leave() drops) around the section, whose
+// locked exchange then also orders the slot's store before the test of the progress
+// lock, so the section's entry costs one locked instruction, not two.
 class SharedSection {
   public:
-    static bool enter() {
+    static bool enter(SpinLock *serializer = nullptr) {
         detail::SharedSlot *slot = detail::shared_slot;
         if (!slot && !(slot = detail::claim_shared_slot())) return false;
-        // seq_cst exchange, then seq_cst load: against try_lock's compare-and-swap, then
-        // its loads of the slots (Dekker: one of the two sees the other).
-        slot->inside.exchange(1, std::memory_order_seq_cst);
+        // Dekker against try_lock's compare-and-swap, then its loads of the slots: the
+        // slot's store, a full barrier, then the load of the lock (one of the two sees
+        // the other).
+        if (serializer) {
+            slot->inside.store(1, std::memory_order_relaxed);
+            order_before_lock();
+            serializer->lock();
+            order_after_lock();
+        } else {
+            slot->inside.exchange(1, std::memory_order_seq_cst);
+        }
         if (__builtin_expect(detail::lock().held(), false)) {
+            if (serializer) serializer->unlock();
             slot->inside.store(0, std::memory_order_release);
             return false;
         }
         nbrma::detail::counting = &slot->counts;
         return true;
     }
-    static void leave() {
+    static void leave(SpinLock *serializer = nullptr) {
         nbrma::detail::counting = &nbrma::detail::counters_instance;
+        if (serializer) serializer->unlock();
         detail::shared_slot->inside.store(0, std::memory_order_release);
     }
+
+  private:
+    // The barrier between the slot's store and the lock's load. On x86 the serializer's
+    // locked exchange is one (a locked instruction drains the store buffer, and no load
+    // passes it): the compiler only must not move the store past it or the load before
+    // it. Elsewhere, a fence.
+    static void order_before_lock() {
+#if defined(__x86_64__) || defined(__i386__)
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+    }
+    static void order_after_lock() { std::atomic_signal_fence(std::memory_order_seq_cst); }
 };
 
 // counters() of the process and of every thread's shared sections, summed (call with the

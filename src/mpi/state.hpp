@@ -191,11 +191,9 @@ inline auto locked(Call call) {
 // caller then runs it under the progress lock (locked).
 template <typename Call>
 inline bool shared_call(WindowState &state, Call call) {
-    if (!threads::active() || !threads::SharedSection::enter()) return false;
-    state.shared_calls.lock();
+    if (!threads::active() || !threads::SharedSection::enter(&state.shared_calls)) return false;
     const bool ran = call();
-    state.shared_calls.unlock();
-    threads::SharedSection::leave();
+    threads::SharedSection::leave(&state.shared_calls);
     return ran;
 }
 

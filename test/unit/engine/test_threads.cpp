@@ -877,6 +877,40 @@ TEST(ThreadsShared, SectionsAndTheLockExcludeEachOther) {
     threads::SharedSection::leave();
 }
 
+// A section entered with a serializer holds it until it leaves; one that the lock turns
+// away (held by another thread) leaves the serializer free; and the lock waits for such a
+// section as for any other.
+TEST(ThreadsShared, SectionsWithASerializerHoldItUntilTheyLeave) {
+    threads::enable();
+    threads::SpinLock serializer;
+    ASSERT_TRUE(threads::SharedSection::enter(&serializer));
+    std::atomic<bool> serializer_free{true}, locked{false}, release{false}, entered{true};
+    std::thread other([&] {
+        serializer_free = serializer.try_lock();
+        if (serializer_free) serializer.unlock();
+        threads::Guard guard;
+        locked = true;
+        std::thread third([&] {
+            entered = threads::SharedSection::enter(&serializer);
+            if (entered) threads::SharedSection::leave(&serializer);
+        });
+        third.join();
+        while (!release) std::this_thread::yield();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(locked.load()) << "the lock was taken inside a shared section";
+    threads::SharedSection::leave(&serializer);
+    EXPECT_TRUE(eventually([&] { return locked.load(); }));
+    EXPECT_FALSE(serializer_free.load()) << "the section did not hold its serializer";
+    release = true;
+    other.join();
+    EXPECT_FALSE(entered.load()) << "a section started while the lock was held";
+    ASSERT_TRUE(serializer.try_lock()) << "a section turned away kept the serializer";
+    serializer.unlock();
+    ASSERT_TRUE(threads::SharedSection::enter(&serializer));  // the lock is free again
+    threads::SharedSection::leave(&serializer);
+}
+
 // Windows of a few ranks of one process for the calls that run in shared sections.
 constexpr std::size_t section_window_bytes = 4096;
 
@@ -887,17 +921,13 @@ std::uint64_t shared_rma_ops() {
 }
 
 // As the MPI layer's shared_call (mpi/state.hpp): the call in a shared section under the
-// window's own lock, else under the progress lock through `fallback`. True if it ran
-// shared.
+// window's own lock (the section's serializer), else under the progress lock through
+// `fallback`. True if it ran shared.
 template <typename Shared, typename Fallback>
-bool shared_or_locked(std::mutex &window_lock, Shared shared, Fallback fallback) {
-    if (threads::SharedSection::enter()) {
-        bool ran;
-        {
-            std::lock_guard<std::mutex> hold(window_lock);
-            ran = shared();
-        }
-        threads::SharedSection::leave();
+bool shared_or_locked(threads::SpinLock &window_lock, Shared shared, Fallback fallback) {
+    if (threads::SharedSection::enter(&window_lock)) {
+        const bool ran = shared();
+        threads::SharedSection::leave(&window_lock);
         if (ran) return true;
     }
     threads::Guard guard;
@@ -914,7 +944,7 @@ bool shared_or_locked(std::mutex &window_lock, Shared shared, Fallback fallback)
 TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
     constexpr int n = 4, rounds = 2000;
     ShmRanks ranks(n, section_window_bytes, true);
-    std::vector<std::mutex> window_locks(n);
+    std::vector<threads::SpinLock> window_locks(n);
     {
         threads::Guard guard;
         for (auto &window : ranks.windows) ASSERT_EQ(window->lock_all(0), Status::ok);
@@ -988,7 +1018,7 @@ TEST(ThreadsShared, FetchAndOpFromThreadsOnOneWindow) {
     constexpr int threads_n = 4, rounds = 2000;
     ShmRanks ranks(2, section_window_bytes, true);
     Window &window = *ranks.windows[0];
-    std::mutex window_lock;
+    threads::SpinLock window_lock;
     {
         threads::Guard guard;
         ASSERT_EQ(window.lock_all(0), Status::ok);
@@ -1053,7 +1083,7 @@ TEST(ThreadsShared, FetchAndOpFromThreadsOnOneWindow) {
 TEST(ThreadsShared, LockEpochsOnWindowsOfTheirOwn) {
     constexpr int n = 4, rounds = 600;
     ShmRanks ranks(n, section_window_bytes, true);
-    std::vector<std::mutex> window_locks(n);
+    std::vector<threads::SpinLock> window_locks(n);
     Counters before;
     {
         threads::Guard guard;
@@ -1066,7 +1096,7 @@ TEST(ThreadsShared, LockEpochsOnWindowsOfTheirOwn) {
         for (int t = 0; t < n; ++t)
             app.emplace_back([&, t] {
                 Window &window = *ranks.windows[t];
-                std::mutex &own = window_locks[t];
+                threads::SpinLock &own = window_locks[t];
                 for (int round = 0; round < rounds; ++round) {
                     const int kind = round % 3;
                     const int target = kind == 0 ? 0 : (t + 1) % n;
