@@ -11,7 +11,7 @@
 # share, with the lowest run's ratio to the median (an outlier is a run below half of
 # it). Run from a built tree:
 # maint/bench_threads_self.sh [--sizes] [ROUNDS] [ITERATIONS (default 1000000; with
-# --sizes, the count for 8 bytes, fewer for larger puts)].
+# --sizes, the count up to 1 KiB, fewer for larger puts)].
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 sizes=
@@ -41,8 +41,9 @@ run() {
 if [ -n "$sizes" ]; then
     for i in $(seq "$rounds"); do
         for size in $sizes; do
-            # about the same bytes a run whatever the size: 8 MB at least
-            count=$(( iterations * 8 / size ))
+            # ITERATIONS up to 1 KiB, then fewer as the size grows (a round of 1 KiB x
+            # ITERATIONS bytes, 30 ms or so at the default: short rounds are noise)
+            count=$(( size <= 1024 ? iterations : iterations * 1024 / size ))
             [ $count -lt 1000 ] && count=1000
             for windows in own one; do
                 for threads in 1 2; do

@@ -16,7 +16,9 @@
 //   under a slot of its own instead of the lock, so threads on different windows do not
 //   serialize. Taking the lock waits for every shared section to end, and no section
 //   starts while the lock is held: a section sees no lock holder's work half done. A
-//   section touches only its window (serialized by the caller) and its thread's slot.
+//   section touches only its window and its thread's slot: the window's calls are
+//   serialized by the caller, but for those the engine runs concurrently (a put, a get
+//   or a flush of an at-once epoch toward a target it holds: Window::rma_concurrent).
 // - MPICH callbacks (a generalized request's poll/wait/query/free functions, attribute
 //   delete functions) never block on the lock: MPICH may hold its own lock around them.
 // - nbrma's progress thread never calls MPICH. What a sweep would have called

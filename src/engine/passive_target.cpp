@@ -107,12 +107,13 @@ inline bool Window::close_at_once() {
         if (!shared) join_queue();
         return false;
     }
-    if (!nocheck && !epoch.touched().empty())
+    if (!nocheck && !epoch.touched().empty())  // (the locks' release orders the writes)
         fenced_runs_ = runs_;
-    else if (runs_ != fenced_runs_ && !fence_at_once()) {
+    else if (unfenced() && !fence_at_once()) {
         if (!shared) join_queue();  // whose flush reports the failure
         return false;
     }
+    concurrent_puts_.store(false, std::memory_order_relaxed);  // (the epoch's calls are over)
     if (check_) check_closing_at_once(epoch);
     bool all_released = true;
     if (epoch.kind() == EpochKind::lock) {  // its one target, held (its state stays so
@@ -134,6 +135,7 @@ inline bool Window::close_at_once() {
     }
     close_epoch(epoch, nullptr);
     if (check_) check_->epoch_done(epoch.id());
+    forget_taken(epoch);
     epoch.complete();
     at_once_ = nullptr;  // the epoch stays in at_once_home_ for the next
     return true;
@@ -248,15 +250,27 @@ bool Window::take_target(int target) {
         if (!shared && check_) check_->lock_acquired(target, false, at_once_->id(), false);
     }
     at_once_->first_touch(target).phase = TargetPhase::held;  // (ready_at_once found none)
+    const auto t = static_cast<std::size_t>(target);
+    taken_[t / 64].fetch_or(std::uint64_t{1} << (t % 64), std::memory_order_release);
     return true;
 }
 template bool Window::take_target<false>(int target);
 template bool Window::take_target<true>(int target);
 
+void Window::forget_taken(const Epoch &epoch) {
+    if (epoch.kind() != EpochKind::lock_all) return;
+    for (int rank : epoch.touched()) {
+        const auto t = static_cast<std::size_t>(rank);
+        taken_[t / 64].fetch_and(~(std::uint64_t{1} << (t % 64)), std::memory_order_relaxed);
+    }
+}
+
 // The at-once epoch goes on as a queued one, in its place by id (epochs opened after it
 // beside it are queued behind it), with the window back on the sweep list.
 void Window::join_queue() {
     settle();
+    if (concurrent_puts_.load(std::memory_order_relaxed)) fence_at_once();  // (uncounted)
+    forget_taken(*at_once_);
     std::unique_ptr<Epoch> epoch = std::move(at_once_home_);
     at_once_ = nullptr;
     epoch->set_path(EpochPath::queued);

@@ -80,8 +80,10 @@ bool one_block(const TypeLayout &layout, MPI_Aint count, std::int64_t *shift) {
 // and check_range, then one transport call, with no Operation. false, with nothing done,
 // for any other call and for every call those checks would refuse: the general path then
 // refuses it, naming the cause.
-template <bool shared>
+template <Window::Sharing sharing>
 bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
+    constexpr bool shared = sharing != Sharing::locked;
+    constexpr bool concurrent = sharing == Sharing::concurrent;
     const bool put = call.kind == RmaKind::put;
     if ((!put && call.kind != RmaKind::get) || call.notify) return false;
     const MPI_Datatype local_type = put ? call.origin_type : call.result_type;
@@ -108,10 +110,17 @@ bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
     // (check_range found the block, offset + target_shift, inside the window)
     offset = static_cast<std::uint64_t>(static_cast<std::int64_t>(offset) + target_shift);
     auto *local_block = reinterpret_cast<std::uint8_t *>(start);
-    std::uint8_t *mapped = copy_window(call.target, offset, bytes);
+    std::uint8_t *mapped;
+    if constexpr (concurrent) {  // (not copy_window: its cache is the window's)
+        transport::WholeMapping whole;
+        whole.base = transport_.copy_window_whole(call.target, &whole.length);
+        mapped = whole.at(offset, bytes);
+    } else {
+        mapped = copy_window(call.target, offset, bytes);
+    }
     if (shared && !mapped) return false;
     if (check_) ran_block_ = {offset, bytes, local_block};
-    ++next_age_;
+    if constexpr (!concurrent) ++next_age_;
     ++counters().rma_ops;
     if (verbose_level() >= 3)
         log(3, "%s to %d at +%llu (contiguous)", rma_kind_name(call.kind), call.target,
@@ -121,6 +130,11 @@ bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
         if (mapped) {
             copy_bytes(mapped, local_block, bytes);
             *status = Status::ok;
+            if constexpr (concurrent) {  // (written once an epoch: the line stays shared)
+                if (!concurrent_puts_.load(std::memory_order_relaxed))
+                    concurrent_puts_.store(true, std::memory_order_relaxed);
+                return true;
+            }
         } else if (may_defer) {
             *status = transport_.put_deferrable(call.target, local_block, bytes, address);
             deferred_ = true;
@@ -296,7 +310,18 @@ bool Window::run_now(const RmaCall &call, Epoch &epoch) {
 }
 
 bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer) {
-    return contiguous<false>(call, status, may_defer);
+    return contiguous<Sharing::locked>(call, status, may_defer);
+}
+
+bool Window::rma_concurrent(const RmaCall &call) {
+    // (not on dynamic windows: their range check may read the target's directory anew)
+    if (!at_once_ || check_ || deferred_ || config_.flavor == Flavor::dynamic || call.target < 0 ||
+        call.target >= size() ||
+        (at_once_->kind() != EpochKind::lock && at_once_->kind() != EpochKind::lock_all) ||
+        !concurrent_target(call.target) || verbose_level() >= 3)
+        return false;
+    Status status;
+    return contiguous<Sharing::concurrent>(call, &status, false);  // (a copy: status ok)
 }
 
 bool Window::rma_shared(const RmaCall &call) {
@@ -308,7 +333,8 @@ bool Window::rma_shared(const RmaCall &call) {
          (!at_once_->find(call.target) && !take_target<true>(call.target))))
         return false;  // (ready_at_once, its target's lock taken only if free)
     Status status;
-    if (!contiguous<true>(call, &status, false) && !atomic<true>(call, &status)) return false;
+    if (!contiguous<Sharing::serialized>(call, &status, false) && !atomic<true>(call, &status))
+        return false;
     if (is_error(status)) at_once_->fail(status);  // (as run_at_once)
     return true;
 }

@@ -37,6 +37,7 @@ Window::Window(transport::Transport &transport, const layout::ControlLayout &lay
           reinterpret_cast<std::uint64_t *>(static_cast<std::uint8_t *>(transport.local_control()) +
                                             layout::ControlLayout::notify_num)) {
     for (PeerFlush &peer : peer_flushes_) peer.in_flight_count = &transport_flushes_;
+    taken_.reset(new std::atomic<std::uint64_t>[(static_cast<std::size_t>(size_) + 63) / 64]());
     notify_.on_wait([](void *window) { static_cast<Window *>(window)->queued(); }, this);
 }
 

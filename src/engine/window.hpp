@@ -5,6 +5,7 @@
 #ifndef NBRMA_ENGINE_WINDOW_HPP
 #define NBRMA_ENGINE_WINDOW_HPP
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -85,7 +86,7 @@ class Window {
         // last (fence_at_once).
         settle();
         if (at_once_ && !is_error(at_once_->failure()) && at_once_flush_covers(target) &&
-            (runs_ == fenced_runs_ || fence_at_once())) {
+            (!unfenced() || fence_at_once())) {
             if (check_) check_flushed(target, local);
             *request = nullptr;  // complete
             return Status::ok;
@@ -137,6 +138,17 @@ class Window {
     // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
     // the transport's flush (shm: a memory fence).
     bool flush_shared(int target);
+    // Concurrent: in a shared section without the window's serialization, beside other
+    // threads' calls on this window (serialized or concurrent). A blocking put or get of
+    // the at-once epoch that is a copy into mapped window memory, of predefined types
+    // this thread looked up last, toward its lock target or a lock_all target it already
+    // holds (concurrent_target); it writes nothing of the window's but concurrent_puts_, once
+    // (no operation age, no run: the flushes and the close fence instead, unfenced()).
+    // And a flush of the at-once epoch's targets: the transport's fence. False, with
+    // nothing done, for anything else: the caller then serializes (rma_shared,
+    // flush_shared).
+    bool rma_concurrent(const RmaCall &call);
+    bool flush_concurrent(int target);
     // The same for lock() and lock_all(): an epoch opened at once where nothing else is
     // open or queued and its lock is free now (the lock taken before anything else is
     // done); and for unlock() and unlock_all() of the at-once epoch: its locks released
@@ -288,6 +300,16 @@ class Window {
     }
     template <bool shared>
     bool take_target(int target);
+    // Whether `target` is held by the at-once epoch for concurrent calls: its lock
+    // target, or a lock_all target take_target took in it (taken_).
+    bool concurrent_target(int target) const {
+        const auto t = static_cast<std::size_t>(target);
+        return target == at_once_->target() ||
+               (at_once_->kind() == EpochKind::lock_all &&
+                (taken_[t / 64].load(std::memory_order_acquire) >> (t % 64) & 1));
+    }
+    // The at-once lock_all epoch's targets leave taken_ (it closes, or joins the queue).
+    void forget_taken(const Epoch &epoch);
     // A flush of `target` (-1: all) concerns the at-once epoch alone: flush_all only when
     // no queued epoch is open beside it or was passed by it.
     bool at_once_flush_covers(int target) const {
@@ -408,9 +430,10 @@ class Window {
     // `may_defer`: the transport may hold the copy until settle() (a call whose request
     // completes now may not, nor a call the race checker watches).
     bool rma_contiguous(const RmaCall &call, Status *status, bool may_defer);
-    // Its body; `shared`: in a shared section (rma_shared), which takes only copies into
+    // Its body; in a shared section (rma_shared, rma_concurrent) it takes only copies into
     // mapped memory.
-    template <bool shared>
+    enum class Sharing { locked, serialized, concurrent };
+    template <Sharing sharing>
     bool contiguous(const RmaCall &call, Status *status, bool may_defer);
     // The block rma_contiguous ran last on a checked window: its target bytes at `offset`,
     // its origin (put) or result (get) buffer `local`, `bytes` long each.
@@ -533,6 +556,17 @@ class Window {
     }
     int transport_flushes_ = 0;            // in flight
     std::uint64_t fenced_runs_ = 0;        // runs_ at the at-once epoch's last fence
+    // Concurrent puts (rma_concurrent) ran in the at-once epoch: they count no run, so
+    // every flush of the epoch and its close fence (cleared by the close alone: a fence
+    // of one thread does not order another's stores).
+    std::atomic<bool> concurrent_puts_{false};
+    // Something written since the at-once epoch's last fence.
+    bool unfenced() const {
+        return runs_ != fenced_runs_ || concurrent_puts_.load(std::memory_order_relaxed);
+    }
+    // A bit per target: take_target took it in the open at-once lock_all epoch (set
+    // after its lock, release; cleared by forget_taken), for concurrent calls.
+    std::unique_ptr<std::atomic<std::uint64_t>[]> taken_;
     NotifyCounters notify_;
     // Per target: how many notification counters it had when we last read its count
     // (sized at the first notified call).

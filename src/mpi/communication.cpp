@@ -70,7 +70,9 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
     char why[320];
     WindowState *state = window_find(win);
     if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
-    if (!wants_request && shared_call(*state, [&] { return state->engine->rma_shared(call); }))
+    if (!wants_request && shared_call(
+                              *state, [&] { return state->engine->rma_concurrent(call); },
+                              [&] { return state->engine->rma_shared(call); }))
         return MPI_SUCCESS;
     engine::Request *pending = nullptr;
     const char *cause = nullptr;  // the argument check's exact cause, if it refused the call

@@ -197,6 +197,22 @@ inline bool shared_call(WindowState &state, Call call) {
     return ran;
 }
 
+// The same for a call the engine may run concurrently with the window's other calls
+// (an engine *_concurrent method): in the section without the window's lock, and only
+// where it turns the call down, `serialized` under the window's lock, in the same section.
+template <typename Concurrent, typename Serialized>
+inline bool shared_call(WindowState &state, Concurrent concurrent, Serialized serialized) {
+    if (!threads::active() || !threads::SharedSection::enter()) return false;
+    bool ran = concurrent();
+    if (!ran) {
+        state.shared_calls.lock();
+        ran = serialized();
+        state.shared_calls.unlock();
+    }
+    threads::SharedSection::leave();
+    return ran;
+}
+
 }  // namespace nbrma::mpi
 
 #endif

@@ -164,7 +164,9 @@ int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
 // (target_flush).
 int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool local = false) {
     NBRMA_WINDOW(call, win, state);
-    if (!request && shared_call(*state, [&] { return state->engine->flush_shared(rank); }))
+    if (!request && shared_call(
+                        *state, [&] { return state->engine->flush_concurrent(rank); },
+                        [&] { return state->engine->flush_shared(rank); }))
         return MPI_SUCCESS;
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->flush(rank, &pending, local); });

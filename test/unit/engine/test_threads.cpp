@@ -935,12 +935,38 @@ bool shared_or_locked(threads::SpinLock &window_lock, Shared shared, Fallback fa
     return false;
 }
 
+// The same for a call the engine may run concurrently (the MPI layer's shared_call of
+// two calls): `concurrent` in a section without the window's lock, where it turns the
+// call down `serialized` under it, else `fallback` under the progress lock. 2 if it ran
+// concurrently, 1 serialized, 0 under the lock.
+template <typename Concurrent, typename Serialized, typename Fallback>
+int shared_or_locked(threads::SpinLock &window_lock, Concurrent concurrent, Serialized serialized,
+                     Fallback fallback) {
+    if (threads::SharedSection::enter()) {
+        if (concurrent()) {
+            threads::SharedSection::leave();
+            return 2;
+        }
+        window_lock.lock();
+        const bool ran = serialized();
+        window_lock.unlock();
+        threads::SharedSection::leave();
+        if (ran) return 1;
+    }
+    threads::Guard guard;
+    fallback();
+    return 0;
+}
+
 // Threads on windows of their own, and threads sharing one window, put, flush and get
-// inside one lock_all epoch each, in shared sections where the engine takes the call and
-// under the lock where it does not (the first call of a type, every fifth round on
-// purpose), while another thread flushes every window under the lock. Every get reads
-// back the value just put; the shared path ran; under ThreadSanitizer (make check-tsan)
-// a shared section that overlapped a lock holder's work on the same window is a report.
+// inside one lock_all epoch each, in shared sections where the engine takes the call
+// (concurrently with the window's other calls where it can, serialized by the window's
+// lock where not: the first call toward a target, every fifth round on purpose) and under
+// the lock where it does not (the first call of a type, every fifth round on purpose),
+// while another thread flushes every window under the lock. Every get reads back the
+// value just put; the concurrent and serialized paths ran; under ThreadSanitizer (make
+// check-tsan) a concurrent call that overlapped another's writes to the window, or a
+// shared section that overlapped a lock holder's work on the same window, is a report.
 TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
     constexpr int n = 4, rounds = 2000;
     ShmRanks ranks(n, section_window_bytes, true);
@@ -951,7 +977,7 @@ TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
     }
     const std::uint64_t shared_before = shared_rma_ops();
     std::atomic<bool> stop{false};
-    std::atomic<int> mismatches{0};
+    std::atomic<int> mismatches{0}, concurrent_calls{0}, serialized_calls{0};
     std::thread flusher([&] {
         while (!stop.load(std::memory_order_acquire)) {
             for (auto &window : ranks.windows) {
@@ -976,22 +1002,32 @@ TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
                 std::int64_t back = -1;
                 const RmaCall put = put_call(target, slot, &value);
                 const RmaCall get = get_call(target, slot, &back);
-                const bool locked_on_purpose = round % 5 == 4;
-                const auto shared = [&](auto fn) { return !locked_on_purpose && fn(); };
-                shared_or_locked(
-                    window_locks[w], [&] { return shared([&] { return window.rma_shared(put); }); },
-                    [&] { EXPECT_EQ(window.rma(put, nullptr), Status::ok); });
-                shared_or_locked(
+                const int path = round % 5;  // 4: under the lock, 3: serialized
+                const auto concurrent = [&](auto fn) { return path < 3 && fn(); };
+                const auto serialized = [&](auto fn) { return path < 4 && fn(); };
+                const auto count = [&](int ran) {
+                    if (ran == 2) concurrent_calls.fetch_add(1, std::memory_order_relaxed);
+                    if (ran == 1) serialized_calls.fetch_add(1, std::memory_order_relaxed);
+                };
+                count(shared_or_locked(
                     window_locks[w],
-                    [&] { return shared([&] { return window.flush_shared(target); }); },
+                    [&] { return concurrent([&] { return window.rma_concurrent(put); }); },
+                    [&] { return serialized([&] { return window.rma_shared(put); }); },
+                    [&] { EXPECT_EQ(window.rma(put, nullptr), Status::ok); }));
+                count(shared_or_locked(
+                    window_locks[w],
+                    [&] { return concurrent([&] { return window.flush_concurrent(target); }); },
+                    [&] { return serialized([&] { return window.flush_shared(target); }); },
                     [&] {
                         Request *request = nullptr;
                         EXPECT_EQ(window.flush(target, &request), Status::ok);
                         EXPECT_EQ(request, nullptr);
-                    });
-                shared_or_locked(
-                    window_locks[w], [&] { return shared([&] { return window.rma_shared(get); }); },
-                    [&] { EXPECT_EQ(window.rma(get, nullptr), Status::ok); });
+                    }));
+                count(shared_or_locked(
+                    window_locks[w],
+                    [&] { return concurrent([&] { return window.rma_concurrent(get); }); },
+                    [&] { return serialized([&] { return window.rma_shared(get); }); },
+                    [&] { EXPECT_EQ(window.rma(get, nullptr), Status::ok); }));
                 if (back != value) mismatches.fetch_add(1);
             }
         });
@@ -1002,6 +1038,8 @@ TEST(ThreadsShared, PutFlushGetOnWindowsOfTheirOwnAndOneShared) {
     for (int t = 0; t < 2 * n; ++t)
         EXPECT_EQ(ranks.at((t + 1) % n, 8 * t), 1000000 * (t + 1) + rounds - 1) << "thread " << t;
     EXPECT_GT(shared_rma_ops(), shared_before);
+    EXPECT_GT(concurrent_calls.load(), 0);
+    EXPECT_GT(serialized_calls.load(), 0);
     threads::Guard guard;
     for (auto &window : ranks.windows) {
         Request *request = nullptr;
@@ -1244,6 +1282,55 @@ TEST(ThreadsShared, LockAllTakesFreeTargetsInTheSection) {
         EXPECT_TRUE(other.unlock_shared(target));
         threads::SharedSection::leave();
     }
+    for (int r = 0; r < 3; ++r) EXPECT_TRUE(ranks.windows[r]->idle()) << "rank " << r;
+}
+
+// Concurrent calls (rma_concurrent, flush_concurrent) run only toward what the at-once
+// epoch holds: the lock epoch's target, or a lock_all target an earlier call took in
+// this epoch (not one an earlier epoch took); the rest is turned down with nothing done.
+TEST(ThreadsShared, ConcurrentCallsOnlyTowardHeldTargets) {
+    ShmRanks ranks(3, section_window_bytes, true);
+    Window &window = *ranks.windows[0];
+    const std::int64_t one = 1, two = 2, three = 3;
+    std::int64_t back = 0;
+    {
+        threads::Guard guard;
+        const std::int64_t warm = 0;  // caches MPI_INT64_T for this thread
+        ASSERT_EQ(ranks.windows[2]->lock(MPI_LOCK_EXCLUSIVE, 2, 0), Status::ok);
+        ASSERT_EQ(ranks.windows[2]->rma(put_call(2, 8, &warm), nullptr), Status::ok);
+        Request *none = nullptr;
+        ASSERT_EQ(ranks.windows[2]->unlock(2, &none), Status::ok);
+        ASSERT_EQ(none, nullptr);
+        ASSERT_EQ(window.lock_all(0), Status::ok);  // rank 0's at-once epoch made
+        ASSERT_EQ(window.unlock_all(&none), Status::ok);
+        ASSERT_EQ(none, nullptr);
+    }
+    for (int epoch = 0; epoch < 2; ++epoch) {
+        ASSERT_TRUE(threads::SharedSection::enter());
+        ASSERT_TRUE(window.lock_all_shared(0));
+        EXPECT_FALSE(window.rma_concurrent(put_call(1, 0, &two))) << "epoch " << epoch;
+        EXPECT_EQ(ranks.at(1, 0), epoch == 0 ? 0 : 3);         // nothing done
+        EXPECT_TRUE(window.rma_shared(put_call(1, 0, &one)));  // takes rank 1
+        EXPECT_TRUE(window.rma_concurrent(put_call(1, 0, &two)));
+        EXPECT_TRUE(window.flush_concurrent(1));
+        EXPECT_FALSE(window.rma_concurrent(put_call(2, 0, &two)));  // rank 2 not taken
+        EXPECT_TRUE(window.rma_concurrent(get_call(1, 0, &back)));
+        EXPECT_EQ(back, 2);
+        EXPECT_TRUE(window.rma_concurrent(put_call(1, 0, &three)));
+        EXPECT_TRUE(window.unlock_all_shared());
+        EXPECT_FALSE(window.rma_concurrent(put_call(1, 0, &two)));  // no epoch
+        threads::SharedSection::leave();
+        EXPECT_EQ(ranks.at(1, 0), 3);
+        EXPECT_EQ(ranks.at(2, 0), 0);
+    }
+    ASSERT_TRUE(threads::SharedSection::enter());  // a lock epoch: its one target
+    ASSERT_TRUE(window.lock_shared(MPI_LOCK_EXCLUSIVE, 2, 0));
+    EXPECT_TRUE(window.rma_concurrent(put_call(2, 16, &two)));
+    EXPECT_FALSE(window.rma_concurrent(put_call(1, 16, &two)));
+    EXPECT_TRUE(window.unlock_shared(2));
+    threads::SharedSection::leave();
+    EXPECT_EQ(ranks.at(2, 16), 2);
+    EXPECT_EQ(ranks.at(1, 16), 0);
     for (int r = 0; r < 3; ++r) EXPECT_TRUE(ranks.windows[r]->idle()) << "rank " << r;
 }
 

@@ -86,7 +86,8 @@ TEST(WindowMemory, BytesPerRankPerWindow) {
         EXPECT_LE(control, 65.5) << p;  // 64 a peer + 1.3 KiB
         // The window's per-peer vectors: sizes and disp_units of every rank (12 bytes),
         // remote-completion state (48: a flush completion of its own a peer; 24 with a
-        // pool of completions cost 11 ns on every put + flush over shared memory);
+        // pool of completions cost 11 ns on every put + flush over shared memory), a bit
+        // for lock_all targets taken at once (concurrent calls);
         // PSCW and notification state come with their first use. An epoch's table of
         // target states, 8 bytes a peer, comes with its first call (and never for a
         // lock epoch).
