@@ -22,8 +22,7 @@ Status Window::check_group(const std::vector<int> &group) const {
 }
 
 bool Window::fence_at_once() {
-    const int peer = at_once_->target() >= 0 ? at_once_->target() : rank_;
-    if (is_error(transport_.flush(peer, nullptr))) return false;
+    if (is_error(transport_.flush(fence_peer(), nullptr))) return false;
     fenced_runs_ = runs_;
     return true;
 }

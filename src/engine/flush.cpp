@@ -9,18 +9,11 @@
 namespace nbrma::engine {
 
 bool Window::flush_shared(int target) {
-    if (!at_once_ || check_ || deferred_ || is_error(at_once_->failure()) ||
-        !at_once_flush_covers(target))
-        return false;
-    return !unfenced() || fence_at_once();
+    return flush_in_section(target) && (!unfenced() || fence_at_once());
 }
 
 bool Window::flush_concurrent(int target) {
-    if (!at_once_ || check_ || deferred_ || is_error(at_once_->failure()) ||
-        !at_once_flush_covers(target))
-        return false;
-    const int peer = at_once_->target() >= 0 ? at_once_->target() : rank_;
-    return !is_error(transport_.flush(peer, nullptr));
+    return flush_in_section(target) && !is_error(transport_.flush(fence_peer(), nullptr));
 }
 
 Status Window::flush_general(int target, Request **request, bool local) {

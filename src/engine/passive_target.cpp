@@ -250,8 +250,8 @@ bool Window::take_target(int target) {
         if (!shared && check_) check_->lock_acquired(target, false, at_once_->id(), false);
     }
     at_once_->first_touch(target).phase = TargetPhase::held;  // (ready_at_once found none)
-    const auto t = static_cast<std::size_t>(target);
-    taken_[t / 64].fetch_or(std::uint64_t{1} << (t % 64), std::memory_order_release);
+    std::atomic<std::uint64_t> &word = taken_word(target);    // (after the lock: release)
+    word.store(word.load(std::memory_order_relaxed) | taken_bit(target), std::memory_order_release);
     return true;
 }
 template bool Window::take_target<false>(int target);
@@ -260,8 +260,9 @@ template bool Window::take_target<true>(int target);
 void Window::forget_taken(const Epoch &epoch) {
     if (epoch.kind() != EpochKind::lock_all) return;
     for (int rank : epoch.touched()) {
-        const auto t = static_cast<std::size_t>(rank);
-        taken_[t / 64].fetch_and(~(std::uint64_t{1} << (t % 64)), std::memory_order_relaxed);
+        std::atomic<std::uint64_t> &word = taken_word(rank);
+        word.store(word.load(std::memory_order_relaxed) & ~taken_bit(rank),
+                   std::memory_order_relaxed);
     }
 }
 

@@ -315,19 +315,15 @@ bool Window::rma_contiguous(const RmaCall &call, Status *status, bool may_defer)
 
 bool Window::rma_concurrent(const RmaCall &call) {
     // (not on dynamic windows: their range check may read the target's directory anew)
-    if (!at_once_ || check_ || deferred_ || config_.flavor == Flavor::dynamic || call.target < 0 ||
-        call.target >= size() ||
-        (at_once_->kind() != EpochKind::lock && at_once_->kind() != EpochKind::lock_all) ||
-        !concurrent_target(call.target) || verbose_level() >= 3)
+    if (!call_in_section(call) || config_.flavor == Flavor::dynamic ||
+        !concurrent_target(call.target))
         return false;
     Status status;
     return contiguous<Sharing::concurrent>(call, &status, false);  // (a copy: status ok)
 }
 
 bool Window::rma_shared(const RmaCall &call) {
-    if (!at_once_ || check_ || deferred_ || call.target < 0 || call.target >= size() ||
-        verbose_level() >= 3)
-        return false;
+    if (!call_in_section(call)) return false;
     if (call.target != at_once_->target() &&
         (at_once_->kind() != EpochKind::lock_all ||
          (!at_once_->find(call.target) && !take_target<true>(call.target))))

@@ -303,10 +303,18 @@ class Window {
     // Whether `target` is held by the at-once epoch for concurrent calls: its lock
     // target, or a lock_all target take_target took in it (taken_).
     bool concurrent_target(int target) const {
-        const auto t = static_cast<std::size_t>(target);
         return target == at_once_->target() ||
                (at_once_->kind() == EpochKind::lock_all &&
-                (taken_[t / 64].load(std::memory_order_acquire) >> (t % 64) & 1));
+                (taken_word(target).load(std::memory_order_acquire) & taken_bit(target)));
+    }
+    // taken_'s word and bit of `target`. Its writers (take_target, forget_taken) are
+    // serialized (the window's spin lock, or the progress lock): a load and a store, no
+    // locked instruction.
+    std::atomic<std::uint64_t> &taken_word(int target) const {
+        return taken_[static_cast<std::size_t>(target) / 64];
+    }
+    static std::uint64_t taken_bit(int target) {
+        return std::uint64_t{1} << (static_cast<std::size_t>(target) % 64);
     }
     // The at-once lock_all epoch's targets leave taken_ (it closes, or joins the queue).
     void forget_taken(const Epoch &epoch);
@@ -318,6 +326,21 @@ class Window {
     }
     // The transport's fence (over an inline transport, what completes written calls).
     bool fence_at_once();
+    // What the transport's fence of the at-once epoch names: its lock target, or this rank
+    // (lock_all).
+    int fence_peer() const { return at_once_->target() >= 0 ? at_once_->target() : rank_; }
+    // A call of the at-once epoch a shared section may take (rma_shared, rma_concurrent),
+    // as far as the window and the target's rank tell.
+    bool call_in_section(const RmaCall &call) const {
+        return at_once_ && !check_ && !deferred_ && call.target >= 0 && call.target < size() &&
+               verbose_level() < 3;
+    }
+    // A flush of `target` the at-once epoch alone answers in a shared section
+    // (flush_shared, flush_concurrent).
+    bool flush_in_section(int target) const {
+        return at_once_ && !check_ && !deferred_ && !is_error(at_once_->failure()) &&
+               at_once_flush_covers(target);
+    }
     // The closing call of the at-once epoch: true if it completed here; otherwise the
     // epoch joined the queue (join_queue), closed with the locks it could not release.
     template <bool shared>
