@@ -21,12 +21,6 @@ Status Window::check_group(const std::vector<int> &group) const {
     return Status::ok;
 }
 
-bool Window::fence_at_once() {
-    if (is_error(transport_.flush(fence_peer(), nullptr))) return false;
-    fenced_runs_ = runs_;
-    return true;
-}
-
 Status Window::fence(int assertions, Request **request) {
     constexpr int allowed =
         MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;

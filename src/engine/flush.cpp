@@ -12,9 +12,7 @@ bool Window::flush_shared(int target) {
     return flush_in_section(target) && (!unfenced() || fence_at_once());
 }
 
-bool Window::flush_concurrent(int target) {
-    return flush_in_section(target) && !is_error(transport_.flush(fence_peer(), nullptr));
-}
+bool Window::flush_concurrent(int target) { return flush_in_section(target) && fence_transport(); }
 
 Status Window::flush_general(int target, Request **request, bool local) {
     if (target != -1) {

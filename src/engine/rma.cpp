@@ -98,11 +98,16 @@ bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
         return !is_error(type_layout_get(type, found));
     };
     if (!layout(call.target_type, &target) ||
-        !one_block(*target, call.target_count, &target_shift) || !layout(local_type, &local) ||
-        !one_block(*local, local_count, &local_shift) ||
-        !type_data_bytes(*target, call.target_count, &bytes) ||
-        !type_data_bytes(*local, local_count, &local_bytes) || bytes != local_bytes || bytes == 0 ||
-        __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), local_shift, &start) ||
+        !one_block(*target, call.target_count, &target_shift) ||
+        !type_data_bytes(*target, call.target_count, &bytes) || bytes == 0)
+        return false;
+    if (local_type == call.target_type && local_count == call.target_count) {
+        local_shift = target_shift;  // (the usual call: the same data at both ends)
+    } else if (!layout(local_type, &local) || !one_block(*local, local_count, &local_shift) ||
+               !type_data_bytes(*local, local_count, &local_bytes) || bytes != local_bytes) {
+        return false;
+    }
+    if (__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(buffer), local_shift, &start) ||
         __builtin_add_overflow(start, bytes, &end))
         return false;
     std::uint64_t offset = 0;

@@ -324,8 +324,20 @@ class Window {
         return (target == -1 && epochs_.empty()) || target == at_once_->target() ||
                (at_once_->kind() == EpochKind::lock_all && target >= 0 && target < size());
     }
-    // The transport's fence (over an inline transport, what completes written calls).
-    bool fence_at_once();
+    // The transport's fence (over an inline transport, what completes written calls),
+    // with nothing held (settle()): fence_transport, and no write left unfenced.
+    bool fence_at_once() {
+        if (!fence_transport()) return false;
+        fenced_runs_ = runs_;
+        return true;
+    }
+    bool fence_transport() {
+        if (flush_is_fence_) {
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            return true;
+        }
+        return !is_error(transport_.flush(fence_peer(), nullptr));
+    }
     // What the transport's fence of the at-once epoch names: its lock target, or this rank
     // (lock_all).
     int fence_peer() const { return at_once_->target() >= 0 ? at_once_->target() : rank_; }
@@ -528,6 +540,7 @@ class Window {
     CachedMapping mapped_, copied_;    // mapped_window's and copy_window's
     const int size_;
     const bool completes_inline_;
+    const bool flush_is_fence_;  // Capabilities::flush_is_fence
     WindowConfig config_;
     std::deque<std::unique_ptr<Epoch>> epochs_;  // not completed, in application order
     std::vector<Epoch *> open_;                  // open at application level

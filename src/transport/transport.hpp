@@ -66,6 +66,9 @@ struct Capabilities {
     // and the MPI layer progresses nbrma inside MPICH's blocking calls even with nothing
     // of ours pending.
     bool needs_target_progress = false;
+    // With nothing held (settle()), flush toward any peer is a CPU memory fence and
+    // cannot fail (shm): the engine makes that fence itself, without the call.
+    bool flush_is_fence = false;
 };
 
 // A peer's window memory mapped whole (Transport::mapped_window_whole, copy_window_whole):
