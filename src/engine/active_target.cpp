@@ -33,7 +33,17 @@ Status Window::fence(int assertions, Request **request) {
     Epoch *previous = open_of(EpochKind::fence);
     // No epoch before and none after (every rank must assertions both): no barrier at all.
     const bool barrier = !((assertions & MPI_MODE_NOPRECEDE) && (assertions & MPI_MODE_NOSUCCEED));
-    if (previous) close_epoch(*previous, barrier ? nullptr : *request);
+    if (previous) {
+        close_epoch(*previous, barrier ? nullptr : *request);
+        // Alone in the queue (the usual fence loop), it completes here: the next
+        // fence's epoch then activates in a queue of one.
+        if (epochs_.size() == 1 && epochs_.front().get() == previous &&
+            previous->state() == EngineState::active && advance(*previous) &&
+            previous->state() == EngineState::completed) {
+            retire(std::move(epochs_.front()));
+            epochs_.pop_front();
+        }
+    }
     std::uint64_t opened = 0;  // epoch ids start at 1
     if (barrier) {
         Epoch &epoch = open_epoch(EpochKind::fence, -1, LockMode::shared, assertions);
