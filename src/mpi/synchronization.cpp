@@ -37,7 +37,8 @@ int finish(const char *call, MPI_Win win, Status status, engine::Request *reques
 // `*ranks` (the calling thread's: start and post reuse its storage, as they do the
 // ranks 0 .. n - 1 they translate).
 Status window_ranks(WindowState *state, MPI_Group group, std::vector<int> **ranks) {
-    static thread_local std::vector<int> in, out;
+    // (initial-exec: no __tls_get_addr call at every start and post)
+    __attribute__((tls_model("initial-exec"))) static thread_local std::vector<int> in, out;
     *ranks = &out;
     if (group == MPI_GROUP_NULL) return Status::err_arg;
     int n = 0;
