@@ -104,14 +104,17 @@ Status Window::test(bool *flag) {
 }
 
 // Round i of the fence barrier: a notice to rank + j k^i for j = 1 .. k-1 (below p), each
-// into the slot the receiver keeps for us (control_region.hpp).
+// into the slot the receiver keeps for us (control_region.hpp), which counts our barrier
+// fences: this one is the epoch's sequence number.
 void Window::send_fence_round(Epoch &epoch) {
     const int round = epoch.barrier_round(), radix = layout_.fence_radix();
     const std::int64_t distance = layout_.fence_distance(round);
-    for (int j = 1; j < radix && j * distance < size(); ++j)
+    for (int j = 1; j < radix && j * distance < size(); ++j) {
+        std::uint64_t sent = epoch.sequence() - 1;
         notify(static_cast<int>((rank() + j * distance) % size()),
-               layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)),
+               layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)), &sent,
                epoch.barrier_notices());
+    }
 }
 
 // Of the notices of round `round` of the fence barrier numbered `sequence`, one from each
@@ -209,7 +212,7 @@ bool Window::advance_access(Epoch &epoch) {
                 check_->completed(peer);
                 check_->complete_release(peer);
             }
-            notify(peer, layout_.done_count(rank()), state.notices);
+            notify(peer, layout_.done_count(rank()), &dones_sent_[peer], state.notices);
             state.phase = TargetPhase::releasing;
             moved = true;
         }

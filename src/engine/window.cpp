@@ -122,7 +122,18 @@ std::uint64_t Window::control_word(std::size_t offset) const {
 // barrier), a done notice once flushed_to saw the access epoch's calls complete, and a
 // post's grant follows no call of ours. (A fence would cost a UCX worker fence a notice:
 // a sixth of a fence epoch's instructions over UCX.)
-void Window::notify(int peer, std::size_t offset, Notices &notices) {
+//
+// We are each such counter's one writer, and `*sent` counts the notices we sent to it: so
+// its value. Where the transport maps it (shm), the notice is that count stored with
+// release (ordering our writes before it), with no read-modify-write to wait for;
+// elsewhere an atomic add through the transport (which rings the receiver's bell where
+// it has one).
+void Window::notify(int peer, std::size_t offset, std::uint64_t *sent, Notices &notices) {
+    ++*sent;
+    if (std::uint64_t *word = transport_.mapped_control_word(peer, offset)) {
+        __atomic_store_n(word, *sent, __ATOMIC_RELEASE);
+        return;
+    }
     notices.posted(transport_.atomic(peer, transport::AtomicOp::fetch_add,
                                      RemoteAddress{Region::control, offset}, 1, 0, nullptr,
                                      &notices));
@@ -263,7 +274,10 @@ void Window::activate(Epoch &epoch) {
             return;
         case EpochKind::access:
             // Access ids are taken at activation, so in activation order (FIFO matching).
-            if (accesses_.empty()) accesses_.assign(static_cast<std::size_t>(size()), 0);
+            if (accesses_.empty()) {
+                accesses_.assign(static_cast<std::size_t>(size()), 0);
+                dones_sent_.assign(static_cast<std::size_t>(size()), 0);
+            }
             for (int peer : epoch.group()) {
                 TargetState &state = epoch.at(peer);
                 if (epoch.nocheck()) {  // the matching post happened: no grant to wait for
@@ -276,7 +290,10 @@ void Window::activate(Epoch &epoch) {
             }
             return;
         case EpochKind::exposure:
-            if (exposures_.empty()) exposures_.assign(static_cast<std::size_t>(size()), 0);
+            if (exposures_.empty()) {
+                exposures_.assign(static_cast<std::size_t>(size()), 0);
+                grants_sent_.assign(static_cast<std::size_t>(size()), 0);
+            }
             if (check_) check_->post_release();  // before the grants
             for (int peer : epoch.group()) {
                 TargetState &state = epoch.at(peer);
@@ -284,7 +301,7 @@ void Window::activate(Epoch &epoch) {
                 if (epoch.nocheck()) {  // the origin will not wait for a grant
                     state.phase = TargetPhase::held;
                 } else {
-                    notify(peer, layout_.grant_count(rank()), state.notices);
+                    notify(peer, layout_.grant_count(rank()), &grants_sent_[peer], state.notices);
                     state.phase = TargetPhase::acquiring;
                 }
             }

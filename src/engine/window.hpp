@@ -522,7 +522,7 @@ class Window {
     bool flushed_to(Epoch &epoch, int peer, TargetState &state);
     bool flush_done(Flush &flush);
     std::uint64_t control_word(std::size_t offset) const;
-    void notify(int peer, std::size_t offset, Notices &notices);
+    void notify(int peer, std::size_t offset, std::uint64_t *sent, Notices &notices);
     void send_fence_round(Epoch &epoch);
     bool fence_round_heard(int round, std::uint64_t sequence) const {
         return fence_round_missing(round, sequence) == 0;
@@ -553,6 +553,10 @@ class Window {
     // first PSCW epoch: windows without one pay nothing a peer), fences entered.
     std::vector<std::uint64_t> accesses_;
     std::vector<std::uint64_t> exposures_;
+    // Notices sent to each peer's done and grant counters (Window::notify), sized with
+    // accesses_ and exposures_.
+    std::vector<std::uint64_t> dones_sent_;
+    std::vector<std::uint64_t> grants_sent_;
     std::uint64_t fences_ = 0;
     std::uint64_t next_epoch_id_ = 1;
     std::uint64_t next_age_ = 1;
