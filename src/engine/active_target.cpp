@@ -109,12 +109,10 @@ Status Window::test(bool *flag) {
 void Window::send_fence_round(Epoch &epoch) {
     const int round = epoch.barrier_round(), radix = layout_.fence_radix();
     const std::int64_t distance = layout_.fence_distance(round);
-    for (int j = 1; j < radix && j * distance < size(); ++j) {
-        std::uint64_t sent = epoch.sequence() - 1;
+    for (int j = 1; j < radix && j * distance < size(); ++j)
         notify(static_cast<int>((rank() + j * distance) % size()),
-               layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)), &sent,
+               layout::ControlLayout::fence_slot(layout_.fence_slot_of(round, j)), epoch.sequence(),
                epoch.barrier_notices());
-    }
 }
 
 // Of the notices of round `round` of the fence barrier numbered `sequence`, one from each
@@ -212,7 +210,7 @@ bool Window::advance_access(Epoch &epoch) {
                 check_->completed(peer);
                 check_->complete_release(peer);
             }
-            notify(peer, layout_.done_count(rank()), &dones_sent_[peer], state.notices);
+            notify(peer, layout_.done_count(rank()), ++dones_sent_[peer], state.notices);
             state.phase = TargetPhase::releasing;
             moved = true;
         }

@@ -123,15 +123,14 @@ std::uint64_t Window::control_word(std::size_t offset) const {
 // post's grant follows no call of ours. (A fence would cost a UCX worker fence a notice:
 // a sixth of a fence epoch's instructions over UCX.)
 //
-// We are each such counter's one writer, and `*sent` counts the notices we sent to it: so
-// its value. Where the transport maps it (shm), the notice is that count stored with
-// release (ordering our writes before it), with no read-modify-write to wait for;
-// elsewhere an atomic add through the transport (which rings the receiver's bell where
-// it has one).
-void Window::notify(int peer, std::size_t offset, std::uint64_t *sent, Notices &notices) {
-    ++*sent;
+// We are each such counter's one writer, so we know its value after this notice: `count`,
+// the notices we sent to it, this one included. Where the transport maps it (shm), the
+// notice is that count stored with release (ordering our writes before it), with no
+// read-modify-write to wait for; elsewhere an atomic add through the transport (which
+// rings the receiver's bell where it has one).
+void Window::notify(int peer, std::size_t offset, std::uint64_t count, Notices &notices) {
     if (std::uint64_t *word = transport_.mapped_control_word(peer, offset)) {
-        __atomic_store_n(word, *sent, __ATOMIC_RELEASE);
+        __atomic_store_n(word, count, __ATOMIC_RELEASE);
         return;
     }
     notices.posted(transport_.atomic(peer, transport::AtomicOp::fetch_add,
@@ -301,7 +300,7 @@ void Window::activate(Epoch &epoch) {
                 if (epoch.nocheck()) {  // the origin will not wait for a grant
                     state.phase = TargetPhase::held;
                 } else {
-                    notify(peer, layout_.grant_count(rank()), &grants_sent_[peer], state.notices);
+                    notify(peer, layout_.grant_count(rank()), ++grants_sent_[peer], state.notices);
                     state.phase = TargetPhase::acquiring;
                 }
             }

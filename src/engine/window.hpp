@@ -522,7 +522,7 @@ class Window {
     bool flushed_to(Epoch &epoch, int peer, TargetState &state);
     bool flush_done(Flush &flush);
     std::uint64_t control_word(std::size_t offset) const;
-    void notify(int peer, std::size_t offset, std::uint64_t *sent, Notices &notices);
+    void notify(int peer, std::size_t offset, std::uint64_t count, Notices &notices);
     void send_fence_round(Epoch &epoch);
     bool fence_round_heard(int round, std::uint64_t sequence) const {
         return fence_round_missing(round, sequence) == 0;
