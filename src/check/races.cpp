@@ -157,19 +157,25 @@ void settle_slot_reads_locked(bool wait) {
     }
 }
 
-void tick_locked() {
+namespace {
+[[gnu::always_inline]] inline void tick() {
     Process &p = process();
     if (p.tsan) tsan::released(p.clock[p.me]);
     ++p.clock[p.me];
 }
 
-void publish_locked() {
+[[gnu::always_inline]] inline void publish() {
     Process &p = process();
     const std::uint64_t *clock = p.clock.data();
     for (std::size_t i = 0, n = p.clock.size(); i < n; ++i)
         p.own->store(static_cast<int>(i), clock[i]);
-    tick_locked();
+    tick();
 }
+}  // namespace
+
+void tick_locked() { tick(); }
+
+void publish_locked() { publish(); }
 
 void synchronized() {
     Process &p = process();
@@ -658,17 +664,51 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     log_access(call, now, segments, n, issued, epoch, fetch_request);
 }
 
-void WindowCheck::access_block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes,
-                               Sync sync, std::uint64_t site, std::uint64_t epoch,
-                               bool fetch_request) {
+// The call repeats this rank's last one at a mapped area whose log holds that one only,
+// completed by this rank since (a put or get in a loop with a flush): ordered after it,
+// against nothing else: the entry stands for the new call (as log_access would merge
+// them), with no check to run. Under the area's lock; false, with nothing done, for
+// anything else.
+[[gnu::always_inline]] inline bool WindowCheck::repeated_block(const engine::RmaCall &call,
+                                                               std::uint64_t low, std::size_t bytes,
+                                                               Sync sync) {
+    Area *area = worker_ || call.notify ? nullptr : areas_[call.target];
+    if (!area || area->landing_capacity) return false;
+    const std::int32_t me = world_[rank_];
+    bool repeated = false;
+    Process &p = process();
+    std::lock_guard<ProcessLock> guard(p.mutex);
+    area->lock.lock();
+    Entry &e = area->entries()[0];
+    if (area->count == 1 && e.origin == me && e.completer == me && !e.notify &&
+        e.completed != not_completed && e.low == low && e.high == low + bytes &&
+        e.kind == static_cast<std::uint8_t>(call.kind) && e.op == 0 &&
+        e.sync == static_cast<std::uint8_t>(sync)) {
+        e.completed = not_completed;
+        p.checked.store(p.checked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        pending_[call.target] = logged_[call.target] = 1;
+        repeated = true;
+    }
+    area->lock.unlock();
+    return repeated;
+}
+
+void WindowCheck::block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes,
+                        const void *local, Sync sync, std::uint64_t site, std::uint64_t epoch,
+                        bool fetch_request, bool watch) {
     if (!reaches(call.target)) {
         ++process().unchecked;
-        return;
+    } else if (fetch_request || !repeated_block(call, low, bytes, sync)) {
+        static const std::vector<std::uint64_t> now_clock;  // issued as it runs: the clock now
+        Entry now = entry(call, sync, site);
+        const Segment segment{low, low + bytes};
+        log_access(call, now, &segment, 1, now_clock, epoch, fetch_request);
     }
-    static const std::vector<std::uint64_t> now_clock;  // issued as it runs: the clock now
-    Entry now = entry(call, sync, site);
-    const Segment block{low, low + bytes};
-    log_access(call, now, &block, 1, now_clock, epoch, fetch_request);
+    if (!watch) return;
+    Watched &watched = next_watched(call, call.kind == RmaKind::get, site);
+    watched.few[0] = {reinterpret_cast<std::uintptr_t>(local), bytes};
+    watched.count = 1;
+    keep(watched);
 }
 
 void WindowCheck::log_access(const engine::RmaCall &call, Entry &now, const Segment *segments,
@@ -731,7 +771,7 @@ void WindowCheck::log_access(const engine::RmaCall &call, Entry &now, const Segm
 
 namespace {
 // The calls `me` logged in `area` completed there at its clock value `at`.
-void complete_in(Area &area, int me, std::uint64_t at) {
+[[gnu::always_inline]] inline void complete_in(Area &area, int me, std::uint64_t at) {
     Entry *entries = area.entries();
     for (std::uint32_t i = 0; i < area.count; ++i)
         if (entries[i].origin == me && entries[i].completed == not_completed)
@@ -740,24 +780,29 @@ void complete_in(Area &area, int me, std::uint64_t at) {
 }
 }  // namespace
 
-void WindowCheck::completed(int target) {
+void WindowCheck::completed(int target, bool complete) {
     verify(target);
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     settle_slot_reads(true);
     const std::uint64_t at = p.clock[p.me];
-    for (int r = 0; r < static_cast<int>(areas_.size()); ++r) {
-        if (!pending_[r] || (target != -1 && r != target)) continue;
+    const int end = target == -1 ? static_cast<int>(areas_.size()) : target + 1;
+    for (int r = target == -1 ? 0 : target; r < end; ++r) {
+        if (!pending_[r] && !complete) continue;
         Area *area = hold(r);
         if (!area) continue;
         complete_in(*area, p.me, at);
+        if (complete) {  // the clock released covers those completions
+            tick();
+            release_into(area->clock(Area::done), p.clock);
+        }
         let_go(r, true);
         pending_[r] = 0;
     }
-    tick_locked();
+    if (!complete) tick();
     // Published at once: a message this rank sends next carries it (send/receive joins
     // slots, which need not be exact).
-    publish_locked();
+    publish();
 }
 
 void WindowCheck::lock_acquired(int target, bool exclusive, std::uint64_t epoch, bool later_calls) {
@@ -810,7 +855,7 @@ void WindowCheck::unlocked(int target, bool exclusive, bool release) {
         else
             complete_in(*area, me, p.clock[me]);
         pending_[target] = 0;
-        tick_locked();  // the released clock covers those completions
+        tick();  // the released clock covers those completions
         if (release) {
             release_into(area->clock(exclusive ? Area::exclusive_release : Area::shared_release),
                          p.clock);
@@ -821,9 +866,9 @@ void WindowCheck::unlocked(int target, bool exclusive, bool release) {
         }
         let_go(target, true);
     } else {
-        tick_locked();
+        tick();
     }
-    publish_locked();  // as completed() does
+    publish();  // as completed() does
 }
 
 void WindowCheck::fence_entered(std::uint64_t fence) {
@@ -877,10 +922,15 @@ void WindowCheck::post_release() {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     settle_slot_reads(true);
-    Area *area = hold(rank_);
+    // Only this rank writes its post clock, and its origins read it once they saw the
+    // grant that follows, before this rank can post again (its exposure ends first):
+    // stored without the area's lock, unless peers copy the area whole (through UCX).
+    Area *area = worker_ ? hold(rank_) : areas_[rank_];
     if (!area) return;
-    std::copy(p.clock.begin(), p.clock.end(), area->clock(Area::post));
-    let_go(rank_, true);
+    std::uint64_t *clock = area->clock(Area::post);
+    for (std::size_t i = 0; i < p.clock.size(); ++i)
+        __atomic_store_n(&clock[i], p.clock[i], __ATOMIC_RELAXED);
+    if (worker_) let_go(rank_, true);
     tick_locked();
 }
 
@@ -891,34 +941,29 @@ void WindowCheck::post_acquire(int target, std::uint64_t epoch, bool later_calls
     settle_slot_reads(true);
     std::vector<std::uint64_t> &acquired = scratch_;
     acquired.assign(static_cast<std::size_t>(p.ranks), 0);
-    Area *area = hold(target);
+    // The grant seen (or, MPI_MODE_NOCHECK, the post promised): the clock post_release
+    // stored before it, read without the lock where the area is mapped.
+    Area *area = worker_ ? hold(target) : areas_[target];
     if (!area) return;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
     join_into(acquired, area->clock(Area::post));
-    let_go(target, false);
+    if (worker_) let_go(target, false);
     join_into(p.clock, acquired.data());
     if (later_calls) keep_acquired(epoch, target, acquired);
-}
-
-void WindowCheck::complete_release(int target) {
-    Process &p = process();
-    if (!reaches(target)) return;
-    std::lock_guard<ProcessLock> guard(p.mutex);
-    settle_slot_reads(true);
-    Area *area = hold(target);
-    if (!area) return;
-    release_into(area->clock(Area::done), p.clock);
-    let_go(target, true);
-    tick_locked();
 }
 
 void WindowCheck::complete_acquire() {
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     settle_slot_reads(true);
-    Area *area = hold(rank_);
+    // The origins store their completes under the area's lock, entry by entry, each
+    // before its done notice: once a notice is seen, its origin's clock is there (a
+    // read racing with another origin's store joins a newer clock, as a slot's may).
+    Area *area = worker_ ? hold(rank_) : areas_[rank_];
     if (!area) return;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
     join_into(p.clock, area->clock(Area::done));
-    let_go(rank_, false);
+    if (worker_) let_go(rank_, false);
     replay_locked();
 }
 
@@ -1065,8 +1110,8 @@ void WindowCheck::Watched::add_more(Range range) {
     ++count;
 }
 
-WindowCheck::Watched &WindowCheck::next_watched(const engine::RmaCall &call, bool result,
-                                                std::uint64_t site) {
+[[gnu::always_inline]] inline WindowCheck::Watched &WindowCheck::next_watched(
+    const engine::RmaCall &call, bool result, std::uint64_t site) {
     if (watching_ == watched_.size()) watched_.emplace_back();
     Watched &watched = watched_[watching_++];
     watched.target = call.target;
@@ -1080,7 +1125,7 @@ WindowCheck::Watched &WindowCheck::next_watched(const engine::RmaCall &call, boo
 
 // One range of more than a word (most buffers): its sample kept as it is, compared at
 // completion; else a digest.
-void WindowCheck::keep(Watched &watched) {
+[[gnu::always_inline]] inline void WindowCheck::keep(Watched &watched) {
     watched.kept = 0;
     if (one_word(watched.few, watched.count))
         watched.digest = word_digest(watched.few[0]);
@@ -1104,14 +1149,6 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                                       if (watched.count < most_ranges)
                                           watched.add({base + offset, length});
                                   });
-    keep(watched);
-}
-
-void WindowCheck::watch_block(const engine::RmaCall &call, const void *local, std::size_t bytes,
-                              std::uint64_t site) {
-    Watched &watched = next_watched(call, call.kind == RmaKind::get, site);
-    watched.few[0] = {reinterpret_cast<std::uintptr_t>(local), bytes};
-    watched.count = 1;
     keep(watched);
 }
 
@@ -1139,6 +1176,18 @@ void WindowCheck::result_running(const engine::RmaCall &call) {
 }
 
 void WindowCheck::verify(int target, std::uintptr_t result) {
+    if (watching_ == 1 && !result) {  // (a call and its flush) one buffer of a word or less
+        const Watched &w = watched_[0];
+        if ((target == -1 || w.target == target) && one_word(w.few, w.count) &&
+            word_digest(w.few[0]) == w.digest) {
+            watching_ = 0;
+            return;
+        }
+    }
+    verify_all(target, result);
+}
+
+void WindowCheck::verify_all(int target, std::uintptr_t result) {
     Process &p = process();
     std::size_t kept = 0;
     for (std::size_t i = 0; i < watching_; ++i) {

@@ -136,12 +136,16 @@ class WindowCheck {
                 std::uint64_t byte_offset, Sync sync, std::uint64_t site,
                 const std::vector<std::uint64_t> &issued, std::uint64_t epoch, bool fetch_request);
     // A contiguous put or get run as it was issued: its target bytes are one block,
-    // [low, low + bytes). As access is for any call.
-    void access_block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes, Sync sync,
-                      std::uint64_t site, std::uint64_t epoch, bool fetch_request);
+    // [low, low + bytes), checked and logged as access does for any call; `watch`: its
+    // origin (put) or result (get) buffer, one block at `local`, is watched as
+    // watch_origin and watch_result watch any.
+    void block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes, const void *local,
+               Sync sync, std::uint64_t site, std::uint64_t epoch, bool fetch_request, bool watch);
     std::vector<std::uint64_t> snapshot() const;
-    // Every call this rank ran toward `target` (-1: every target) completed there.
-    void completed(int target);
+    // Every call this rank ran toward `target` (-1: every target) completed there;
+    // `complete`: and MPI_Win_complete's clock is released to it (before the done notice
+    // leaves), under the same lock of its area.
+    void completed(int target, bool complete = false);
     // Lock hand-over at `target`: acquired after the grant (`later_calls`: the epoch's
     // calls may have been issued before it, to run once it is granted: what it acquired
     // is kept for them, see access); at the unlock, before the release leaves, this
@@ -155,13 +159,12 @@ class WindowCheck {
     // rank's completed calls, ordered before every later one now, leave the logs (a lock
     // of each area it logged in since its last fence). A post
     // publishes the target's clock (before its grants), start acquires it (the grant
-    // seen; kept, as a fence's, if `later_calls` recorded before are left); complete publishes the
-    // origin's (before its done notice, after completed()), wait acquires it (the notice seen).
+    // seen; kept, as a fence's, if `later_calls` recorded before are left); complete
+    // publishes the origin's (completed(target, true)), wait acquires it (the notice seen).
     void fence_entered(std::uint64_t fence);
     void fence_passed(std::uint64_t fence, std::uint64_t epoch, bool later_calls);
     void post_release();
     void post_acquire(int target, std::uint64_t epoch, bool later_calls);
-    void complete_release(int target);
     void complete_acquire();
     // Epoch `epoch` completed: what it acquired goes.
     void epoch_done(std::uint64_t epoch);
@@ -182,9 +185,6 @@ class WindowCheck {
     void watch_origin(const engine::RmaCall &call, std::uint64_t site);
     void watch_result(const engine::RmaCall &call, const engine::TypeLayout *result,
                       std::uint64_t site);
-    // The origin buffer of a put, or the result buffer of a get, that is one block.
-    void watch_block(const engine::RmaCall &call, const void *local, std::size_t bytes,
-                     std::uint64_t site);
     void verify(int target, std::uintptr_t result = 0);
     // A call with a result runs now: its result buffer, watched since the call, must not
     // have changed (the call is about to write it; watch_result watches it again after).
@@ -271,15 +271,18 @@ class WindowCheck {
     void watch(const engine::RmaCall &call, const void *buffer, const engine::TypeLayout &layout,
                MPI_Aint count, bool result, std::uint64_t site);
     void keep_acquired(std::uint64_t epoch, int target, const std::vector<std::uint64_t> &clock);
-    // access and access_block past their call's target bytes: `now` is checked and
+    // access and block past their call's target bytes: `now` is checked and
     // logged at each segment [first, second) of them.
     struct Segment {  // no constructor: arrays of them are left uninitialized
         std::uint64_t first, second;
     };
+    bool repeated_block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes,
+                        Sync sync);
     void log_access(const engine::RmaCall &call, Entry &now, const Segment *segments, std::size_t n,
                     const std::vector<std::uint64_t> &issued, std::uint64_t epoch,
                     bool fetch_request);
     Entry entry(const engine::RmaCall &call, Sync sync, std::uint64_t site) const;
+    [[gnu::noinline]] void verify_all(int target, std::uintptr_t result);  // verify's loop
     Watched &next_watched(const engine::RmaCall &call, bool result, std::uint64_t site);
     void keep(Watched &watched);
     void forget(bool replay_rest);

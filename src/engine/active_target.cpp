@@ -206,10 +206,7 @@ bool Window::advance_access(Epoch &epoch) {
         // there relies on it).
         if ((state.phase == TargetPhase::held || state.phase == TargetPhase::flushing) &&
             !epoch.open() && flushed_to(epoch, peer, state)) {
-            if (check_) {
-                check_->completed(peer);
-                check_->complete_release(peer);
-            }
+            if (check_) check_->completed(peer, true);
             notify(peer, layout_.done_count(rank()), ++dones_sent_[peer], state.notices);
             state.phase = TargetPhase::releasing;
             moved = true;

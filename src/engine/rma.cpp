@@ -476,9 +476,8 @@ void Window::check_ran(const RmaCall &call, bool with_request, const Epoch &epoc
     const std::uint64_t site = check::call_site();
     const bool fetch = fetch_request(call, with_request);
     if (call.kind == RmaKind::put || call.kind == RmaKind::get) {  // rma_contiguous ran it
-        check_->access_block(call, ran_block_.offset, ran_block_.bytes, check_sync(epoch), site,
-                             epoch.id(), fetch);
-        if (!with_request) check_->watch_block(call, ran_block_.local, ran_block_.bytes, site);
+        check_->block(call, ran_block_.offset, ran_block_.bytes, ran_block_.local,
+                      check_sync(epoch), site, epoch.id(), fetch, !with_request);
         return;
     }
     static const std::vector<std::uint64_t> now;  // issued as it runs: the clock now
