@@ -220,6 +220,30 @@ static void lock_all_flush_alltoallv(void) { lock_all_sequence(1, 0, 4); }
 static void lock_all_alltoallv_no_flush(void) { lock_all_sequence(0, 0, 4); }
 static void lock_all_flush_iscan(void) { lock_all_sequence(1, 0, 5); }
 
+/* lock_all on every rank; rank 1 puts the same bytes and flushes three times (a call that
+ * repeats its last completed one), puts them once more and flushes before the barrier
+ * (last_flushed) or after it; then rank 2 puts the same bytes. */
+static void repeated_puts(int last_flushed) {
+    MPI_CHK(MPI_Win_lock_all(0, win));
+    if (me == 1) {
+        for (int i = 0; i < 3; ++i) {
+            op_put0();
+            MPI_CHK(MPI_Win_flush(TARGET, win));
+        }
+        op_put0();
+        if (last_flushed) MPI_CHK(MPI_Win_flush(TARGET, win));
+    }
+    MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 1 && !last_flushed) MPI_CHK(MPI_Win_flush(TARGET, win));
+    if (me == 2) {
+        op_put0();
+        MPI_CHK(MPI_Win_flush(TARGET, win));
+    }
+    MPI_CHK(MPI_Win_unlock_all(win));
+}
+static void repeated_put_flushed(void) { repeated_puts(1); }
+static void repeated_put_no_flush(void) { repeated_puts(0); }
+
 /* lock_all on every rank; rank 1 puts and flushes, then sends a message to rank 2, which
  * puts the same bytes once it has received it (replace: both exchange a token with
  * MPI_Sendrecv_replace instead). */
@@ -492,6 +516,9 @@ static const scenario_t scenarios[] = {
     S(lock_all_barrier_no_flush, 3, RACE, 0,
       "lock_all: rank 1 put; barrier; rank 1 flush, rank 2 put"),
     S(lock_all_no_barrier, 3, RACE, 0, "lock_all: ranks 1, 2 put, flush, no barrier"),
+    S(repeated_put_flushed, 3, NONE, 0, "lock_all: rank 1 (put, flush) x 4; barrier; rank 2 put"),
+    S(repeated_put_no_flush, 3, RACE, 0,
+      "lock_all: rank 1 (put, flush) x 3, put; barrier; rank 1 flush, rank 2 put"),
     S(lock_all_flush_ibarrier, 3, NONE, 0,
       "lock_all: rank 1 put, flush; MPI_Ibarrier + MPI_Wait; rank 2 put"),
     S(lock_all_ibarrier_no_flush, 3, RACE, 0,
