@@ -686,7 +686,9 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
         e.sync == static_cast<std::uint8_t>(sync)) {
         e.completed = not_completed;
         p.checked.store(p.checked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        pending_[call.target] = logged_[call.target] = 1;
+        char &pending = pending_[call.target];
+        pending = pending == 0 ? repeated_only : 1;
+        logged_[call.target] = 1;
         repeated = true;
     }
     area->lock.unlock();
@@ -789,6 +791,16 @@ void WindowCheck::completed(int target, bool complete) {
     const int end = target == -1 ? static_cast<int>(areas_.size()) : target + 1;
     for (int r = target == -1 ? 0 : target; r < end; ++r) {
         if (!pending_[r] && !complete) continue;
+        if (pending_[r] == repeated_only && !complete) {
+            // Our one pending call is the entry repeated_block left at 0, which only we
+            // write and no one moves while it is pending (a prune keeps it, and it has
+            // no entry before it): completed with one store, without the lock, before
+            // the publication below (a checker that loads it pending meanwhile is not
+            // ordered after this completion, which is not published yet).
+            __atomic_store_n(&areas_[r]->entries()[0].completed, at, __ATOMIC_RELAXED);
+            pending_[r] = 0;
+            continue;
+        }
         Area *area = hold(r);
         if (!area) continue;
         complete_in(*area, p.me, at);

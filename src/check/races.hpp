@@ -222,8 +222,10 @@ class WindowCheck {
     void let_go(int rank, bool wrote);
     Area *hold_through_ucx(int rank);
     void let_go_through_ucx(int rank, bool wrote);
-    // Ranks whose log may hold calls of ours not completed yet; that a fence has not
-    // pruned of our calls yet.
+    // Ranks whose log may hold calls of ours not completed yet (repeated_only: one, the
+    // entry at 0 that repeated_block marked pending again); that a fence has not pruned
+    // of our calls yet.
+    static constexpr char repeated_only = 2;
     std::vector<char> pending_, logged_;
     // What each epoch acquired toward a target (-1: every target, a fence), while the
     // epoch lasts: for its calls run after they were issued. Entries are reused (their
