@@ -664,35 +664,43 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     log_access(call, now, segments, n, issued, epoch, fetch_request);
 }
 
-// The call repeats this rank's last one at a mapped area whose log holds that one only,
-// completed by this rank since (a put or get in a loop with a flush): ordered after it,
-// against nothing else: the entry stands for the new call (as log_access would merge
-// them), with no check to run. Under the area's lock; false, with nothing done, for
-// anything else.
-[[gnu::always_inline]] inline bool WindowCheck::repeated_block(const engine::RmaCall &call,
-                                                               std::uint64_t low, std::size_t bytes,
-                                                               Sync sync) {
+// A block toward a mapped area whose log is empty (the log is appended its entry: nothing
+// to check it against), or holds only this rank's last call, completed by this rank
+// since, of the same shape (a put or get in a loop with a flush: ordered after it, and
+// against nothing else; the entry stands for the new call, as log_access would merge
+// them). Under the area's lock; false, with nothing done, for anything else.
+[[gnu::always_inline]] inline bool WindowCheck::quick_block(const engine::RmaCall &call,
+                                                            std::uint64_t low, std::size_t bytes,
+                                                            Sync sync, std::uint64_t site) {
     Area *area = worker_ || call.notify ? nullptr : areas_[call.target];
-    if (!area || area->landing_capacity) return false;
+    if (!area || area->landing_capacity || area->capacity == 0) return false;
     const std::int32_t me = world_[rank_];
-    bool repeated = false;
+    bool quick = false;
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
     Entry &e = area->entries()[0];
-    if (area->count == 1 && e.origin == me && e.completer == me && !e.notify &&
-        e.completed != not_completed && e.low == low && e.high == low + bytes &&
-        e.kind == static_cast<std::uint8_t>(call.kind) && e.op == 0 &&
-        e.sync == static_cast<std::uint8_t>(sync)) {
+    if (area->count == 0) {
+        e = entry(call, sync, site);
+        e.low = low;
+        e.high = low + bytes;
+        area->count = 1;
+        quick = true;
+    } else if (area->count == 1 && e.origin == me && e.completer == me && !e.notify &&
+               e.completed != not_completed && e.low == low && e.high == low + bytes &&
+               e.kind == static_cast<std::uint8_t>(call.kind) && e.op == 0 &&
+               e.sync == static_cast<std::uint8_t>(sync)) {
         e.completed = not_completed;
+        quick = true;
+    }
+    if (quick) {  // the entry at 0, ours, is pending
         p.checked.store(p.checked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         char &pending = pending_[call.target];
-        pending = pending == 0 ? repeated_only : 1;
+        pending = pending == 0 ? at_head_only : 1;
         logged_[call.target] = 1;
-        repeated = true;
     }
     area->lock.unlock();
-    return repeated;
+    return quick;
 }
 
 void WindowCheck::block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes,
@@ -700,7 +708,7 @@ void WindowCheck::block(const engine::RmaCall &call, std::uint64_t low, std::siz
                         bool fetch_request, bool watch) {
     if (!reaches(call.target)) {
         ++process().unchecked;
-    } else if (fetch_request || !repeated_block(call, low, bytes, sync)) {
+    } else if (fetch_request || !quick_block(call, low, bytes, sync, site)) {
         static const std::vector<std::uint64_t> now_clock;  // issued as it runs: the clock now
         Entry now = entry(call, sync, site);
         const Segment segment{low, low + bytes};
@@ -791,8 +799,8 @@ void WindowCheck::completed(int target, bool complete) {
     const int end = target == -1 ? static_cast<int>(areas_.size()) : target + 1;
     for (int r = target == -1 ? 0 : target; r < end; ++r) {
         if (!pending_[r] && !complete) continue;
-        if (pending_[r] == repeated_only && !complete) {
-            // Our one pending call is the entry repeated_block left at 0, which only we
+        if (pending_[r] == at_head_only && !complete) {
+            // Our one pending call is the entry quick_block left at 0, which only we
             // write and no one moves while it is pending (a prune keeps it, and it has
             // no entry before it): completed with one store, without the lock, before
             // the publication below (a checker that loads it pending meanwhile is not
