@@ -661,17 +661,26 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                                           last.second = std::max(last.second, low + length);
                                       }
                                   });
+    if (n == 1 && issued.empty() && !fetch_request) {
+        now.low = segments[0].first;
+        now.high = segments[0].second;
+        if (quick(
+                call, [&](const Entry &e) { return same_shape(e, now); },
+                [&](Entry &e) { e = now; }))
+            return;
+    }
     log_access(call, now, segments, n, issued, epoch, fetch_request);
 }
 
-// A block toward a mapped area whose log is empty (the log is appended its entry: nothing
-// to check it against), or holds only this rank's last call, completed by this rank
-// since, of the same shape (a put or get in a loop with a flush: ordered after it, and
-// against nothing else; the entry stands for the new call, as log_access would merge
-// them). Under the area's lock; false, with nothing done, for anything else.
-[[gnu::always_inline]] inline bool WindowCheck::quick_block(const engine::RmaCall &call,
-                                                            std::uint64_t low, std::size_t bytes,
-                                                            Sync sync, std::uint64_t site) {
+// A call of one segment toward a mapped area whose log is empty (the log is appended
+// its entry, `make`: nothing to check it against), or holds only this rank's last call,
+// completed by this rank since, of the same shape (`same`: a put, get or atomic in a loop
+// with a flush: ordered after it, and against nothing else; the entry stands for the new
+// call, as log_access would merge them). Under the area's lock; false, with nothing done,
+// for anything else.
+template <typename Same, typename Make>
+[[gnu::always_inline]] inline bool WindowCheck::quick(const engine::RmaCall &call, Same same,
+                                                      Make make) {
     Area *area = worker_ || call.notify ? nullptr : areas_[call.target];
     if (!area || area->landing_capacity || area->capacity == 0) return false;
     const std::int32_t me = world_[rank_];
@@ -681,15 +690,11 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
     area->lock.lock();
     Entry &e = area->entries()[0];
     if (area->count == 0) {
-        e = entry(call, sync, site);
-        e.low = low;
-        e.high = low + bytes;
+        make(e);
         area->count = 1;
         quick = true;
     } else if (area->count == 1 && e.origin == me && e.completer == me && !e.notify &&
-               e.completed != not_completed && e.low == low && e.high == low + bytes &&
-               e.kind == static_cast<std::uint8_t>(call.kind) && e.op == 0 &&
-               e.sync == static_cast<std::uint8_t>(sync)) {
+               e.completed != not_completed && same(e)) {
         e.completed = not_completed;
         quick = true;
     }
@@ -708,7 +713,19 @@ void WindowCheck::block(const engine::RmaCall &call, std::uint64_t low, std::siz
                         bool fetch_request, bool watch) {
     if (!reaches(call.target)) {
         ++process().unchecked;
-    } else if (fetch_request || !quick_block(call, low, bytes, sync, site)) {
+    } else if (fetch_request || !quick(
+                                    call,
+                                    [&](const Entry &e) {
+                                        return e.low == low && e.high == low + bytes &&
+                                               e.kind == static_cast<std::uint8_t>(call.kind) &&
+                                               e.op == 0 &&
+                                               e.sync == static_cast<std::uint8_t>(sync);
+                                    },
+                                    [&](Entry &e) {
+                                        e = entry(call, sync, site);
+                                        e.low = low;
+                                        e.high = low + bytes;
+                                    })) {
         static const std::vector<std::uint64_t> now_clock;  // issued as it runs: the clock now
         Entry now = entry(call, sync, site);
         const Segment segment{low, low + bytes};
@@ -800,7 +817,7 @@ void WindowCheck::completed(int target, bool complete) {
     for (int r = target == -1 ? 0 : target; r < end; ++r) {
         if (!pending_[r] && !complete) continue;
         if (pending_[r] == at_head_only && !complete) {
-            // Our one pending call is the entry quick_block left at 0, which only we
+            // Our one pending call is the entry quick left at 0, which only we
             // write and no one moves while it is pending (a prune keeps it, and it has
             // no entry before it): completed with one store, without the lock, before
             // the publication below (a checker that loads it pending meanwhile is not
@@ -1161,6 +1178,13 @@ void WindowCheck::watch(const engine::RmaCall &call, const void *buffer,
                         std::uint64_t site) {
     if (!buffer || count <= 0) return;
     Watched &watched = next_watched(call, result, site);
+    if (layout.contiguous) {  // one range (as type_for_each_segment finds it)
+        watched.few[0] = {reinterpret_cast<std::uintptr_t>(buffer),
+                          layout.size * static_cast<std::size_t>(count)};
+        watched.count = 1;
+        keep(watched);
+        return;
+    }
     watched.more.clear();
     constexpr std::uint32_t most_ranges = 64;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);
@@ -1196,15 +1220,19 @@ void WindowCheck::result_running(const engine::RmaCall &call) {
 }
 
 void WindowCheck::verify(int target, std::uintptr_t result) {
-    if (watching_ == 1 && !result) {  // (a call and its flush) one buffer of a word or less
-        const Watched &w = watched_[0];
-        if ((target == -1 || w.target == target) && one_word(w.few, w.count) &&
-            word_digest(w.few[0]) == w.digest) {
-            watching_ = 0;
-            return;
+    // (the calls before a flush) buffers of a word or less, all toward `target`, unchanged
+    std::size_t i = 0;
+    if (!result)
+        for (; i < watching_; ++i) {
+            const Watched &w = watched_[i];
+            if ((target != -1 && w.target != target) || !one_word(w.few, w.count) ||
+                word_digest(w.few[0]) != w.digest)
+                break;
         }
-    }
-    verify_all(target, result);
+    if (i == watching_ && !result)
+        watching_ = 0;
+    else
+        verify_all(target, result);
 }
 
 void WindowCheck::verify_all(int target, std::uintptr_t result) {

@@ -223,7 +223,7 @@ class WindowCheck {
     Area *hold_through_ucx(int rank);
     void let_go_through_ucx(int rank, bool wrote);
     // Ranks whose log may hold calls of ours not completed yet (at_head_only: one, the
-    // entry at 0 that quick_block logged or marked pending again); that a fence has not
+    // entry at 0 that quick logged or marked pending again); that a fence has not
     // pruned of our calls yet.
     static constexpr char at_head_only = 2;
     std::vector<char> pending_, logged_;
@@ -278,8 +278,8 @@ class WindowCheck {
     struct Segment {  // no constructor: arrays of them are left uninitialized
         std::uint64_t first, second;
     };
-    bool quick_block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes, Sync sync,
-                     std::uint64_t site);
+    template <typename Same, typename Make>
+    bool quick(const engine::RmaCall &call, Same same, Make make);
     void log_access(const engine::RmaCall &call, Entry &now, const Segment *segments, std::size_t n,
                     const std::vector<std::uint64_t> &issued, std::uint64_t epoch,
                     bool fetch_request);
