@@ -661,7 +661,7 @@ void WindowCheck::access(const engine::RmaCall &call, const engine::TypeLayout *
                                           last.second = std::max(last.second, low + length);
                                       }
                                   });
-    if (n == 1 && issued.empty() && !fetch_request) {
+    if (n == 1 && !fetch_request) {  // (the quick path reads no clock: any issue clock)
         now.low = segments[0].first;
         now.high = segments[0].second;
         if (quick(
@@ -1221,18 +1221,18 @@ void WindowCheck::result_running(const engine::RmaCall &call) {
 
 void WindowCheck::verify(int target, std::uintptr_t result) {
     // (the calls before a flush) buffers of a word or less, all toward `target`, unchanged
-    std::size_t i = 0;
-    if (!result)
-        for (; i < watching_; ++i) {
-            const Watched &w = watched_[i];
-            if ((target != -1 && w.target != target) || !one_word(w.few, w.count) ||
-                word_digest(w.few[0]) != w.digest)
-                break;
+    if (!result) {
+        std::size_t i = 0;
+        while (i < watching_ && (target == -1 || watched_[i].target == target) &&
+               one_word(watched_[i].few, watched_[i].count) &&
+               word_digest(watched_[i].few[0]) == watched_[i].digest)
+            ++i;
+        if (i == watching_) {
+            watching_ = 0;
+            return;
         }
-    if (i == watching_ && !result)
-        watching_ = 0;
-    else
-        verify_all(target, result);
+    }
+    verify_all(target, result);
 }
 
 void WindowCheck::verify_all(int target, std::uintptr_t result) {
