@@ -420,9 +420,15 @@ void prune(Area &area, Drop drop) {
     area.count = kept;
 }
 
+// Whether `e` covers [low, high) with a call of that kind, op, basic type and sync.
+bool has_shape(const Entry &e, std::uint64_t low, std::uint64_t high, std::uint8_t kind,
+               std::int32_t op, std::int32_t basic, std::uint8_t sync) {
+    return e.low == low && e.high == high && e.kind == kind && e.op == op && e.basic == basic &&
+           e.sync == sync;
+}
+
 bool same_shape(const Entry &a, const Entry &b) {
-    return a.origin == b.origin && a.low == b.low && a.high == b.high && a.kind == b.kind &&
-           a.op == b.op && a.basic == b.basic && a.sync == b.sync;
+    return a.origin == b.origin && has_shape(a, b.low, b.high, b.kind, b.op, b.basic, b.sync);
 }
 
 // Appends `now` to the target's ring of calls to replay into ThreadSanitizer (caller
@@ -684,7 +690,7 @@ template <typename Same, typename Make>
     Area *area = worker_ || call.notify ? nullptr : areas_[call.target];
     if (!area || area->landing_capacity || area->capacity == 0) return false;
     const std::int32_t me = world_[rank_];
-    bool quick = false;
+    bool taken = false;
     Process &p = process();
     std::lock_guard<ProcessLock> guard(p.mutex);
     area->lock.lock();
@@ -692,20 +698,20 @@ template <typename Same, typename Make>
     if (area->count == 0) {
         make(e);
         area->count = 1;
-        quick = true;
+        taken = true;
     } else if (area->count == 1 && e.origin == me && e.completer == me && !e.notify &&
                e.completed != not_completed && same(e)) {
         e.completed = not_completed;
-        quick = true;
+        taken = true;
     }
-    if (quick) {  // the entry at 0, ours, is pending
+    if (taken) {  // the entry at 0, ours, is pending
         p.checked.store(p.checked.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         char &pending = pending_[call.target];
         pending = pending == 0 ? at_head_only : 1;
         logged_[call.target] = 1;
     }
     area->lock.unlock();
-    return quick;
+    return taken;
 }
 
 void WindowCheck::block(const engine::RmaCall &call, std::uint64_t low, std::size_t bytes,
@@ -715,11 +721,10 @@ void WindowCheck::block(const engine::RmaCall &call, std::uint64_t low, std::siz
         ++process().unchecked;
     } else if (fetch_request || !quick(
                                     call,
-                                    [&](const Entry &e) {
-                                        return e.low == low && e.high == low + bytes &&
-                                               e.kind == static_cast<std::uint8_t>(call.kind) &&
-                                               e.op == 0 &&
-                                               e.sync == static_cast<std::uint8_t>(sync);
+                                    [&](const Entry &e) {  // (a put or get: no op, no basic type)
+                                        return has_shape(e, low, low + bytes,
+                                                         static_cast<std::uint8_t>(call.kind), 0, 0,
+                                                         static_cast<std::uint8_t>(sync));
                                     },
                                     [&](Entry &e) {
                                         e = entry(call, sync, site);

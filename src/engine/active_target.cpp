@@ -40,8 +40,7 @@ Status Window::fence(int assertions, Request **request) {
         if (epochs_.size() == 1 && epochs_.front().get() == previous &&
             previous->state() == EngineState::active && advance(*previous) &&
             previous->state() == EngineState::completed) {
-            retire(std::move(epochs_.front()));
-            epochs_.pop_front();
+            retire_front();
         }
     }
     std::uint64_t opened = 0;  // epoch ids start at 1

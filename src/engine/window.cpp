@@ -388,11 +388,11 @@ bool Window::progress() {
              it != epochs_.end() &&
              (several_openers_ || (*it)->state() != EngineState::deferred);) {
             if ((*it)->state() == EngineState::completed) {
-                retire(std::move(*it));
                 if (it == epochs_.begin()) {  // the usual case: far cheaper than erase
-                    epochs_.pop_front();
+                    retire_front();
                     it = epochs_.begin();
                 } else {
+                    retire(std::move(*it));
                     it = epochs_.erase(it);
                 }
                 again = true;

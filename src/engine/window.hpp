@@ -371,6 +371,11 @@ class Window {
     }
     void close_inner_epoch(Epoch &epoch);
     void retire(std::unique_ptr<Epoch> epoch);
+    // The completed epoch at the queue's front retired and out of the queue.
+    void retire_front() {
+        retire(std::move(epochs_.front()));
+        epochs_.pop_front();
+    }
     Status close_open(Epoch *epoch, Request **request);
     // The open epochs' queries, here so that lock() and the other opening calls inline
     // them.
