@@ -33,21 +33,51 @@ void copy_loop(void *to, const void *from, std::size_t bytes);
 void copy_stream(void *to, const void *from, std::size_t bytes);
 }  // namespace copy_detail
 
-// memcpy(to, from, bytes): the regions must not overlap.
-inline void copy_bytes(void *to, const void *from, std::size_t bytes) {
+namespace copy_detail {
+// copy_bytes past its inline sizes.
+inline void copy_large(void *to, const void *from, std::size_t bytes) {
 #if defined(__x86_64__)
-    if (bytes >= copy_detail::stream_from) {
-        copy_detail::copy_stream(to, from, bytes);
+    if (bytes >= stream_from) {
+        copy_stream(to, from, bytes);
         return;
     }
     const std::uintptr_t distance =
         (reinterpret_cast<std::uintptr_t>(to) - reinterpret_cast<std::uintptr_t>(from)) & 4095;
-    if (bytes >= copy_detail::loop_from && distance != 0 && distance < 64) {
-        copy_detail::copy_loop(to, from, bytes);
+    if (bytes >= loop_from && distance != 0 && distance < 64) {
+        copy_loop(to, from, bytes);
         return;
     }
 #endif
     std::memcpy(to, from, bytes);
+}
+}  // namespace copy_detail
+
+// memcpy(to, from, bytes): the regions must not overlap. Up to 16 bytes (an RMA call's
+// usual element or two) inline, as two loads and two stores of the widest size that fits
+// (overlapping where bytes is not a power of two), not a call into memcpy.
+[[gnu::always_inline]] inline void copy_bytes(void *to, const void *from, std::size_t bytes) {
+    if (bytes > 16) {
+        copy_detail::copy_large(to, from, bytes);
+        return;
+    }
+    auto *d = static_cast<unsigned char *>(to);
+    const auto *s = static_cast<const unsigned char *>(from);
+    const auto two = [&](auto word) {
+        constexpr std::size_t w = sizeof word;
+        decltype(word) head, tail;
+        std::memcpy(&head, s, w);
+        std::memcpy(&tail, s + bytes - w, w);
+        std::memcpy(d, &head, w);
+        std::memcpy(d + bytes - w, &tail, w);
+    };
+    if (bytes >= 8)
+        two(std::uint64_t{});
+    else if (bytes >= 4)
+        two(std::uint32_t{});
+    else if (bytes >= 2)
+        two(std::uint16_t{});
+    else if (bytes == 1)
+        *d = *s;
 }
 
 }  // namespace nbrma

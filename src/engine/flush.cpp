@@ -8,10 +8,6 @@
 
 namespace nbrma::engine {
 
-bool Window::flush_shared(int target) {
-    return flush_in_section(target) && (!unfenced() || fence_at_once());
-}
-
 bool Window::flush_concurrent(int target) { return flush_in_section(target) && fence_transport(); }
 
 Status Window::flush_general(int target, Request **request, bool local) {

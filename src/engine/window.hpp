@@ -137,7 +137,9 @@ class Window {
     bool rma_shared(const RmaCall &call);
     // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
     // the transport's flush (shm: a memory fence).
-    bool flush_shared(int target);
+    bool flush_shared(int target) {
+        return flush_in_section(target) && (!unfenced() || fence_at_once());
+    }
     // Concurrent: in a shared section without the window's serialization, beside other
     // threads' calls on this window (serialized or concurrent). A blocking put or get of
     // the at-once epoch that is a copy into mapped window memory, of predefined types

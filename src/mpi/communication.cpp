@@ -65,8 +65,8 @@ void describe_target(const WindowState &state, const RmaCall &call, Status statu
     }
 }
 
-int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *request,
-          bool wants_request) {
+[[gnu::noinline]] int issue_general(const char *call_name, MPI_Win win, const RmaCall &call,
+                                    MPI_Request *request, bool wants_request) {
     char why[320];
     WindowState *state = window_find(win);
     if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
@@ -101,6 +101,17 @@ int issue(const char *call_name, MPI_Win win, const RmaCall &call, MPI_Request *
     }
     if (wants_request) return request_wrap(pending, request);
     return MPI_SUCCESS;
+}
+
+// With one thread (nothing to lock), a blocking call the at-once epoch runs now goes
+// to the engine's shared-section path (serialized, as one thread is) before
+// issue_general builds its frame.
+[[gnu::always_inline]] inline int issue(const char *call_name, MPI_Win win, const RmaCall &call,
+                                        MPI_Request *request, bool wants_request) {
+    if (WindowState *last = window_last(win);
+        last && !wants_request && last->engine->rma_shared(call))
+        return MPI_SUCCESS;
+    return issue_general(call_name, win, call, request, wants_request);
 }
 
 RmaCall make(RmaKind kind, const void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,

@@ -139,6 +139,12 @@ inline WindowState *window_find(MPI_Win win) {
     }
     return detail::window_lookup(win);
 }
+// With one thread (no locking), `win` if it is the window of the last lookup, else null:
+// for an entry point's inline path, before it builds its frame.
+inline WindowState *window_last(MPI_Win win) {
+    WindowState *last = detail::last_found;
+    return !threads::active() && last && last->handle == win ? last : nullptr;
+}
 void window_insert(WindowState *state);
 void window_erase(MPI_Win win);
 

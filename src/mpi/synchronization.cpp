@@ -184,10 +184,14 @@ int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool lo
                  state ? rank_outside(rank, state->engine->size()).c_str() : nullptr);
 }
 
-// (inlined into its entry points: one call fewer on a flush's path)
+// (inlined into its entry points: one call fewer on a flush's path). With one thread
+// (nothing to lock), the engine's shared-section flush (serialized, as one thread is)
+// first, before flush() builds its frame.
 [[gnu::always_inline]] inline int target_flush(const char *call, int rank, MPI_Win win,
                                                MPI_Request *request, bool local = false) {
     if (rank < 0) return negative_rank(call, rank, win);  // not "every target"
+    if (WindowState *last = window_last(win); last && !request && last->engine->flush_shared(rank))
+        return MPI_SUCCESS;
     return flush(call, rank, win, request, local);
 }
 

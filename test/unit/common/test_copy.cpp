@@ -66,6 +66,15 @@ TEST(CopyBytes, EveryShortDistanceEitherWay) {
         }
 }
 
+// The inline copies of up to 16 bytes, and the first sizes past them, at every
+// alignment of either end within a word.
+TEST(CopyBytes, SmallEverySizeAndAlignment) {
+    for (std::size_t bytes = 0; bytes <= 20; ++bytes)
+        for (std::size_t source_offset = 0; source_offset < 8; ++source_offset)
+            for (std::size_t destination_offset = 0; destination_offset < 8; ++destination_offset)
+                check_copy(bytes, source_offset, destination_offset + 64, Path::bytes);
+}
+
 TEST(CopyBytes, LoopEverySizeAndAlignment) {
     for (std::size_t bytes = 0; bytes <= 4 * 128 + 33; ++bytes)
         for (std::size_t offset : {0, 1, 16, 31, 63})
