@@ -105,11 +105,11 @@ void describe_target(const WindowState &state, const RmaCall &call, Status statu
 
 // With one thread (nothing to lock), a blocking call the at-once epoch runs now goes
 // to the engine's shared-section path (serialized, as one thread is) before
-// issue_general builds its frame.
+// issue_general builds its frame; not on a checked window, which that path turns down.
 [[gnu::always_inline]] inline int issue(const char *call_name, MPI_Win win, const RmaCall &call,
                                         MPI_Request *request, bool wants_request) {
     if (WindowState *last = window_last(win);
-        last && !wants_request && last->engine->rma_shared(call))
+        last && !wants_request && !last->check && last->engine->rma_shared(call))
         return MPI_SUCCESS;
     return issue_general(call_name, win, call, request, wants_request);
 }
@@ -137,17 +137,21 @@ RmaCall &notifying(RmaCall &call, const int *notify) {
     return call;
 }
 
-int put(const char *name, const void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,
-        int target, MPI_Aint disp, MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
-        MPI_Request *request, bool r, const int *notify = nullptr) {
+// The call's wrappers are inlined into their entry points (bindings), so that issue()'s
+// one-thread path runs in the entry point's own frame.
+[[gnu::always_inline]] inline int put(const char *name, const void *origin, MPI_Aint origin_count,
+                                      MPI_Datatype origin_type, int target, MPI_Aint disp,
+                                      MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
+                                      MPI_Request *request, bool r, const int *notify = nullptr) {
     RmaCall call = make(RmaKind::put, origin, origin_count, origin_type, target, disp,
                         target_count, target_type);
     return issue(name, win, notifying(call, notify), request, r);
 }
 
-int get(const char *name, void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,
-        int target, MPI_Aint disp, MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
-        MPI_Request *request, bool r, const int *notify = nullptr) {
+[[gnu::always_inline]] inline int get(const char *name, void *origin, MPI_Aint origin_count,
+                                      MPI_Datatype origin_type, int target, MPI_Aint disp,
+                                      MPI_Aint target_count, MPI_Datatype target_type, MPI_Win win,
+                                      MPI_Request *request, bool r, const int *notify = nullptr) {
     RmaCall call = make(RmaKind::get, nullptr, 0, MPI_DATATYPE_NULL, target, disp, target_count,
                         target_type);
     call.result = origin;
@@ -156,10 +160,12 @@ int get(const char *name, void *origin, MPI_Aint origin_count, MPI_Datatype orig
     return issue(name, win, notifying(call, notify), request, r);
 }
 
-int accumulate(const char *name, const void *origin, MPI_Aint origin_count,
-               MPI_Datatype origin_type, int target, MPI_Aint disp, MPI_Aint target_count,
-               MPI_Datatype target_type, MPI_Op op, MPI_Win win, MPI_Request *request, bool r,
-               const int *notify = nullptr) {
+[[gnu::always_inline]] inline int accumulate(const char *name, const void *origin,
+                                             MPI_Aint origin_count, MPI_Datatype origin_type,
+                                             int target, MPI_Aint disp, MPI_Aint target_count,
+                                             MPI_Datatype target_type, MPI_Op op, MPI_Win win,
+                                             MPI_Request *request, bool r,
+                                             const int *notify = nullptr) {
     RmaCall call = make(RmaKind::accumulate, origin, origin_count, origin_type, target, disp,
                         target_count, target_type);
     call.op = op;
@@ -180,8 +186,9 @@ int get_accumulate(const char *name, const void *origin, MPI_Aint origin_count,
     return issue(name, win, call, request, r);
 }
 
-int fetch_and_op(const char *name, const void *origin, void *result, MPI_Datatype type, int target,
-                 MPI_Aint disp, MPI_Op op, MPI_Win win) {
+[[gnu::always_inline]] inline int fetch_and_op(const char *name, const void *origin, void *result,
+                                               MPI_Datatype type, int target, MPI_Aint disp,
+                                               MPI_Op op, MPI_Win win) {
     RmaCall call = make(RmaKind::fetch_and_op, origin, 1, type, target, disp, 1, type);
     call.result = result;
     call.result_count = 1;
@@ -190,8 +197,10 @@ int fetch_and_op(const char *name, const void *origin, void *result, MPI_Datatyp
     return issue(name, win, call, nullptr, false);
 }
 
-int compare_and_swap(const char *name, const void *origin, const void *compare, void *result,
-                     MPI_Datatype type, int target, MPI_Aint disp, MPI_Win win) {
+[[gnu::always_inline]] inline int compare_and_swap(const char *name, const void *origin,
+                                                   const void *compare, void *result,
+                                                   MPI_Datatype type, int target, MPI_Aint disp,
+                                                   MPI_Win win) {
     RmaCall call = make(RmaKind::compare_and_swap, origin, 1, type, target, disp, 1, type);
     call.compare = compare;
     call.result = result;
