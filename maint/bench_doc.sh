@@ -58,6 +58,10 @@ Debian 12 VM, 2 cores, ranks bound to cores (`-bind-to core`) but for the progre
 group, MPICH 4.0.2 and Open MPI 4.1.4 from Debian, installed side by side (MPICH the
 default alternative). µs unless a table says otherwise (lower is better; `tps`,
 `msg/s` and `MB/s` are rates). `mpich / nbrma` above 1: nbrma is faster (for rates, slower).
+Each library's job runs once, one after another. This VM's speed can change by 1.5-3x
+from one job to the next (a fence of 0.18 µs in one, 0.48 in another), and a table shows
+that as ratios between series from different jobs: the comparisons to trust are medians
+of runs alternated between libraries, which CHANGELOG gives for what changed.
 
 Series: `mpich` is MPICH's own RMA; `nbrma-blocking` the same program on nbrma;
 `nbrma-nonblocking` its `MPIX_` twins; `nbrma-blocking-ucx` and `nbrma-nonblocking-ucx`
