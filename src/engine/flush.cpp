@@ -8,8 +8,6 @@
 
 namespace nbrma::engine {
 
-bool Window::flush_concurrent(int target) { return flush_in_section(target) && fence_transport(); }
-
 Status Window::flush_general(int target, Request **request, bool local) {
     if (target != -1) {
         if (target < 0 || target >= size()) return Status::err_rank;

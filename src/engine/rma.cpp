@@ -327,8 +327,7 @@ bool Window::rma_concurrent(const RmaCall &call) {
     return contiguous<Sharing::concurrent>(call, &status, false);  // (a copy: status ok)
 }
 
-bool Window::rma_shared(const RmaCall &call) {
-    if (!call_in_section(call)) return false;
+bool Window::rma_shared_held(const RmaCall &call) {
     if (call.target != at_once_->target() &&
         (at_once_->kind() != EpochKind::lock_all ||
          (!at_once_->find(call.target) && !take_target<true>(call.target))))

@@ -134,7 +134,7 @@ class Window {
     // then takes the progress lock and calls rma(). (At-once epochs run only over a
     // transport that completes calls inline, whose copy_window_whole and flush touch
     // nothing but the transport: transport.hpp.)
-    bool rma_shared(const RmaCall &call);
+    bool rma_shared(const RmaCall &call) { return call_in_section(call) && rma_shared_held(call); }
     // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
     // the transport's flush (shm: a memory fence).
     bool flush_shared(int target) {
@@ -150,7 +150,7 @@ class Window {
     // nothing done, for anything else: the caller then serializes (rma_shared,
     // flush_shared).
     bool rma_concurrent(const RmaCall &call);
-    bool flush_concurrent(int target);
+    bool flush_concurrent(int target) { return flush_in_section(target) && fence_transport(); }
     // The same for lock() and lock_all(): an epoch opened at once where nothing else is
     // open or queued and its lock is free now (the lock taken before anything else is
     // done); and for unlock() and unlock_all() of the at-once epoch: its locks released
@@ -349,6 +349,8 @@ class Window {
         return at_once_ && !check_ && !deferred_ && call.target >= 0 && call.target < size() &&
                verbose_level() < 3;
     }
+    // rma_shared's body, for a call call_in_section takes.
+    bool rma_shared_held(const RmaCall &call);
     // A flush of `target` the at-once epoch alone answers in a shared section
     // (flush_shared, flush_concurrent).
     bool flush_in_section(int target) const {

@@ -105,11 +105,11 @@ void describe_target(const WindowState &state, const RmaCall &call, Status statu
 
 // With one thread (nothing to lock), a blocking call the at-once epoch runs now goes
 // to the engine's shared-section path (serialized, as one thread is) before
-// issue_general builds its frame; not on a checked window, which that path turns down.
+// issue_general builds its frame.
 [[gnu::always_inline]] inline int issue(const char *call_name, MPI_Win win, const RmaCall &call,
                                         MPI_Request *request, bool wants_request) {
     if (WindowState *last = window_last(win);
-        last && !wants_request && !last->check && last->engine->rma_shared(call))
+        last && !wants_request && last->engine->rma_shared(call))
         return MPI_SUCCESS;
     return issue_general(call_name, win, call, request, wants_request);
 }

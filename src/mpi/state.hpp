@@ -127,23 +127,21 @@ __attribute__((visibility("hidden"),
                tls_model("initial-exec"))) inline thread_local CachedWindow thread_window;
 WindowState *window_lookup(MPI_Win win);
 }  // namespace detail
+// With one thread (no locking), `win` if it is the window of the last lookup, else null:
+// for an entry point's inline path, before it builds its frame.
+inline WindowState *window_last(MPI_Win win) {
+    WindowState *last = detail::last_found;
+    return !threads::active() && last && last->handle == win ? last : nullptr;
+}
 inline WindowState *window_find(MPI_Win win) {
-    if (!threads::active()) {
-        WindowState *last = detail::last_found;
-        if (last && last->handle == win) return last;
-    } else {
+    if (WindowState *last = window_last(win)) return last;
+    if (threads::active()) {
         const detail::CachedWindow &cached = detail::thread_window;
         if (cached.state && cached.handle == win &&
             cached.generation == detail::window_generation.load(std::memory_order_acquire))
             return cached.state;
     }
     return detail::window_lookup(win);
-}
-// With one thread (no locking), `win` if it is the window of the last lookup, else null:
-// for an entry point's inline path, before it builds its frame.
-inline WindowState *window_last(MPI_Win win) {
-    WindowState *last = detail::last_found;
-    return !threads::active() && last && last->handle == win ? last : nullptr;
 }
 void window_insert(WindowState *state);
 void window_erase(MPI_Win win);
