@@ -180,12 +180,14 @@ else
     fail "building fatal.c: $(cat "$scratch/build-fatal.log")"
 fi
 
-# 7. The installed nbrma-bench finds its programs, runs one row on both, and writes its
-#    results into the current directory.
+# 7. The installed nbrma-bench finds its programs, runs one row on both in two alternated
+#    rounds, and writes their medians into the current directory, each round's logs too.
 mkdir -p "$scratch/cwd"
 if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" "$tree/bin/nbrma-bench" \
-    --groups latency --only osu_put_lock --iterations 200 --no-plots --csv results.csv) \
-    >"$scratch/bench.log" 2>&1 &&
+    --groups latency --only osu_put_lock --iterations 200 --rounds 2 --plots bench \
+    --csv results.csv) >"$scratch/bench.log" 2>&1 &&
+    [ -f "$scratch/cwd/bench/logs/latency-nbrma.r2.out" ] &&
+    grep -q "^# medians over 2 rounds" "$scratch/cwd/bench/logs/latency-nbrma.out" &&
     grep -q "^osu_put_lock,nbrma-blocking," "$scratch/cwd/results.csv" &&
     grep -q "^osu_put_lock,mpich," "$scratch/cwd/results.csv"; then
     ok
