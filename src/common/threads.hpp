@@ -174,6 +174,13 @@ class SharedSection {
         nbrma::detail::counting = &slot->counts;
         return true;
     }
+    // Whether enter() without a serializer is a full barrier for the calling thread: its
+    // locked exchange on x86 (no store before it passes it, no load after it passes it).
+#if defined(__x86_64__) || defined(__i386__)
+    static constexpr bool enter_fences = true;
+#else
+    static constexpr bool enter_fences = false;
+#endif
     static void leave(SpinLock *serializer = nullptr) {
         nbrma::detail::counting = &nbrma::detail::counters_instance;
         if (serializer) serializer->unlock();

@@ -150,7 +150,12 @@ class Window {
     // nothing done, for anything else: the caller then serializes (rma_shared,
     // flush_shared).
     bool rma_concurrent(const RmaCall &call);
-    bool flush_concurrent(int target) { return flush_in_section(target) && fence_transport(); }
+    // (Called in a section threads::SharedSection::enter() opened without a serializer:
+    // where that was a full barrier, this thread's earlier copies are fenced already.)
+    bool flush_concurrent(int target) {
+        return flush_in_section(target) &&
+               ((flush_is_fence_ && threads::SharedSection::enter_fences) || fence_transport());
+    }
     // The same for lock() and lock_all(): an epoch opened at once where nothing else is
     // open or queued and its lock is free now (the lock taken before anything else is
     // done); and for unlock() and unlock_all() of the at-once epoch: its locks released

@@ -65,15 +65,20 @@ void describe_target(const WindowState &state, const RmaCall &call, Status statu
     }
 }
 
+// A blocking call in a shared section (shared_call), with locking on.
+[[gnu::always_inline]] inline bool issue_shared(WindowState &state, const RmaCall &call) {
+    return shared_call(
+        state, [&] { return state.engine->rma_concurrent(call); },
+        [&] { return state.engine->rma_shared(call); });
+}
+
+// `tried`: issue() offered the call to issue_shared already.
 [[gnu::noinline]] int issue_general(const char *call_name, MPI_Win win, const RmaCall &call,
-                                    MPI_Request *request, bool wants_request) {
+                                    MPI_Request *request, bool wants_request, bool tried) {
     char why[320];
     WindowState *state = window_find(win);
     if (!state) return raise(call_name, MPI_WIN_NULL, Status::err_win);
-    if (!wants_request && shared_call(
-                              *state, [&] { return state->engine->rma_concurrent(call); },
-                              [&] { return state->engine->rma_shared(call); }))
-        return MPI_SUCCESS;
+    if (!wants_request && !tried && issue_shared(*state, call)) return MPI_SUCCESS;
     engine::Request *pending = nullptr;
     const char *cause = nullptr;  // the argument check's exact cause, if it refused the call
     Status status =
@@ -103,15 +108,27 @@ void describe_target(const WindowState &state, const RmaCall &call, Status statu
     return MPI_SUCCESS;
 }
 
-// With one thread (nothing to lock), a blocking call the at-once epoch runs now goes
-// to the engine's shared-section path (serialized, as one thread is) before
-// issue_general builds its frame.
+// With locking on, a blocking call: in a shared section, when the window is the one this
+// thread looked up last, before issue_general builds its frame.
+[[gnu::noinline]] int issue_threaded(const char *call_name, MPI_Win win, const RmaCall &call) {
+    WindowState *cached = window_cached(win);
+    if (cached && issue_shared(*cached, call)) return MPI_SUCCESS;
+    return issue_general(call_name, win, call, nullptr, false, cached != nullptr);
+}
+
+// A blocking call the at-once epoch runs now goes to the engine's shared-section path
+// before issue_general builds its frame: with one thread (nothing to lock) serialized,
+// as one thread is, from the entry point's own frame; with locking on, issue_threaded.
 [[gnu::always_inline]] inline int issue(const char *call_name, MPI_Win win, const RmaCall &call,
                                         MPI_Request *request, bool wants_request) {
-    if (WindowState *last = window_last(win);
-        last && !wants_request && last->engine->rma_shared(call))
-        return MPI_SUCCESS;
-    return issue_general(call_name, win, call, request, wants_request);
+    if (!wants_request) {
+        if (WindowState *last = window_last(win)) {
+            if (last->engine->rma_shared(call)) return MPI_SUCCESS;
+        } else if (threads::active()) {
+            return issue_threaded(call_name, win, call);
+        }
+    }
+    return issue_general(call_name, win, call, request, wants_request, false);
 }
 
 RmaCall make(RmaKind kind, const void *origin, MPI_Aint origin_count, MPI_Datatype origin_type,

@@ -133,14 +133,19 @@ inline WindowState *window_last(MPI_Win win) {
     WindowState *last = detail::last_found;
     return !threads::active() && last && last->handle == win ? last : nullptr;
 }
+// With locking on, `win` if it is the window this thread looked up last and no window was
+// created or freed since, else null: for an entry point's inline path.
+inline WindowState *window_cached(MPI_Win win) {
+    if (!threads::active()) return nullptr;
+    const detail::CachedWindow &cached = detail::thread_window;
+    return cached.state && cached.handle == win &&
+                   cached.generation == detail::window_generation.load(std::memory_order_acquire)
+               ? cached.state
+               : nullptr;
+}
 inline WindowState *window_find(MPI_Win win) {
     if (WindowState *last = window_last(win)) return last;
-    if (threads::active()) {
-        const detail::CachedWindow &cached = detail::thread_window;
-        if (cached.state && cached.handle == win &&
-            cached.generation == detail::window_generation.load(std::memory_order_acquire))
-            return cached.state;
-    }
+    if (WindowState *cached = window_cached(win)) return cached;
     return detail::window_lookup(win);
 }
 void window_insert(WindowState *state);
@@ -194,7 +199,7 @@ inline auto locked(Call call) {
 // (nothing done) when no section could start or the engine turned the call down: the
 // caller then runs it under the progress lock (locked).
 template <typename Call>
-inline bool shared_call(WindowState &state, Call call) {
+[[gnu::always_inline]] inline bool shared_call(WindowState &state, Call call) {
     if (!threads::active() || !threads::SharedSection::enter(&state.shared_calls)) return false;
     const bool ran = call();
     threads::SharedSection::leave(&state.shared_calls);
@@ -205,7 +210,8 @@ inline bool shared_call(WindowState &state, Call call) {
 // (an engine *_concurrent method): in the section without the window's lock, and only
 // where it turns the call down, `serialized` under the window's lock, in the same section.
 template <typename Concurrent, typename Serialized>
-inline bool shared_call(WindowState &state, Concurrent concurrent, Serialized serialized) {
+[[gnu::always_inline]] inline bool shared_call(WindowState &state, Concurrent concurrent,
+                                               Serialized serialized) {
     if (!threads::active() || !threads::SharedSection::enter()) return false;
     bool ran = concurrent();
     if (!ran) {

@@ -159,16 +159,21 @@ int unlock_all(const char *call, MPI_Win win, MPI_Request *request) {
     return finish(call, win, status, pending, request);
 }
 
+// A blocking flush in a shared section (shared_call), with locking on.
+[[gnu::always_inline]] inline bool flush_in_shared(WindowState &state, int rank) {
+    return shared_call(
+        state, [&] { return state.engine->flush_concurrent(rank); },
+        [&] { return state.engine->flush_shared(rank); });
+}
+
 // local: flush_local (completion at the origin), else completion at the target.
 // `rank` -1 flushes every target (flush_all): MPI_PROC_NULL (also -1 in MPICH) never
 // gets here (the entry point's proc_null check), nor does another negative rank
-// (target_flush).
-int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool local = false) {
+// (target_flush). `tried`: target_flush offered it to flush_in_shared already.
+int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool local = false,
+          bool tried = false) {
     NBRMA_WINDOW(call, win, state);
-    if (!request && shared_call(
-                        *state, [&] { return state->engine->flush_concurrent(rank); },
-                        [&] { return state->engine->flush_shared(rank); }))
-        return MPI_SUCCESS;
+    if (!request && !tried && flush_in_shared(*state, rank)) return MPI_SUCCESS;
     engine::Request *pending = nullptr;
     Status status = locked([&] { return state->engine->flush(rank, &pending, local); });
     if (status == Status::ok && !pending && !request) return MPI_SUCCESS;  // done already
@@ -184,14 +189,28 @@ int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool lo
                  state ? rank_outside(rank, state->engine->size()).c_str() : nullptr);
 }
 
-// (inlined into its entry points: one call fewer on a flush's path). With one thread
-// (nothing to lock), the engine's shared-section flush (serialized, as one thread is)
-// first, before flush() builds its frame.
+// With locking on, a blocking flush: in a shared section, when the window is the one this
+// thread looked up last, before flush() builds its frame.
+[[gnu::noinline]] int flush_threaded(const char *call, int rank, MPI_Win win, bool local) {
+    WindowState *cached = window_cached(win);
+    if (cached && flush_in_shared(*cached, rank)) return MPI_SUCCESS;
+    return flush(call, rank, win, nullptr, local, cached != nullptr);
+}
+
+// (inlined into its entry points: one call fewer on a flush's path). The engine's
+// shared-section flush first, before flush() builds its frame: with one thread (nothing
+// to lock) serialized, as one thread is, from the entry point's own frame; with locking
+// on, flush_threaded.
 [[gnu::always_inline]] inline int target_flush(const char *call, int rank, MPI_Win win,
                                                MPI_Request *request, bool local = false) {
     if (rank < 0) return negative_rank(call, rank, win);  // not "every target"
-    if (WindowState *last = window_last(win); last && !request && last->engine->flush_shared(rank))
-        return MPI_SUCCESS;
+    if (!request) {
+        if (WindowState *last = window_last(win)) {
+            if (last->engine->flush_shared(rank)) return MPI_SUCCESS;
+        } else if (threads::active()) {
+            return flush_threaded(call, rank, win, local);
+        }
+    }
     return flush(call, rank, win, request, local);
 }
 
