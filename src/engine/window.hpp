@@ -135,6 +135,16 @@ class Window {
     // transport that completes calls inline, whose copy_window_whole and flush touch
     // nothing but the transport: transport.hpp.)
     bool rma_shared(const RmaCall &call) { return call_in_section(call) && rma_shared_held(call); }
+    // With the window's calls serialized (one thread, or the progress lock), a blocking
+    // call of the window's one open epoch, where there is no at-once epoch, nothing
+    // deferred and no checker: what rma_general runs first (run_now), without its
+    // frame and lookups. False, with nothing done, for anything run_now turns down.
+    bool rma_open(const RmaCall &call) {
+        if (at_once_ || check_ || deferred_ || open_.size() != 1 || call.target < 0 ||
+            call.target >= size() || !open_.front()->covers(call.target))
+            return false;
+        return run_now(call, *open_.front());
+    }
     // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
     // the transport's flush (shm: a memory fence).
     bool flush_shared(int target) {

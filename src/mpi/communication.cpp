@@ -118,12 +118,14 @@ void describe_target(const WindowState &state, const RmaCall &call, Status statu
 
 // A blocking call the at-once epoch runs now goes to the engine's shared-section path
 // before issue_general builds its frame: with one thread (nothing to lock) serialized,
-// as one thread is, from the entry point's own frame; with locking on, issue_threaded.
+// as one thread is, from the entry point's own frame, and so does a call of the one open
+// epoch the engine runs at once (rma_open: fence, PSCW, queued lock epochs); with
+// locking on, issue_threaded.
 [[gnu::always_inline]] inline int issue(const char *call_name, MPI_Win win, const RmaCall &call,
                                         MPI_Request *request, bool wants_request) {
     if (!wants_request) {
         if (WindowState *last = window_last(win)) {
-            if (last->engine->rma_shared(call)) return MPI_SUCCESS;
+            if (last->engine->rma_shared(call) || last->engine->rma_open(call)) return MPI_SUCCESS;
         } else if (threads::active()) {
             return issue_threaded(call_name, win, call);
         }
