@@ -4,7 +4,7 @@
  * usable and the target memory intact:
  *   unlock without lock, put/get/flush outside an epoch      -> MPI_ERR_RMA_SYNC
  *   lock of rank nprocs / -5, put to rank nprocs             -> MPI_ERR_RANK
- *   displacement + size beyond the target window             -> MPI_ERR_RMA_RANGE
+ *   displacement + size beyond the target window (lock and fence epochs) -> MPI_ERR_RMA_RANGE
  *   lock while already locked toward the same target         -> MPI_ERR_RMA_SYNC
  *   origin/target type size mismatch in a put                -> MPI_ERR_TYPE
  *   MPIX_Win_ilock with a NULL request pointer               -> MPI_ERR_REQUEST
@@ -92,6 +92,17 @@ static void run_flavor(int flavor)
         rt_expect_win_error(&w, rc, MPI_ERR_RMA_RANGE, "MPI_Accumulate", "accumulate past the window end");
         MPI_CHK(MPI_Win_unlock(peer, w.win));
         verify("out-of-range accesses");
+        /* the same in a fence epoch, whose calls nbrma runs from the entry point
+         * (rma_open): refused there too, with the general path's error */
+        MPI_CHK(MPI_Win_fence(0, w.win));
+        rc = MPI_Put(buf, 4, MPI_INT, peer, WIN_INTS - 2, 4, MPI_INT, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_RANGE, "MPI_Put", "put past the window end in a fence epoch");
+        rc = MPI_Get(buf, 3, MPI_INT, peer, WIN_INTS - 1, 3, MPI_INT, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_RMA_RANGE, "MPI_Get", "get past the window end in a fence epoch");
+        rc = MPI_Put(buf, 1, MPI_INT, np, 0, 1, MPI_INT, w.win);
+        rt_expect_win_error(&w, rc, MPI_ERR_RANK, "MPI_Put", "put to rank nprocs in a fence epoch");
+        MPI_CHK(MPI_Win_fence(0, w.win));
+        verify("out-of-range accesses in a fence epoch");
     }
 
     /* ---- lock twice ---- */
