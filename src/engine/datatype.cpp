@@ -7,9 +7,13 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <unordered_map>
+#include <vector>
 
 #include "common/copy.hpp"
 #include "engine/datatype_flatten.hpp"
@@ -218,11 +222,7 @@ void remember(MPI_Datatype type, const TypeLayout *layout) {
     remembered_next = (remembered_next + 1) % remembered.size();
 }
 
-int delete_layout(MPI_Datatype, int, void *attribute, void *) {
-    deleted.fetch_add(1, std::memory_order_acq_rel);
-    delete static_cast<TypeLayout *>(attribute);
-    return MPI_SUCCESS;
-}
+int delete_layout(MPI_Datatype, int, void *attribute, void *);
 
 // Runs from MPI_Finalize (attributes on MPI_COMM_SELF are deleted first), while
 // MPI calls are still allowed.
@@ -281,6 +281,107 @@ Status build_layout(MPI_Datatype type, const Envelope &envelope, TypeLayout &lay
     return set_true_bounds(layout) ? Status::ok : Status::err_type;
 }
 
+// ------------------------------------------------------------------ shapes
+
+// Layouts by content, for types made afresh around every call from predefined ones
+// (ARMCI-MPI creates, commits and frees a subarray and a contiguous type around each
+// strided put): a new type whose combiner and contents were seen before is given that
+// layout, without flattening it or measuring it again. Only types whose children are
+// all predefined: their contents describe them whole, where a derived child's handle
+// may name another type by the next call. Kept until the process exits (a type's
+// attribute points at its shape's layout), up to max_shapes shapes and
+// max_shape_segments segments in all; beyond, new shapes get layouts of their own.
+// Under their own lock: lookups run under the engine's, but not only.
+struct Shape {
+    int combiner = 0;
+    std::vector<int> ints;
+    std::vector<MPI_Aint> addresses;
+    std::vector<MPI_Datatype> types;
+    bool operator==(const Shape &other) const {
+        return combiner == other.combiner && ints == other.ints && addresses == other.addresses &&
+               types == other.types;
+    }
+};
+
+struct ShapeHash {
+    std::size_t operator()(const Shape &shape) const {
+        std::size_t h = std::hash<int>()(shape.combiner);
+        const auto mix = [&h](std::size_t v) {
+            h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+        };
+        for (int v : shape.ints) mix(std::hash<int>()(v));
+        for (MPI_Aint v : shape.addresses) mix(std::hash<MPI_Aint>()(v));
+        for (MPI_Datatype v : shape.types) mix(std::hash<MPI_Datatype>()(v));
+        return h;
+    }
+};
+
+constexpr std::size_t max_shapes = 256;
+constexpr std::size_t max_shape_segments = std::size_t{1} << 20;
+std::mutex shapes_lock;
+std::unordered_map<Shape, TypeLayout, ShapeHash> shapes;  // never erased from
+std::size_t shape_segments = 0;
+
+// A type's attribute: the layout it owns, or (this bit set) its shape's.
+constexpr std::uintptr_t shape_owned = 1;
+const TypeLayout *attribute_layout(void *attribute) {
+    return reinterpret_cast<const TypeLayout *>(reinterpret_cast<std::uintptr_t>(attribute) &
+                                                ~shape_owned);
+}
+
+// The contents of `type` as a Shape: false where a child is derived (those handles
+// freed again, as MPI_Type_get_contents hands them out new) or the call fails.
+bool shape_of(MPI_Datatype type, const Envelope &envelope, Shape *shape) {
+    shape->combiner = envelope.combiner;
+    shape->ints.resize(static_cast<std::size_t>(envelope.ints));
+    shape->addresses.resize(static_cast<std::size_t>(envelope.addresses));
+    shape->types.resize(static_cast<std::size_t>(envelope.types));
+    if (PMPI_Type_get_contents(type, envelope.ints, envelope.addresses, envelope.types,
+                               shape->ints.data(), shape->addresses.data(),
+                               shape->types.data()) != MPI_SUCCESS)
+        return false;
+    bool predefined_children = true;
+    for (MPI_Datatype &child : shape->types)
+        if (!predefined_layout(child)) {
+            predefined_children = false;
+            (void)PMPI_Type_free(&child);
+        }
+    return predefined_children;
+}
+
+// The layout of `type`'s shape, built now if the shapes have room: *shared null when
+// they have none (the caller builds a layout of the type's own).
+Status shape_layout(MPI_Datatype type, const Envelope &envelope, const TypeLayout **shared) {
+    *shared = nullptr;
+    thread_local Shape shape;  // (its vectors keep their storage from one type to the next)
+    if (!shape_of(type, envelope, &shape)) return Status::ok;
+    {
+        std::lock_guard<std::mutex> guard(shapes_lock);
+        auto found = shapes.find(shape);
+        if (found != shapes.end()) {
+            *shared = &found->second;
+            return Status::ok;
+        }
+        if (shapes.size() >= max_shapes) return Status::ok;
+    }
+    TypeLayout layout;
+    Status s = build_layout(type, envelope, layout);
+    if (s != Status::ok) return s;
+    std::lock_guard<std::mutex> guard(shapes_lock);
+    if (shapes.size() >= max_shapes || layout.segments.size() > max_shape_segments - shape_segments)
+        return Status::ok;
+    shape_segments += layout.segments.size();
+    *shared = &shapes.emplace(shape, std::move(layout)).first->second;  // (or another thread's)
+    return Status::ok;
+}
+
+int delete_layout(MPI_Datatype, int, void *attribute, void *) {
+    deleted.fetch_add(1, std::memory_order_acq_rel);
+    if (!(reinterpret_cast<std::uintptr_t>(attribute) & shape_owned))
+        delete attribute_layout(attribute);
+    return MPI_SUCCESS;
+}
+
 Status layout_get(MPI_Datatype type, const TypeLayout **result) {
     if (type == MPI_DATATYPE_NULL) return Status::err_type;
     if (const TypeLayout *leaf = predefined_layout(type)) {
@@ -307,7 +408,7 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
     if (PMPI_Type_get_attr(type, type_keyval, &cached, &found) != MPI_SUCCESS)
         return Status::err_type;
     if (found) {
-        *result = static_cast<const TypeLayout *>(cached);
+        *result = attribute_layout(cached);
         remember(type, *result);
         return Status::ok;
     }
@@ -315,6 +416,18 @@ Status layout_get(MPI_Datatype type, const TypeLayout **result) {
     int pack_size = 0;
     if (PMPI_Pack_size(1, type, probe_comm, &pack_size) != MPI_SUCCESS) return Status::err_type;
 
+    const TypeLayout *shared = nullptr;
+    s = shape_layout(type, envelope, &shared);
+    if (s != Status::ok) return s;
+    if (shared) {
+        void *attribute =
+            reinterpret_cast<void *>(reinterpret_cast<std::uintptr_t>(shared) | shape_owned);
+        if (PMPI_Type_set_attr(type, type_keyval, attribute) != MPI_SUCCESS)
+            return Status::err_other;
+        *result = shared;
+        remember(type, shared);
+        return Status::ok;
+    }
     auto layout = std::make_unique<TypeLayout>();
     s = build_layout(type, envelope, *layout);
     if (s != Status::ok) return s;

@@ -665,3 +665,67 @@ TEST(DatatypeCache, SamePointerAndSurvivesFreeAndReuse) {
     // Predefined layouts are stable too.
     EXPECT_EQ(get(MPI_DOUBLE), get(MPI_DOUBLE));
 }
+
+// ARMCI-MPI's strided puts build the same subarray afresh around every call: a new type
+// of a shape seen before (same combiner, same contents, predefined children) gets that
+// shape's layout, kept after the first type was freed.
+TEST(DatatypeCache, FreshTypesOfOneShapeShareItsLayout) {
+    const int sizes[] = {3, 16384}, subsizes[] = {3, 8192}, starts[] = {0, 4};
+    auto subarray = [&](MPI_Datatype child) {
+        MPI_Datatype t;
+        MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_C, child, &t);
+        return t;
+    };
+    const Segs expected{{4, 8192}, {16388, 8192}, {32772, 8192}};
+    Type first(subarray(MPI_BYTE));
+    const TypeLayout *shared = get(first.t);
+    ASSERT_NE(shared, nullptr);
+    EXPECT_EQ(segs(*shared), expected);
+    MPI_Type_free(&first.t);
+    for (int i = 0; i < 3; ++i) {
+        Type again(subarray(MPI_BYTE));
+        const TypeLayout *layout = get(again.t);
+        EXPECT_EQ(layout, shared) << "type " << i;
+        EXPECT_EQ(segs(*layout), expected);
+        EXPECT_EQ(layout->extent, 3 * 16384);
+        EXPECT_EQ(layout->size, 3u * 8192);
+    }
+    // Another child, another shape.
+    Type wider(subarray(MPI_SHORT));
+    const TypeLayout *other = get(wider.t);
+    ASSERT_NE(other, nullptr);
+    EXPECT_NE(other, shared);
+    EXPECT_EQ(segs(*other), (Segs{{8, 16384}, {32776, 16384}, {65544, 16384}}));
+    EXPECT_EQ(other->basic, MPI_SHORT);
+}
+
+// A known shape does not skip the commit check, and a type with a derived child (whose
+// handle may name another type later) gets a layout of its own, right for it.
+TEST(DatatypeCache, ShapesNeitherSkipTheCommitCheckNorTrustDerivedChildren) {
+    Type committed(MPI_DATATYPE_NULL, false);
+    MPI_Type_vector(3, 2, 5, MPI_INT, &committed.t);
+    MPI_Type_commit(&committed.t);
+    ASSERT_NE(get(committed.t), nullptr);
+    Type uncommitted(MPI_DATATYPE_NULL, false);
+    MPI_Type_vector(3, 2, 5, MPI_INT, &uncommitted.t);
+    const TypeLayout *l = nullptr;
+    EXPECT_EQ(type_layout_get(uncommitted.t, &l), Status::err_type);
+
+    const TypeLayout *children[2] = {};
+    for (int round = 0; round < 2; ++round) {
+        MPI_Datatype child, parent;
+        if (round == 0)
+            MPI_Type_vector(2, 1, 3, MPI_INT, &child);
+        else
+            MPI_Type_contiguous(2, MPI_INT, &child);
+        MPI_Type_contiguous(2, child, &parent);
+        MPI_Type_commit(&parent);
+        MPI_Type_free(&child);  // (the parent keeps it)
+        children[round] = get(parent);
+        ASSERT_NE(children[round], nullptr);
+        EXPECT_EQ(segs(*children[round]),
+                  round == 0 ? (Segs{{0, 4}, {12, 8}, {28, 4}}) : (Segs{{0, 16}}))
+            << "round " << round;
+        MPI_Type_free(&parent);
+    }
+}
