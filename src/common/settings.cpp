@@ -72,6 +72,10 @@ const Setting rows[] = {
      "test hook: a process reaching this point of window creation kills itself with "
      "SIGKILL",
      nullptr},
+    {Id::test_ucx_fence, "NBRMA_TEST_UCX_FENCE", S::environment, A::test, "", "flush",
+     "test hook: every UCX endpoint's fence is a flush of it, as on UCX releases before "
+     "1.14 for an endpoint with several network lanes",
+     nullptr},
 
     {Id::accumulate_ordering, "accumulate_ordering", S::window_info, A::user, "rar,raw,war,waw",
      "none, or a comma-separated subset of rar, raw, war, waw",

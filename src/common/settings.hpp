@@ -34,6 +34,7 @@ enum class Id : unsigned {
     check_abort,
     virtual_nodes,
     test_die_at,
+    test_ucx_fence,
     // window info keys
     accumulate_ordering,
     accumulate_ops,

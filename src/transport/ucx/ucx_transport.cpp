@@ -578,7 +578,12 @@ Status UcxTransport::bitwise_by_cswap(int peer, AtomicOp op, std::size_t width,
 
 Status UcxTransport::fence(int peer) {
     if (peer < 0 || peer >= size()) return Status::err_rank;
-    return status_from_ucs(ucp_worker_fence(worker_.worker()));
+    ucp_ep_h ep = peers_[peer].ep;
+    if (!ep || worker_.fence_orders(ep)) return status_from_ucs(ucp_worker_fence(worker_.worker()));
+    // An endpoint whose lanes UCX's fence does not order (UCX before 1.14, several
+    // network lanes): everything posted to the peer completes there first.
+    ucp_request_param_t param{};
+    return worker_.wait(ucp_ep_flush_nbx(ep, &param));
 }
 
 Status UcxTransport::flush(int peer, Completion *completion) {

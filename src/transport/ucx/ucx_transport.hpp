@@ -2,7 +2,8 @@
 // put/get are ucp_put_nbx/ucp_get_nbx, atomics are 64- and 32-bit ucp_atomic_op_nbx (network
 // atomics on an HCA that has them, UCX's software emulation otherwise — the target's
 // worker must then be progressed, hence needs_target_progress), fence is
-// ucp_worker_fence and flush is ucp_ep_flush_nbx. Completions are queued by the UCP
+// ucp_worker_fence (a flush of the endpoint where that does not order its lanes:
+// UcxWorker::fence_orders) and flush is ucp_ep_flush_nbx. Completions are queued by the UCP
 // callbacks and run only from poll() (ucp_worker_progress, then the queue), as the
 // transport contract requires.
 //

@@ -1,5 +1,9 @@
 #include "transport/ucx/ucx_worker.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "common/yield.hpp"
@@ -24,6 +28,56 @@ Status status_from_ucs(ucs_status_t status) {
             return Status::err_transport;
     }
 }
+
+bool fence_orders(bool strong, const char *endpoint_info) {
+    if (strong) return true;
+    // Lines "#   lane[0]:  1:rc_mlx5/mlx5_0:1.0 md[0] -> md[0]/ib/sysdev[0] rma_bw#0 amo#0"
+    static const char *const in_call[] = {"self", "sysv", "posix", "xpmem", "cma", "knem"};
+    int lanes = 0, network = 0;
+    for (const char *line = endpoint_info; line && *line;) {
+        const char *end = std::strchr(line, '\n');
+        const std::size_t length = end ? static_cast<std::size_t>(end - line) : std::strlen(line);
+        const std::string text(line, length);
+        line = end ? end + 1 : nullptr;
+        const std::size_t lane = text.find("lane[");
+        if (lane == std::string::npos) continue;
+        ++lanes;
+        // the transport: between the resource index's ':' and the '/' before the device
+        const std::size_t colon = text.find(':', text.find("]:", lane) + 2);
+        const std::size_t slash = text.find('/', colon);
+        const std::size_t arrow = text.find("->", slash);
+        if (colon == std::string::npos || slash == std::string::npos || arrow == std::string::npos)
+            return false;
+        const std::string transport = text.substr(colon + 1, slash - colon - 1);
+        bool copies = false;
+        for (const char *name : in_call) copies = copies || transport == name;
+        // its uses: the words past the remote md/transport, "am", "am_bw#0", "rma_bw#1", "amo#0"...
+        bool moves = false;
+        std::size_t word = text.find(' ', arrow + 3);
+        while (word != std::string::npos) {
+            while (word < text.size() && text[word] == ' ') ++word;
+            if (text.compare(word, 2, "am") == 0 || text.compare(word, 3, "rma") == 0) moves = true;
+            word = text.find(' ', word);
+        }
+        if (moves && !copies) ++network;
+    }
+    return lanes > 0 && network <= 1;
+}
+
+namespace {
+// What ucp_ep_print_info prints for `ep` (empty if it cannot be captured).
+std::string endpoint_info(ucp_ep_h ep) {
+    char *text = nullptr;
+    std::size_t length = 0;
+    std::FILE *stream = open_memstream(&text, &length);
+    if (!stream) return {};
+    ucp_ep_print_info(ep, stream);
+    std::fclose(stream);
+    std::string info(text, length);
+    std::free(text);
+    return info;
+}
+}  // namespace
 
 UcxRegistration::~UcxRegistration() {
     if (memh_) ucp_mem_unmap(context_, memh_);
@@ -76,6 +130,9 @@ Status UcxWorker::create(const char *tls, std::unique_ptr<UcxWorker> *out, bool 
     auto *bytes = reinterpret_cast<const std::uint8_t *>(address);
     self->address_.assign(bytes, bytes + length);
     ucp_worker_release_address(self->worker_, address);
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    self->strong_fence_ = major > 1 || (major == 1 && minor >= 14);
     *out = std::move(self);
     return Status::ok;
 }
@@ -108,6 +165,16 @@ Status UcxWorker::connect(const std::uint8_t *address, std::size_t length, ucp_e
         return Status::err_transport;
     }
     endpoints_.emplace(std::move(key), created);
+    // What its fence orders: its lanes are chosen at creation, from the peer's address.
+    const char *test_fence = settings::env(settings::Id::test_ucx_fence);
+    bool ordered = !(test_fence && std::strcmp(test_fence, "flush") == 0) &&
+                   (strong_fence_ || ucx::fence_orders(false, endpoint_info(created).c_str()));
+    if (!ordered && !test_fence)
+        log(1,
+            "ucx: UCX %s fences each transport interface alone and an endpoint uses several "
+            "network lanes: fences toward its peer are flushes",
+            ucp_get_version_string());
+    fence_orders_[created] = ordered;
     *ep = created;
     return Status::ok;
 }

@@ -23,6 +23,17 @@ namespace nbrma::transport::ucx {
 
 Status status_from_ucs(ucs_status_t status);
 
+// Whether ucp_worker_fence orders an endpoint's operations. Before UCX 1.14 it fences
+// each transport interface on its own (openucx/ucx#8596 made it flush every lane where
+// an endpoint uses several for RMA): an endpoint whose RMA and atomics go over two
+// network lanes (multi-rail InfiniBand, say) is not ordered by it. `strong`: the
+// running UCX fences across lanes itself (1.14 and later). `endpoint_info`: what
+// ucp_ep_print_info printed for the endpoint; it is ordered when at most one of its
+// lanes that carry RMA, atomics or active messages (UCX's software RMA) is a network
+// transport (self and shared-memory transports complete in the call). Text that names
+// no lane is taken as unordered.
+bool fence_orders(bool strong, const char *endpoint_info);
+
 // A registered memory range and its packed remote key. Unmapped on destruction (memory
 // UCX allocated is freed with it).
 class UcxRegistration {
@@ -62,6 +73,13 @@ class UcxWorker {
     // created on first use and cached for the life of the worker. Creation is
     // nonblocking; wireup completes under progress (see flush_all()).
     Status connect(const std::uint8_t *address, std::size_t length, ucp_ep_h *ep);
+    // Whether ucp_worker_fence orders what `ep` (one of connect's) carries
+    // (fence_orders, decided at its creation); where it does not, a fence toward its peer
+    // is a flush of the endpoint. NBRMA_TEST_UCX_FENCE=flush: no endpoint is.
+    bool fence_orders(ucp_ep_h ep) const {
+        auto found = fence_orders_.find(ep);
+        return found != fence_orders_.end() && found->second;
+    }
 
     // Registers [base, base + length) for remote access; length 0 registers nothing.
     Status map(void *base, std::size_t length, std::unique_ptr<UcxRegistration> *out);
@@ -92,6 +110,8 @@ class UcxWorker {
     int event_fd_ = -1;
     std::vector<std::uint8_t> address_;
     std::map<std::string, ucp_ep_h> endpoints_;
+    bool strong_fence_ = false;  // the running UCX fences across lanes (1.14 and later)
+    std::map<ucp_ep_h, bool> fence_orders_;
 };
 
 }  // namespace nbrma::transport::ucx

@@ -331,6 +331,78 @@ TEST(UcxWorker, UnreachablePeerFailsAtConnect) {
     EXPECT_EQ(origin.connect(1, record.data(), 3), Status::err_arg);
 }
 
+// Where UCX's fence does not order an endpoint's lanes, a fence toward its peer is a
+// flush: the data posted before it is at the target when it returns (the hook makes
+// every endpoint so; over tcp a put is still in flight after a plain fence).
+TEST_F(UcxTransportTest, FenceFlushesWhereUcxFenceDoesNotOrderTheLanes) {
+    ranks_[0].reset();
+    ranks_[1].reset();
+    ::setenv("NBRMA_TEST_UCX_FENCE", "flush", 1);
+    build(false);
+    ::unsetenv("NBRMA_TEST_UCX_FENCE");
+    serve(true);  // rank 1's worker runs tcp's software RMA meanwhile
+    std::vector<std::uint8_t> data(window_bytes);
+    for (int round = 1; round <= 20; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        std::memset(data.data(), round, data.size());
+        Counter counter;
+        counter.track(transport(0).put(1, data.data(), data.size(), {Region::window, 0}, &counter));
+        ASSERT_EQ(transport(0).fence(1), Status::ok);
+        const std::uint8_t *window = ranks_[1]->window.data();
+        for (std::size_t i = 0; i < window_bytes; ++i)
+            ASSERT_EQ(window[i], round) << "byte " << i << " not there when the fence returned";
+        wait(counter);
+    }
+}
+
+// What ucp_worker_fence orders, from an endpoint's lanes as ucp_ep_print_info lists them.
+TEST(UcxWorker, FenceOrdersEndpointsOfOneNetworkLane) {
+    const char *shared_memory =
+        "#                 lane[0]:  0:self/memory0.0 md[0]          -> md[0]/self/sysdev[255] "
+        "amo#0 am am_bw#0\n"
+        "#                 lane[1]:  3:sysv/memory.0 md[2]           -> md[2]/sysv/sysdev[255]\n"
+        "#                 lane[2]:  4:posix/memory.0 md[3]          -> md[3]/posix/sysdev[255]\n"
+        "#                  put[0]: 0..<short>..4294967296..<bcopy>..(inf)\n";
+    const char *tcp =
+        "#                 lane[0]:  1:tcp/lo.0 md[0]                -> md[0]/tcp/sysdev[255] am "
+        "am_bw#0 wireup\n";
+    const char *two_rails =
+        "#                 lane[0]:  2:rc_mlx5/mlx5_0:1.0 md[1]      -> md[1]/ib/sysdev[0] am "
+        "rma_bw#0 amo#0\n"
+        "#                 lane[1]:  5:rc_mlx5/mlx5_1:1.0 md[2]      -> md[2]/ib/sysdev[1] "
+        "rma_bw#1\n"
+        "#                 lane[2]:  7:ud_mlx5/mlx5_0:1.0 md[1]      -> md[1]/ib/sysdev[0] "
+        "wireup\n";
+    const char *rail_and_wireup =
+        "#                 lane[0]:  2:rc_mlx5/mlx5_0:1.0 md[1]      -> md[1]/ib/sysdev[0] am "
+        "rma_bw#0 amo#0\n"
+        "#                 lane[1]:  7:ud_mlx5/mlx5_0:1.0 md[1]      -> md[1]/ib/sysdev[0] "
+        "wireup\n";
+    EXPECT_TRUE(fence_orders(false, shared_memory));
+    EXPECT_TRUE(fence_orders(false, tcp));
+    EXPECT_TRUE(fence_orders(false, rail_and_wireup));
+    EXPECT_FALSE(fence_orders(false, two_rails));
+    EXPECT_TRUE(fence_orders(true, two_rails));  // UCX 1.14 and later fence across lanes
+    EXPECT_FALSE(fence_orders(false, ""));       // no lane named: not known to be ordered
+    EXPECT_FALSE(fence_orders(false, "#   lane[0]: garbage\n"));
+    EXPECT_FALSE(fence_orders(false, nullptr));
+
+    // This UCX's own account of a tcp endpoint (one lane): a plain fence orders it, unless
+    // the test hook says otherwise.
+    std::unique_ptr<UcxWorker> origin, target;
+    ASSERT_EQ(UcxWorker::create("tcp,self", &origin), Status::ok);
+    ASSERT_EQ(UcxWorker::create("tcp,self", &target), Status::ok);
+    ucp_ep_h ep = nullptr;
+    ASSERT_EQ(origin->connect(target->address().data(), target->address().size(), &ep), Status::ok);
+    EXPECT_TRUE(origin->fence_orders(ep));
+    std::unique_ptr<UcxWorker> hooked;
+    ::setenv("NBRMA_TEST_UCX_FENCE", "flush", 1);
+    ASSERT_EQ(UcxWorker::create("tcp,self", &hooked), Status::ok);
+    ASSERT_EQ(hooked->connect(target->address().data(), target->address().size(), &ep), Status::ok);
+    ::unsetenv("NBRMA_TEST_UCX_FENCE");
+    EXPECT_FALSE(hooked->fence_orders(ep));
+}
+
 TEST(UcxWorker, MapsAndPacksAnRkey) {
     std::unique_ptr<UcxWorker> worker;
     ASSERT_EQ(UcxWorker::create("tcp,self", &worker), Status::ok);
