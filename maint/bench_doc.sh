@@ -10,7 +10,9 @@
 #                       --rounds N --plots LATENCY_DIR
 #                   test/bench/nbrma-bench --quick --groups patterns,reorder,transactions,lu,
 #                       progress,notify,strided,collectives,scale --plots OTHERS_DIR
-#                 (each with --csv DIR/results.csv; about 20 minutes on 2 cores)
+#                 (each with --csv DIR/results.csv; the first with NBRMA_BENCH_SETTLE=30,
+#                 unless the environment sets it: 30 seconds of idle before each job;
+#                 about 45 minutes on 2 cores)
 #   --rounds N    the first run's rounds (default 3)
 #   LATENCY_DIR, OTHERS_DIR: --plots directories of those runs (results.csv, table.txt,
 #                 *.png)
@@ -36,7 +38,8 @@ if [ $run -eq 1 ]; then
     mkdir -p "$latency" "$others"
     # A job that fails a data check leaves "failed" in its cells (Open MPI 4.1.4's osc/ucx
     # fetches nothing in MPI_CHAR fetch_and_op and compare_and_swap): reported, not fatal.
-    test/bench/nbrma-bench --groups latency,creation,bandwidth,threads --rounds "$rounds" \
+    NBRMA_BENCH_SETTLE=${NBRMA_BENCH_SETTLE:-30} \
+        test/bench/nbrma-bench --groups latency,creation,bandwidth,threads --rounds "$rounds" \
         --plots "$latency" --csv "$latency/results.csv" || echo "bench_doc: the latency, creation, bandwidth and threads run reported failures" >&2
     test/bench/nbrma-bench --quick --groups "$others_groups" --plots "$others" \
         --csv "$others/results.csv" || echo "bench_doc: the run of the other groups reported failures" >&2
@@ -68,9 +71,12 @@ default alternative). µs unless a table says otherwise (lower is better; `tps`,
 `msg/s` and `MB/s` are rates). `mpich / nbrma` above 1: nbrma is faster (for rates, slower).
 This VM's speed can change by 1.5-3x from one job to the next (a fence of 0.18 µs in
 one, 0.48 in another), which a single run shows as ratios between series from different
-jobs. So the first four groups' jobs run ROUNDS times, alternated between the libraries
-(mpich, nbrma, nbrma-ucx, ompi-osc-sm, -rdma, -ucx, then again), and their tables give
-each cell's median over the rounds; the other groups' jobs run once, and their
+jobs; and after tens of seconds of load on both cores it slows down until it has idled
+for about half a minute (nbrma's 8-byte lock epoch 0.040 -> 0.055 µs, osc/sm's about
+1.1x). So the first four groups' jobs run ROUNDS times, alternated between the
+libraries (mpich, nbrma, nbrma-ucx, ompi-osc-sm, -rdma, -ucx, then again), each after
+30 seconds of idle (`NBRMA_BENCH_SETTLE=30`), and their tables give each cell's median
+over the rounds; the other groups' jobs run once, back to back, and their
 cross-library ratios carry that swing.
 
 Series: `mpich` is MPICH's own RMA; `nbrma-blocking` the same program on nbrma;

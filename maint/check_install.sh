@@ -181,18 +181,29 @@ else
 fi
 
 # 7. The installed nbrma-bench finds its programs, runs one row on both in two alternated
-#    rounds, and writes their medians into the current directory, each round's logs too.
+#    rounds (each job after a second of idle, NBRMA_BENCH_SETTLE), and writes their
+#    medians into the current directory, each round's logs too.
 mkdir -p "$scratch/cwd"
-if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" "$tree/bin/nbrma-bench" \
+if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" NBRMA_BENCH_SETTLE=1 "$tree/bin/nbrma-bench" \
     --groups latency --only osu_put_lock --iterations 200 --rounds 2 --plots bench \
     --csv results.csv) >"$scratch/bench.log" 2>&1 &&
     [ -f "$scratch/cwd/bench/logs/latency-nbrma.r2.out" ] &&
+    [ "$(grep -c '^# running .*, after 1 s idle\]' "$scratch/bench.log")" -eq "$(grep -c '^# running ' "$scratch/bench.log")" ] &&
     grep -q "^# medians over 2 rounds" "$scratch/cwd/bench/logs/latency-nbrma.out" &&
     grep -q "^osu_put_lock,nbrma-blocking," "$scratch/cwd/results.csv" &&
     grep -q "^osu_put_lock,mpich," "$scratch/cwd/results.csv"; then
     ok
 else
     fail "installed nbrma-bench: $(tail -5 "$scratch/bench.log")"
+fi
+# A settle time that is not a whole number of seconds is a usage error (exit 2), named.
+if (cd "$scratch/cwd" && LD_LIBRARY_PATH="$tree/lib" NBRMA_BENCH_SETTLE=3s "$tree/bin/nbrma-bench" \
+    --groups latency --no-plots) >"$scratch/settle.log" 2>&1; then
+    fail "installed nbrma-bench ran with NBRMA_BENCH_SETTLE=3s"
+elif [ $? -eq 2 ] && grep -q "NBRMA_BENCH_SETTLE must be a whole number of seconds" "$scratch/settle.log"; then
+    ok
+else
+    fail "installed nbrma-bench with NBRMA_BENCH_SETTLE=3s: $(tail -3 "$scratch/settle.log")"
 fi
 # Its summary's peers: line says which peers ran, or why they were skipped, and with
 # bench_ompi the summary has the Open MPI ratios (osc/ucx beside nbrma's UCX series).
