@@ -34,6 +34,7 @@ Status Window::fence(int assertions, Request **request) {
     // No epoch before and none after (every rank must assertions both): no barrier at all.
     const bool barrier = !((assertions & MPI_MODE_NOPRECEDE) && (assertions & MPI_MODE_NOSUCCEED));
     if (previous) {
+        if (barrier) previous->set_barrier_follows();
         close_epoch(*previous, barrier ? nullptr : *request);
         // Alone in the queue (the usual fence loop), it completes here: the next
         // fence's epoch then activates in a queue of one.
@@ -160,12 +161,12 @@ bool Window::advance_fence(Epoch &epoch) {
     }
     if (epoch.open()) return moved;
     // The calls complete at their targets before the epoch does (and so before the
-    // next fence tells the peers).
+    // next fence tells the peers), or are ordered before that fence's notice.
     bool flushed = true;
     for (int peer : epoch.touched()) {
         TargetState *state = epoch.find(peer);
         if (state->phase == TargetPhase::released) continue;
-        if (flushed_to(epoch, peer, *state)) {
+        if (ordered_by_barrier(epoch, peer, *state) || flushed_to(epoch, peer, *state)) {
             if (check_) check_->completed(peer);
             state->phase = TargetPhase::released;
             moved = true;
@@ -179,6 +180,24 @@ bool Window::advance_fence(Epoch &epoch) {
         moved = true;
     }
     return moved;
+}
+
+// A closed fence epoch of a two-rank window, toward the other rank, over a transport
+// whose fence orders (Capabilities::fence_orders): the epoch's calls toward it ran
+// (complete here), and a transport fence puts the next fence's barrier notice behind
+// them, so that rank passes the barrier only once they have landed - MPI's completion
+// at the target, without a flush's round trip. With more ranks a third one would pass
+// on our notice to it alone, before our calls toward another target landed (no
+// transport orders across peers), so those epochs flush. Not with the race checker,
+// which learns of completion from the flush.
+bool Window::ordered_by_barrier(Epoch &epoch, int peer, TargetState &state) {
+    if (size() != 2 || peer == rank() || !epoch.barrier_follows() ||
+        state.phase != TargetPhase::held || check_ || !transport_.capabilities().fence_orders)
+        return false;
+    const PeerFlush &flush = peer_flushes_[peer];
+    if (flush.flushed >= flush.last_run) return false;  // nothing to flush: flushed_to is free
+    if (Status status = transport_.fence(peer); is_error(status)) epoch.fail(status);
+    return true;
 }
 
 // An access epoch's target whose grant (its matching post) arrived: held from now on,

@@ -142,6 +142,7 @@ class Epoch {
         // (A completed epoch has handed both its requests back: they are null.)
         beside_.clear();
         if (!passive()) {  // what only active-target epochs read
+            barrier_follows_ = false;
             barrier_round_ = 0;
             sequence_ = 0;
             barrier_notices_ = Notices();
@@ -210,6 +211,9 @@ class Epoch {
     int barrier_round() const { return barrier_round_; }
     void next_barrier_round() { ++barrier_round_; }
     bool barrier_passed() const { return barrier_passed_; }
+    // A fence epoch closed by a fence that opens a barrier (Window::ordered_by_barrier).
+    void set_barrier_follows() { barrier_follows_ = true; }
+    bool barrier_follows() const { return barrier_follows_; }
     void pass_barrier() {
         barrier_passed_ = true;
         if (active_request_) finish_active_request();
@@ -256,6 +260,7 @@ class Epoch {
     int assert_;
     bool open_ = true;
     bool barrier_passed_ = false;
+    bool barrier_follows_ = false;
     int barrier_round_ = 0;
     EngineState state_ = EngineState::deferred;
     EpochPath path_ = EpochPath::queued;

@@ -544,6 +544,7 @@ class Window {
     void check_flushed(int target, bool local);
     bool remote_complete(int peer, std::uint64_t upto, Status *failure);
     bool flushed_to(Epoch &epoch, int peer, TargetState &state);
+    bool ordered_by_barrier(Epoch &epoch, int peer, TargetState &state);
     bool flush_done(Flush &flush);
     std::uint64_t control_word(std::size_t offset) const;
     void notify(int peer, std::size_t offset, std::uint64_t count, Notices &notices);

@@ -69,6 +69,12 @@ struct Capabilities {
     // With nothing held (settle()), flush toward any peer is a CPU memory fence and
     // cannot fail (shm): the engine makes that fence itself, without the call.
     bool flush_is_fence = false;
+    // fence(peer) orders what we post to peer after it behind what we posted before,
+    // without waiting for either (UCX: ucp_worker_fence; sim): a fence epoch then
+    // completes toward a target that the next fence barrier notifies in its first round
+    // by that order (the notice lands after the epoch's calls) instead of a flush's round
+    // trip (Window::ordered_by_barrier).
+    bool fence_orders = false;
 };
 
 // A peer's window memory mapped whole (Transport::mapped_window_whole, copy_window_whole):

@@ -97,6 +97,12 @@ Status SimTransport::fence(int peer) {
     return Status::ok;
 }
 
+Capabilities SimTransport::capabilities() const {
+    Capabilities capabilities;
+    capabilities.fence_orders = world_.fence_orders_;
+    return capabilities;
+}
+
 Status SimTransport::flush(int peer, Completion *completion) {
     if (peer < 0 || peer >= world_.size()) return Status::err_rank;
     return world_.post_flush(rank_, peer, completion);

@@ -69,6 +69,7 @@ class SimTransport final : public Transport {
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override;
+    Capabilities capabilities() const override;
 
     // Completions delivered but not yet run by poll().
     std::size_t pending_completions() const { return completions_.size(); }
@@ -111,6 +112,9 @@ class SimWorld {
     int size() const { return nranks_; }
     // See the header comment; affects operations posted from now on.
     void set_early_local_completion(bool on) { early_local_ = on; }
+    // Whether the endpoints report Capabilities::fence_orders (fence() orders as the
+    // header comment says either way); off by default.
+    void set_fence_orders(bool on) { fence_orders_ = on; }
     Transport &endpoint(int rank);
     SimTransport &sim_endpoint(int rank);
     const SimTransport &sim_endpoint(int rank) const;
@@ -170,6 +174,7 @@ class SimWorld {
     std::uint64_t delivered_ = 0;
     std::vector<Traffic> traffic_;  // by origin
     bool early_local_ = false;
+    bool fence_orders_ = false;
 };
 
 }  // namespace nbrma::transport::sim

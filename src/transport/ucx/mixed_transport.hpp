@@ -61,7 +61,7 @@ class MixedTransport final : public Transport {
         return ucx_->flush(peer, completion);
     }
     int poll() override { return ucx_->poll(); }
-    Capabilities capabilities() const override { return {false, true}; }
+    Capabilities capabilities() const override { return {false, true, false, true}; }
     int event_fd() const override { return ucx_->event_fd(); }
     bool arm() override { return ucx_->arm(); }
     Status attach(const void *base, std::uint64_t size) override {

@@ -90,7 +90,7 @@ class UcxTransport final : public Transport {
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override;
-    Capabilities capabilities() const override { return {false, true}; }
+    Capabilities capabilities() const override { return {false, true, false, true}; }
     int event_fd() const override { return worker_.event_fd(); }
     bool arm() override { return worker_.arm(); }
     Status attach(const void *base, std::uint64_t size) override;

@@ -104,6 +104,7 @@ class DataNow final : public transport::Transport {
         return inner_.flush(peer, completion);
     }
     int poll() override { return inner_.poll(); }
+    transport::Capabilities capabilities() const override { return inner_.capabilities(); }
 
     // How many earlier operations were delivered ahead of their turn to unblock a
     // window transfer.

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 
 #include "engine/window.hpp"
 #include "layout/control_region.hpp"
@@ -246,6 +247,74 @@ TEST(RemoteCompletion, AFenceEpochEndsOnlyAfterItsPutsArrived) {
     EXPECT_TRUE(origin_fence->complete());
     EXPECT_TRUE(target_fence->complete());
     EXPECT_EQ(ranks.at(1, 16), value);
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
+// Over a transport whose fence orders (UCX), the epoch ends without a flush: the next
+// fence's notice to the target is fenced behind the put, so the target's fence still
+// waits for the put, while the origin's, once every notice is in, does not.
+TEST(RemoteCompletion, AFenceEpochEndsByTheOrderOfTheNextBarriersNotice) {
+    SimRanks ranks(2);
+    ranks.hold_puts();
+    ranks.world.set_fence_orders(true);
+    Requests requests;
+    requests(simtest::ifence(ranks.w(0), 0));
+    requests(simtest::ifence(ranks.w(1), 0));
+    settle_holding_puts(ranks);
+    const std::int64_t value = 6;
+    ranks.world.reset_traffic();
+    ASSERT_EQ(ranks.w(0).rma(put_call(1, 16, &value), nullptr), Status::ok);
+    Request *origin_fence = requests(simtest::ifence(ranks.w(0), MPI_MODE_NOSUCCEED));
+    Request *target_fence = requests(simtest::ifence(ranks.w(1), MPI_MODE_NOSUCCEED));
+    settle_holding_puts(ranks);
+    EXPECT_EQ(ranks.world.traffic(0).flushes, 0u);
+    EXPECT_TRUE(origin_fence->complete());
+    EXPECT_FALSE(target_fence->complete());
+    // The origin's notice is posted, held behind the put.
+    EXPECT_EQ(in_flight(ranks, SimWorld::OpKind::atomic, 0, 1), 1);
+    EXPECT_EQ(ranks.fences(1, 0), 1u);
+    EXPECT_EQ(ranks.at(1, 16), 0);
+
+    std::string violation;
+    ranks.settle([&] {
+        if (target_fence->complete() && ranks.at(1, 16) != value)
+            violation = "the target's fence passed before the put landed";
+    });
+    EXPECT_TRUE(violation.empty()) << violation;
+    EXPECT_TRUE(target_fence->complete());
+    EXPECT_EQ(ranks.at(1, 16), value);
+    EXPECT_TRUE(requests.all_complete_ok());
+}
+
+// With three ranks the epoch flushes: rank 2 hears of the fence from rank 0 directly,
+// and must not pass it before rank 0's put to rank 1 landed.
+TEST(RemoteCompletion, AFenceEpochOfThreeRanksStillFlushes) {
+    constexpr int n = 3;
+    SimRanks ranks(n);
+    ranks.hold_puts();
+    ranks.world.set_fence_orders(true);
+    Requests requests;
+    for (int r = 0; r < n; ++r) requests(simtest::ifence(ranks.w(r), 0));
+    settle_holding_puts(ranks);
+    const std::int64_t value = 12;
+    ranks.world.reset_traffic();
+    ASSERT_EQ(ranks.w(0).rma(put_call(1, 8, &value), nullptr), Status::ok);
+    Request *fences[n];
+    for (int r = 0; r < n; ++r)
+        fences[r] = requests(simtest::ifence(ranks.w(r), MPI_MODE_NOSUCCEED));
+    settle_holding_puts(ranks);
+    EXPECT_EQ(in_flight(ranks, SimWorld::OpKind::flush, 0, 1), 1);
+    for (int r = 0; r < n; ++r) EXPECT_FALSE(fences[r]->complete()) << "rank " << r;
+
+    std::string violation;
+    ranks.settle([&] {
+        for (int r = 0; r < n; ++r)
+            if (fences[r]->complete() && ranks.at(1, 8) != value)
+                violation = "rank " + std::to_string(r) + "'s fence passed before the put landed";
+    });
+    EXPECT_TRUE(violation.empty()) << violation;
+    EXPECT_EQ(ranks.world.traffic(0).flushes, 1u);
+    EXPECT_EQ(ranks.at(1, 8), value);
     EXPECT_TRUE(requests.all_complete_ok());
 }
 
