@@ -70,7 +70,8 @@ struct Capabilities {
     // cannot fail (shm): the engine makes that fence itself, without the call.
     bool flush_is_fence = false;
     // fence(peer) orders what we post to peer after it behind what we posted before,
-    // without waiting for either (UCX: ucp_worker_fence; sim): a fence epoch then
+    // as a rule without waiting for either (UCX: ucp_worker_fence, a flush only where
+    // that does not order the endpoint's lanes; sim): a fence epoch then
     // completes toward a target that the next fence barrier notifies in its first round
     // by that order (the notice lands after the epoch's calls) instead of a flush's round
     // trip (Window::ordered_by_barrier).
