@@ -184,7 +184,7 @@ Status UcxTransport::connect(int peer, const std::uint8_t *record, std::size_t l
     const std::uint8_t *address = nullptr;
     std::size_t address_length = 0;
     if (!in.bytes(&address, &address_length)) return Status::err_arg;
-    Status status = worker_.connect(address, address_length, &p.ep);
+    Status status = worker_.connect(address, address_length, &p.ep, &p.fence_orders);
     if (is_error(status)) return status;
     for (Remote *remote : {&p.control, &p.window}) {
         const std::uint8_t *rkey = nullptr;
@@ -578,12 +578,12 @@ Status UcxTransport::bitwise_by_cswap(int peer, AtomicOp op, std::size_t width,
 
 Status UcxTransport::fence(int peer) {
     if (peer < 0 || peer >= size()) return Status::err_rank;
-    ucp_ep_h ep = peers_[peer].ep;
-    if (!ep || worker_.fence_orders(ep)) return status_from_ucs(ucp_worker_fence(worker_.worker()));
+    const Peer &p = peers_[peer];
+    if (!p.ep || p.fence_orders) return status_from_ucs(ucp_worker_fence(worker_.worker()));
     // An endpoint whose lanes UCX's fence does not order (UCX before 1.14, several
     // network lanes): everything posted to the peer completes there first.
     ucp_request_param_t param{};
-    return worker_.wait(ucp_ep_flush_nbx(ep, &param));
+    return worker_.wait(ucp_ep_flush_nbx(p.ep, &param));
 }
 
 Status UcxTransport::flush(int peer, Completion *completion) {

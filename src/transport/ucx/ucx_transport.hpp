@@ -3,7 +3,7 @@
 // atomics on an HCA that has them, UCX's software emulation otherwise — the target's
 // worker must then be progressed, hence needs_target_progress), fence is
 // ucp_worker_fence (a flush of the endpoint where that does not order its lanes:
-// UcxWorker::fence_orders) and flush is ucp_ep_flush_nbx. Completions are queued by the UCP
+// ucx::fence_orders) and flush is ucp_ep_flush_nbx. Completions are queued by the UCP
 // callbacks and run only from poll() (ucp_worker_progress, then the queue), as the
 // transport contract requires.
 //
@@ -112,6 +112,7 @@ class UcxTransport final : public Transport {
     };
     struct Peer {
         ucp_ep_h ep = nullptr;
+        bool fence_orders = false;  // ucp_worker_fence orders ep (UcxWorker::connect)
         Remote control;
         Remote window;
         bool dynamic = false;

@@ -142,17 +142,19 @@ UcxWorker::~UcxWorker() {
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-        (void)wait(ucp_ep_close_nbx(entry.second, &param));
+        (void)wait(ucp_ep_close_nbx(entry.second.ep, &param));
     }
     if (worker_) ucp_worker_destroy(worker_);
     if (context_) ucp_cleanup(context_);
 }
 
-Status UcxWorker::connect(const std::uint8_t *address, std::size_t length, ucp_ep_h *ep) {
+Status UcxWorker::connect(const std::uint8_t *address, std::size_t length, ucp_ep_h *ep,
+                          bool *fence_orders) {
     std::string key(reinterpret_cast<const char *>(address), length);
     auto found = endpoints_.find(key);
     if (found != endpoints_.end()) {
-        *ep = found->second;
+        *ep = found->second.ep;
+        if (fence_orders) *fence_orders = found->second.fence_orders;
         return Status::ok;
     }
     ucp_ep_params_t params{};
@@ -164,7 +166,6 @@ Status UcxWorker::connect(const std::uint8_t *address, std::size_t length, ucp_e
         log(1, "ucx: ucp_ep_create failed: %s", ucs_status_string(status));
         return Status::err_transport;
     }
-    endpoints_.emplace(std::move(key), created);
     // What its fence orders: its lanes are chosen at creation, from the peer's address.
     const char *test_fence = settings::env(settings::Id::test_ucx_fence);
     bool ordered = !(test_fence && std::strcmp(test_fence, "flush") == 0) &&
@@ -174,8 +175,9 @@ Status UcxWorker::connect(const std::uint8_t *address, std::size_t length, ucp_e
             "ucx: UCX %s fences each transport interface alone and an endpoint uses several "
             "network lanes: fences toward its peer are flushes",
             ucp_get_version_string());
-    fence_orders_[created] = ordered;
+    endpoints_.emplace(std::move(key), Endpoint{created, ordered});
     *ep = created;
+    if (fence_orders) *fence_orders = ordered;
     return Status::ok;
 }
 

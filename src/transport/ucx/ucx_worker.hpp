@@ -72,14 +72,11 @@ class UcxWorker {
     // The endpoint to the worker at `address` (ours included: UCX's self transport),
     // created on first use and cached for the life of the worker. Creation is
     // nonblocking; wireup completes under progress (see flush_all()).
-    Status connect(const std::uint8_t *address, std::size_t length, ucp_ep_h *ep);
-    // Whether ucp_worker_fence orders what `ep` (one of connect's) carries
+    // *fence_orders (if given): whether ucp_worker_fence orders what the endpoint carries
     // (fence_orders, decided at its creation); where it does not, a fence toward its peer
     // is a flush of the endpoint. NBRMA_TEST_UCX_FENCE=flush: no endpoint is.
-    bool fence_orders(ucp_ep_h ep) const {
-        auto found = fence_orders_.find(ep);
-        return found != fence_orders_.end() && found->second;
-    }
+    Status connect(const std::uint8_t *address, std::size_t length, ucp_ep_h *ep,
+                   bool *fence_orders = nullptr);
 
     // Registers [base, base + length) for remote access; length 0 registers nothing.
     Status map(void *base, std::size_t length, std::unique_ptr<UcxRegistration> *out);
@@ -109,9 +106,12 @@ class UcxWorker {
     ucp_worker_h worker_ = nullptr;
     int event_fd_ = -1;
     std::vector<std::uint8_t> address_;
-    std::map<std::string, ucp_ep_h> endpoints_;
+    struct Endpoint {
+        ucp_ep_h ep;
+        bool fence_orders;
+    };
+    std::map<std::string, Endpoint> endpoints_;  // by the peer's worker address
     bool strong_fence_ = false;  // the running UCX fences across lanes (1.14 and later)
-    std::map<ucp_ep_h, bool> fence_orders_;
 };
 
 }  // namespace nbrma::transport::ucx
