@@ -4,6 +4,7 @@
 #define NBRMA_CHECK_RACE_LOG_HPP
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -87,12 +88,17 @@ struct Landing {
 static_assert(sizeof(Landing) == 48, "packed");
 
 // A rank's window in the checker, in shared memory: a header; the clocks its peers
-// release into or acquire from, each `ranks` words: its lock's exclusive and shared
-// releases, its last two fences' arrivals (by fence number parity), its post, the
-// completes of its exposure's origins; then its access log; then, when this rank runs
-// under ThreadSanitizer, the ring of calls it replays (Landing). Each clock is exact for
-// its synchronization: a fence's clock is the one this rank entered that fence with, not
-// anything it published later.
+// release into or acquire from, each `ranks` words: its last two fences' arrivals (by
+// fence number parity), its post, the completes of its exposure's origins, its notified
+// calls, its lock's exclusive and shared releases; then its access log; then, when this
+// rank runs under ThreadSanitizer, the ring of calls it replays (Landing). Each clock is
+// exact for its synchronization: a fence's clock is the one this rank entered that fence
+// with, not anything it published later.
+//
+// The header's first cache line is what origins write under the lock (the lock word, the
+// log's count); the fence numbers start the second, followed by the clocks this rank
+// alone writes (its fences', its post's): a peer passing a fence or granted an exposure
+// reads them with one line, which the origins' calls never take away from this rank.
 struct Area {
     SpinLock lock;
     std::uint32_t ranks;
@@ -100,9 +106,10 @@ struct Area {
     std::uint32_t count;
     std::uint32_t landing_capacity;              // 0: no replay
     std::uint64_t dropped;                       // calls not logged: the log (or the ring) was full
-    std::uint64_t fences[2];                     // the fence numbers fence_clock(0), (1) hold
     std::uint64_t landings_head, landings_tail;  // appended by origins, replayed by this rank
-    enum Clock { exclusive_release, shared_release, fence0, fence1, post, done, notified, clocks };
+    char line_end[16];                           // (the lock's line ends)
+    std::uint64_t fences[2];                     // the fence numbers fence_clock(0), (1) hold
+    enum Clock { fence0, fence1, post, done, notified, exclusive_release, shared_release, clocks };
     std::uint64_t *clock(Clock which) {
         return reinterpret_cast<std::uint64_t *>(this + 1) + std::size_t{ranks} * which;
     }
@@ -113,6 +120,7 @@ struct Area {
                sizeof(Entry) * capacity + sizeof(Landing) * landing_capacity;
     }
 };
+static_assert(offsetof(Area, fences) == 64, "the fence numbers start the second cache line");
 
 // The process's checker lock: short sections (a report's printing the longest), taken
 // only once locking is on (threads::active(): MPI_THREAD_MULTIPLE or a progress
