@@ -89,16 +89,18 @@ static_assert(sizeof(Landing) == 48, "packed");
 
 // A rank's window in the checker, in shared memory: a header; the clocks its peers
 // release into or acquire from, each `ranks` words: its last two fences' arrivals (by
-// fence number parity), its post, the completes of its exposure's origins, its notified
-// calls, its lock's exclusive and shared releases; then its access log; then, when this
-// rank runs under ThreadSanitizer, the ring of calls it replays (Landing). Each clock is
-// exact for its synchronization: a fence's clock is the one this rank entered that fence
-// with, not anything it published later.
+// fence number parity), its lock's exclusive and shared releases, its post, the
+// completes of its exposure's origins, its notified calls; then its access log; then,
+// when this rank runs under ThreadSanitizer, the ring of calls it replays (Landing). Each
+// clock is exact for its synchronization: a fence's clock is the one this rank entered
+// that fence with, not anything it published later.
 //
 // The header's first cache line is what origins write under the lock (the lock word, the
-// log's count); the fence numbers start the second, followed by the clocks this rank
-// alone writes (its fences', its post's): a peer passing a fence or granted an exposure
-// reads them with one line, which the origins' calls never take away from this rank.
+// log's count). The fence numbers start the second, followed by the fence clocks, which
+// only this rank writes: a peer passing a fence reads them (with two ranks, one line)
+// without taking the line of the lock away from the origins. The post and done clocks
+// come later, side by side (with two ranks, one line): an exposure's origin reads the
+// first and writes the second.
 struct Area {
     SpinLock lock;
     std::uint32_t ranks;
@@ -109,7 +111,7 @@ struct Area {
     std::uint64_t landings_head, landings_tail;  // appended by origins, replayed by this rank
     char line_end[16];                           // (the lock's line ends)
     std::uint64_t fences[2];                     // the fence numbers fence_clock(0), (1) hold
-    enum Clock { fence0, fence1, post, done, notified, exclusive_release, shared_release, clocks };
+    enum Clock { fence0, fence1, exclusive_release, shared_release, post, done, notified, clocks };
     std::uint64_t *clock(Clock which) {
         return reinterpret_cast<std::uint64_t *>(this + 1) + std::size_t{ranks} * which;
     }
