@@ -247,7 +247,7 @@ bool Window::take_target(int target) {
             return false;
         }
         ++counters().lock_grants;
-        if (!shared && check_) check_->lock_acquired(target, false, at_once_->id(), false);
+        if (check_) check_->lock_acquired(target, false, at_once_->id(), false);
     }
     at_once_->first_touch(target).phase = TargetPhase::held;  // (ready_at_once found none)
     std::atomic<std::uint64_t> &word = taken_word(target);    // (after the lock: release)

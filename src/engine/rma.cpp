@@ -335,7 +335,10 @@ bool Window::rma_shared_held(const RmaCall &call) {
     Status status;
     if (!contiguous<Sharing::serialized>(call, &status, false) && !atomic<true>(call, &status))
         return false;
-    if (is_error(status)) at_once_->fail(status);  // (as run_at_once)
+    if (is_error(status))  // (as run_at_once)
+        at_once_->fail(status);
+    else if (check_)
+        check_ran(call, false, *at_once_);
     return true;
 }
 

@@ -140,15 +140,18 @@ class Window {
     // deferred and no checker: what rma_general runs first (run_now), without its
     // frame and lookups. False, with nothing done, for anything run_now turns down.
     bool rma_open(const RmaCall &call) {
-        if (at_once_ || check_ || deferred_ || open_.size() != 1 || call.target < 0 ||
+        if (at_once_ || !unlocked_check() || deferred_ || open_.size() != 1 || call.target < 0 ||
             call.target >= size() || !open_.front()->covers(call.target))
             return false;
         return run_now(call, *open_.front());
     }
     // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
-    // the transport's flush (shm: a memory fence).
-    bool flush_shared(int target) {
-        return flush_in_section(target) && (!unfenced() || fence_at_once());
+    // the transport's flush (shm: a memory fence). `local`: MPI_Win_flush_local (the
+    // same here, but for the checker).
+    bool flush_shared(int target, bool local = false) {
+        if (!flush_in_section(target) || (unfenced() && !fence_at_once())) return false;
+        if (check_) check_flushed(target, local);
+        return true;
     }
     // Concurrent: in a shared section without the window's serialization, beside other
     // threads' calls on this window (serialized or concurrent). A blocking put or get of
@@ -361,15 +364,19 @@ class Window {
     // A call of the at-once epoch a shared section may take (rma_shared, rma_concurrent),
     // as far as the window and the target's rank tell.
     bool call_in_section(const RmaCall &call) const {
-        return at_once_ && !check_ && !deferred_ && call.target >= 0 && call.target < size() &&
-               verbose_level() < 3;
+        return at_once_ && unlocked_check() && !deferred_ && call.target >= 0 &&
+               call.target < size() && verbose_level() < 3;
     }
+    // No checker, or one whose hooks run here: with one thread, serialized as it is (with
+    // locking on, a checked window's calls take the progress lock, as the checker's hooks
+    // may block and call UCX, which a shared section must not).
+    bool unlocked_check() const { return !check_ || !threads::active(); }
     // rma_shared's body, for a call call_in_section takes.
     bool rma_shared_held(const RmaCall &call);
     // A flush of `target` the at-once epoch alone answers in a shared section
     // (flush_shared, flush_concurrent).
     bool flush_in_section(int target) const {
-        return at_once_ && !check_ && !deferred_ && !is_error(at_once_->failure()) &&
+        return at_once_ && unlocked_check() && !deferred_ && !is_error(at_once_->failure()) &&
                at_once_flush_covers(target);
     }
     // The closing call of the at-once epoch: true if it completed here; otherwise the

@@ -206,7 +206,7 @@ int flush(const char *call, int rank, MPI_Win win, MPI_Request *request, bool lo
     if (rank < 0) return negative_rank(call, rank, win);  // not "every target"
     if (!request) {
         if (WindowState *last = window_last(win)) {
-            if (last->engine->flush_shared(rank)) return MPI_SUCCESS;
+            if (last->engine->flush_shared(rank, local)) return MPI_SUCCESS;
         } else if (threads::active()) {
             return flush_threaded(call, rank, win, local);
         }
