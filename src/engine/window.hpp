@@ -148,7 +148,7 @@ class Window {
     // The same for flush(): a flush of the at-once epoch's targets that is nothing, or
     // the transport's flush (shm: a memory fence). `local`: MPI_Win_flush_local (the
     // same here, but for the checker).
-    bool flush_shared(int target, bool local = false) {
+    [[gnu::always_inline]] bool flush_shared(int target, bool local = false) {
         if (!flush_in_section(target) || (unfenced() && !fence_at_once())) return false;
         if (check_) check_flushed(target, local);
         return true;
