@@ -137,8 +137,9 @@ class Window {
     bool rma_shared(const RmaCall &call) { return call_in_section(call) && rma_shared_held(call); }
     // With the window's calls serialized (one thread, or the progress lock), a blocking
     // call of the window's one open epoch, where there is no at-once epoch, nothing
-    // deferred and no checker with locking on: what rma_general runs first (run_now), without its
-    // frame and lookups. False, with nothing done, for anything run_now turns down.
+    // deferred and no checker with locking on: what rma_general runs first (run_now),
+    // without its frame and lookups. False, with nothing done, for anything run_now turns
+    // down.
     bool rma_open(const RmaCall &call) {
         if (at_once_ || !unlocked_check() || deferred_ || open_.size() != 1 || call.target < 0 ||
             call.target >= size() || !open_.front()->covers(call.target))
