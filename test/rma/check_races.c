@@ -21,8 +21,11 @@
  * with the window info key nbrma_check=races on every window instead.
  *
  * A job with a thread scenario runs at MPI_THREAD_MULTIPLE (the thread scenarios SKIP where
- * MPI provides less), one without at MPI_THREAD_SINGLE. A scenario refuses fewer ranks than it
- * needs; more ranks take part in the collectives only.
+ * MPI provides less), one without at MPI_THREAD_SINGLE. `check_races <scenario|racy|clean>
+ * single` runs at MPI_THREAD_SINGLE whatever it runs (a group without its thread scenarios; a
+ * thread scenario named SKIPs): there the entry points run a checked window's calls on their
+ * one-thread path, which at MPI_THREAD_MULTIPLE leaves them to the progress lock. A scenario
+ * refuses fewer ranks than it needs; more ranks take part in the collectives only.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -243,6 +246,24 @@ static void repeated_puts(int last_flushed) {
 }
 static void repeated_put_flushed(void) { repeated_puts(1); }
 static void repeated_put_no_flush(void) { repeated_puts(0); }
+
+/* Ranks 1 and 2 put the same bytes under an exclusive lock in turn (a barrier after each),
+ * then both at once under lock_type: the second round's calls are the ones the entry
+ * points run on their one-thread path (the window and the type looked up last), which
+ * must check them as the general path checked the first round's. */
+static void second_round(int lock_type) {
+    for (int origin = 1; origin <= 2; ++origin) {
+        if (me == origin) {
+            MPI_CHK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+            op_put0();
+            MPI_CHK(MPI_Win_unlock(TARGET, win));
+        }
+        MPI_CHK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    two_origins(lock_type, op_put0, op_put0);
+}
+static void second_round_shared(void) { second_round(MPI_LOCK_SHARED); }
+static void second_round_exclusive(void) { second_round(MPI_LOCK_EXCLUSIVE); }
 
 /* lock_all on every rank; rank 1 puts and flushes, then sends a message to rank 2, which
  * puts the same bytes once it has received it (replace: both exchange a token with
@@ -519,6 +540,10 @@ static const scenario_t scenarios[] = {
     S(repeated_put_flushed, 3, NONE, 0, "lock_all: rank 1 (put, flush) x 4; barrier; rank 2 put"),
     S(repeated_put_no_flush, 3, RACE, 0,
       "lock_all: rank 1 (put, flush) x 3, put; barrier; rank 1 flush, rank 2 put"),
+    S(second_round_shared, 3, RACE, 0,
+      "ranks 1, 2: exclusive lock, put, in turn; then both shared lock, put"),
+    S(second_round_exclusive, 3, NONE, 0,
+      "ranks 1, 2: exclusive lock, put, in turn; then both exclusive lock, put"),
     S(lock_all_flush_ibarrier, 3, NONE, 0,
       "lock_all: rank 1 put, flush; MPI_Ibarrier + MPI_Wait; rank 2 put"),
     S(lock_all_ibarrier_no_flush, 3, RACE, 0,
@@ -690,13 +715,17 @@ int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : NULL;
     int chosen[NSCENARIOS], threaded = 0, ranks = 0;
     const int n = select_scenarios(name, chosen);
+    const int single = argc > 2 && strcmp(argv[2], "single") == 0;
     for (int i = 0; i < NSCENARIOS; i++) {
+        if (single && scenarios[i].threaded && strcmp(name, scenarios[i].name) != 0)
+            chosen[i] = 0; /* (a group's thread scenarios left out; one named SKIPs) */
         if (!chosen[i]) continue;
         threaded |= scenarios[i].threaded;
         if (scenarios[i].min_ranks > ranks) ranks = scenarios[i].min_ranks;
     }
     int provided = MPI_THREAD_SINGLE;
     by_info_key = argc > 2 && strcmp(argv[2], "info") == 0;
+    if (single) threaded = 0;
     if (!by_info_key) setenv("NBRMA_CHECK", "races", 1);
     MPI_Init_thread(&argc, &argv, threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
