@@ -22,10 +22,11 @@
  *
  * A job with a thread scenario runs at MPI_THREAD_MULTIPLE (the thread scenarios SKIP where
  * MPI provides less), one without at MPI_THREAD_SINGLE. `check_races <scenario|racy|clean>
- * single` runs at MPI_THREAD_SINGLE whatever it runs (a group without its thread scenarios; a
- * thread scenario named SKIPs): there the entry points run a checked window's calls on their
- * one-thread path, which at MPI_THREAD_MULTIPLE leaves them to the progress lock. A scenario
- * refuses fewer ranks than it needs; more ranks take part in the collectives only.
+ * single` (also `... info single`) runs at MPI_THREAD_SINGLE whatever it runs (a group without
+ * its thread scenarios; a thread scenario named SKIPs): there the entry points run a checked
+ * window's calls on their one-thread path, which at MPI_THREAD_MULTIPLE leaves them to the
+ * progress lock. A scenario refuses fewer ranks than it needs; more ranks take part in the
+ * collectives only.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -715,7 +716,11 @@ int main(int argc, char **argv) {
     const char *name = argc > 1 ? argv[1] : NULL;
     int chosen[NSCENARIOS], threaded = 0, ranks = 0;
     const int n = select_scenarios(name, chosen);
-    const int single = argc > 2 && strcmp(argv[2], "single") == 0;
+    int single = 0;
+    for (int i = 2; i < argc; i++) {
+        single |= strcmp(argv[i], "single") == 0;
+        by_info_key |= strcmp(argv[i], "info") == 0;
+    }
     for (int i = 0; i < NSCENARIOS; i++) {
         if (single && scenarios[i].threaded && strcmp(name, scenarios[i].name) != 0)
             chosen[i] = 0; /* (a group's thread scenarios left out; one named SKIPs) */
@@ -724,7 +729,6 @@ int main(int argc, char **argv) {
         if (scenarios[i].min_ranks > ranks) ranks = scenarios[i].min_ranks;
     }
     int provided = MPI_THREAD_SINGLE;
-    by_info_key = argc > 2 && strcmp(argv[2], "info") == 0;
     if (single) threaded = 0;
     if (!by_info_key) setenv("NBRMA_CHECK", "races", 1);
     MPI_Init_thread(&argc, &argv, threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
