@@ -8,6 +8,7 @@
 #include "common/log.hpp"
 #include "common/threads.hpp"
 #include "common/yield.hpp"
+#include "engine/accumulate_stripes.hpp"
 #include "engine/reduce.hpp"
 #include "layout/control_region.hpp"
 #include "transport/cpu_atomics.hpp"
@@ -346,6 +347,7 @@ Status Operation::execute_accumulate(const TargetView &view) {
     if (is_error(layout(call_.target_type, target_layout_, &target))) return Status::err_type;
     const std::size_t bytes = target->size * static_cast<std::size_t>(call_.target_count);
     if (bytes == 0) return Status::ok;
+    if (view.transport->capabilities().locked_accumulates) return accumulate_locked(view, *target);
 
     // The origin operand, packed (compare_and_swap: the new value).
     const bool uses_origin = call_.kind == RmaKind::compare_and_swap || call_.op != MPI_NO_OP;
@@ -412,9 +414,7 @@ Status Operation::execute_accumulate(const TargetView &view) {
     return Status::ok;
 }
 
-// One transport atomic per element of `width` bytes (8, 4, 2 or 1); narrow elements of
-// an accumulate into memory the transport maps, as the CPU atomics of
-// accumulate_elements (one per 8-byte word they fill).
+// One transport atomic per element of `width` bytes (8, 4, 2 or 1).
 Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, bool operand_zero,
                                           const TypeLayout &target, std::size_t width,
                                           std::uint8_t *origin_packed, std::uint8_t *fetched) {
@@ -422,24 +422,12 @@ Status Operation::accumulate_with_atomics(const TargetView &view, AtomicOp op, b
     const std::uint64_t compare = call_.kind == RmaKind::compare_and_swap
                                       ? transport::load_of_width(call_.compare, width)
                                       : 0;
-    const bool lanes = width < 8 && !fetched && !operand_zero && origin_packed &&
-                       op != AtomicOp::compare_swap;
     needs_flush_ = fetched == nullptr;
     Pending pending;
     std::size_t cursor = 0;
     type_for_each_segment(
         target, static_cast<std::size_t>(call_.target_count),
         [&](std::int64_t offset, std::size_t length) {
-            std::uint8_t *mapped =
-                lanes && length > width
-                    ? transport.mapped_window(call_.target, view.byte_offset + offset, length)
-                    : nullptr;
-            if (mapped) {
-                transport::accumulate_elements(mapped, origin_packed + cursor, width,
-                                               length / width, op);
-                cursor += length;
-                return true;
-            }
             for (std::size_t word = 0; word < length; word += width, cursor += width) {
                 const std::uint64_t operand =
                     !operand_zero && origin_packed
@@ -489,68 +477,198 @@ Status Operation::accumulate_by_compare_swap(const TargetView &view, const TypeL
     return status;
 }
 
-// Element-wise atomicity for what one 64-bit atomic cannot do: a per-target
-// accumulate lock in the target's control region serializes read-modify-write.
-Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout &target,
-                                        const std::uint8_t *origin_packed,
-                                        std::uint8_t *fetched) {
-    transport::Transport &transport = *view.transport;
-    const std::uint64_t me = static_cast<std::uint64_t>(transport.rank()) + 1;
-    const RemoteAddress lock{Region::control, layout::ControlLayout::accumulate_lock};
-    Backoff backoff;
-    for (;;) {
-        Pending pending;
-        std::uint64_t previous = ~0ull;
-        Status status = pending.track(
-            transport.atomic(call_.target, AtomicOp::compare_swap, lock, me, 0, &previous,
-                             &pending));
-        if (is_error(status)) return status;
-        status = pending.wait(transport);
-        if (is_error(status)) return status;
-        if (previous == 0) break;
-        // The holder's release may need our own progress (a transport that serves
-        // peers in software), and a CAS that completed inline polled nothing.
-        if (transport.poll() == 0) backoff.pause();
+// Capabilities::locked_accumulates: every accumulate-family call under the target's
+// stripes, the origin's data read where it lies when it is one block (else packed), and
+// what the call fetches written straight into a result buffer that is one block.
+Status Operation::accumulate_locked(const TargetView &view, const TypeLayout &target) {
+    const std::size_t bytes = target.size * static_cast<std::size_t>(call_.target_count);
+    const bool swap = call_.kind == RmaKind::compare_and_swap;
+    const bool several = call_.kind == RmaKind::accumulate || call_.kind == RmaKind::get_accumulate;
+    const TypeLayout *origin = nullptr, *result = nullptr;
+    if ((swap || call_.op != MPI_NO_OP) &&
+        is_error(layout(call_.origin_type, origin_layout_, &origin)))
+        return Status::err_type;
+    if (is_fetching(call_.kind) && is_error(layout(call_.result_type, result_layout_, &result)))
+        return Status::err_type;
+    Scratch origin_packed(origin && !origin->contiguous ? bytes : 0);
+    Scratch fetched(result && !result->contiguous ? bytes : 0);
+    if (!origin_packed.empty())
+        type_pack(*origin, call_.origin, several ? static_cast<std::size_t>(call_.origin_count) : 1,
+                  origin_packed.data());
+    const auto *operand = origin_packed.empty() ? static_cast<const std::uint8_t *>(call_.origin)
+                                                : origin_packed.data();
+    auto *into = fetched.empty() ? static_cast<std::uint8_t *>(call_.result) : fetched.data();
+    Status status = accumulate_under_lock(view, target, origin ? operand : nullptr,
+                                          result ? into : nullptr);
+    if (!is_error(status) && !fetched.empty())
+        type_unpack(*result, fetched.data(), call_.result,
+                    several ? static_cast<std::size_t>(call_.result_count) : 1);
+    return status;
+}
+
+namespace {
+
+// The target's accumulate stripes of one call (accumulate_stripes.hpp): CPU atomics on
+// the words where the transport maps them, else the transport's atomics, each completed
+// before the next.
+class Stripes {
+  public:
+    Stripes(transport::Transport &transport, int target, std::uint32_t mask)
+        : transport_(transport), target_(target), mask_(mask) {}
+
+    Status acquire() {
+        const std::uint64_t me = static_cast<std::uint64_t>(transport_.rank()) + 1;
+        words_ = transport_.mapped_control_word(target_, layout::ControlLayout::accumulate_stripe(0));
+        if (words_) {
+            stripes_lock(words_, mask_, me);
+            return Status::ok;
+        }
+        for (std::uint32_t left = mask_; left != 0; left &= left - 1) {
+            const RemoteAddress stripe = address(__builtin_ctz(left));
+            Backoff backoff;
+            for (;;) {
+                std::uint64_t previous = ~0ull;
+                Pending pending;
+                Status status = pending.track(transport_.atomic(
+                    target_, AtomicOp::compare_swap, stripe, me, 0, &previous, &pending));
+                if (!is_error(status)) status = pending.wait(transport_);
+                if (is_error(status)) {
+                    (void)release(mask_ & ((1u << __builtin_ctz(left)) - 1));  // those taken
+                    return status;
+                }
+                if (previous == 0) break;
+                // The holder's release may need our own progress (a transport that serves
+                // peers in software), and a CAS that completed inline polled nothing.
+                if (transport_.poll() == 0) backoff.pause();
+            }
+        }
+        return Status::ok;
     }
 
-    const std::size_t bytes = target.size * static_cast<std::size_t>(call_.target_count);
-    std::vector<std::uint8_t> current(bytes);
+    Status release() { return release(mask_); }
+
+  private:
+    RemoteAddress address(int stripe) const {
+        return RemoteAddress{Region::control, layout::ControlLayout::accumulate_stripe(stripe)};
+    }
+    Status release(std::uint32_t mask) {
+        if (words_) {
+            stripes_unlock(words_, mask);
+            return Status::ok;
+        }
+        Status result = Status::ok;
+        for (std::uint32_t left = mask; left != 0; left &= left - 1) {
+            Pending pending;
+            Status status = pending.track(transport_.atomic(
+                target_, AtomicOp::swap, address(__builtin_ctz(left)), 0, 0, nullptr, &pending));
+            if (!is_error(status)) status = pending.wait(transport_);
+            if (!is_error(result)) result = status;
+        }
+        return result;
+    }
+
+    transport::Transport &transport_;
+    const int target_;
+    const std::uint32_t mask_;
+    std::uint64_t *words_ = nullptr;
+};
+
+// Whether every segment of one element of `layout` holds whole basic elements (not so
+// where a segment splits a pair type such as MPI_SHORT_INT's {short, int}).
+bool whole_elements(const TypeLayout &layout) {
+    for (const TypeSegment &segment : layout.segments)
+        if (segment.length % layout.basic_size != 0) return false;
+    return true;
+}
+
+}  // namespace
+
+// The call's data under the target's accumulate stripes of the bytes it touches (its
+// datatype's true bounds), so that no other accumulate-family call on those bytes runs
+// meanwhile: applied in place where the transport lets copies be made into the target's
+// memory (Transport::copy_window_whole: shared memory), else read, reduced and written
+// back by the transport's calls. `origin` (packed; null for MPI_NO_OP) and `fetched` (the
+// packed previous data; null when nothing is fetched).
+Status Operation::accumulate_under_lock(const TargetView &view, const TypeLayout &target,
+                                        const std::uint8_t *origin, std::uint8_t *fetched) {
+    transport::Transport &transport = *view.transport;
+    std::int64_t low = 0, high = 0;
+    if (!type_span(target, call_.target_count, &low, &high) || high <= low)
+        return Status::err_range;  // (the window's range check found them representable)
+    const std::uint64_t first = view.byte_offset + static_cast<std::uint64_t>(low);
+    const std::uint64_t span = static_cast<std::uint64_t>(high - low);
+    Stripes stripes(transport, call_.target,
+                    layout::ControlLayout::accumulate_stripe_mask(first, first + span));
+    Status status = stripes.acquire();
+    if (is_error(status)) return status;
+    transport::WholeMapping mapped;
+    mapped.base = transport.copy_window_whole(call_.target, &mapped.length);
+    if (mapped.at(first, span) && whole_elements(target))
+        status = apply_in_place(target, mapped, view.byte_offset, origin, fetched);
+    else
+        status = apply_by_copies(view, target, origin, fetched);
+    const Status released = stripes.release();
+    return is_error(status) ? status : released;
+}
+
+// Each segment of the target data where it lies in mapped memory: its previous data
+// copied out, then the op applied to it (compare_and_swap: one element).
+Status Operation::apply_in_place(const TypeLayout &target, const transport::WholeMapping &mapped,
+                                 std::uint64_t byte_offset, const std::uint8_t *origin,
+                                 std::uint8_t *fetched) {
+    Status status = Status::ok;
+    std::size_t cursor = 0;
+    type_for_each_segment(
+        target, static_cast<std::size_t>(call_.target_count),
+        [&](std::int64_t offset, std::size_t length) {
+            std::uint8_t *there = mapped.at(byte_offset + static_cast<std::uint64_t>(offset), length);
+            if (fetched) copy_bytes(fetched + cursor, there, length);
+            if (call_.kind == RmaKind::compare_and_swap) {
+                if (std::memcmp(there, call_.compare, length) == 0)
+                    copy_bytes(there, origin, length);
+            } else if (call_.op != MPI_NO_OP) {
+                status = reduce_apply(call_.op, target.basic, origin + cursor, there,
+                                      length / target.basic_size);
+            }
+            cursor += length;
+            return !is_error(status);
+        });
+    return status;
+}
+
+// The target data read into a buffer, reduced there and written back, complete at the
+// target before the stripes are released: the next holder must read what we wrote (a
+// transport fence only orders, and not across UCX lanes).
+Status Operation::apply_by_copies(const TargetView &view, const TypeLayout &target,
+                                  const std::uint8_t *origin, std::uint8_t *fetched) {
+    transport::Transport &transport = *view.transport;
     const std::size_t count = static_cast<std::size_t>(call_.target_count);
+    const std::size_t bytes = target.size * count;
+    std::vector<std::uint8_t> current(bytes);
     Pending pending;
     transfer(transport, call_.target, target, count, view.byte_offset, current.data(),
              Direction::from_target, pending);
     Status status = pending.wait(transport);
-    bool write_back = false;
-    if (!is_error(status)) {
-        if (fetched) std::memcpy(fetched, current.data(), bytes);
-        if (call_.kind == RmaKind::compare_and_swap) {
-            if (std::memcmp(current.data(), call_.compare, bytes) == 0) {
-                std::memcpy(current.data(), origin_packed, bytes);
-                write_back = true;
-            }
-        } else if (call_.op != MPI_NO_OP) {
-            status = reduce_apply(call_.op, target.basic, origin_packed, current.data(),
-                                  bytes / target.basic_size);
-            write_back = !is_error(status);
-        }
+    if (is_error(status)) return status;
+    if (fetched) std::memcpy(fetched, current.data(), bytes);
+    if (call_.kind == RmaKind::compare_and_swap) {
+        if (std::memcmp(current.data(), call_.compare, bytes) != 0) return Status::ok;
+        std::memcpy(current.data(), origin, bytes);
+    } else if (call_.op == MPI_NO_OP) {
+        return Status::ok;
+    } else {
+        status = reduce_apply(call_.op, target.basic, origin, current.data(),
+                              bytes / target.basic_size);
+        if (is_error(status)) return status;
     }
-    if (write_back) {
-        Pending writes;
-        transfer(transport, call_.target, target, count, view.byte_offset, current.data(),
-                 Direction::to_target, writes);
-        status = writes.wait(transport);
-        // The next holder must read what we wrote: complete it at the target before the
-        // release (a transport fence only orders, and not across UCX lanes).
-        Pending flushed;
-        (void)flushed.track(transport.flush(call_.target, &flushed));
-        Status flush_status = flushed.wait(transport);
-        if (!is_error(status)) status = flush_status;
-    }
-    Pending unlock;
-    Status released = unlock.track(
-        transport.atomic(call_.target, AtomicOp::swap, lock, 0, 0, nullptr, &unlock));
-    if (!is_error(released)) released = unlock.wait(transport);
-    return is_error(status) ? status : released;
+    Pending writes;
+    transfer(transport, call_.target, target, count, view.byte_offset, current.data(),
+             Direction::to_target, writes);
+    status = writes.wait(transport);
+    Pending flushed;
+    (void)flushed.track(transport.flush(call_.target, &flushed));
+    const Status flush_status = flushed.wait(transport);
+    return is_error(status) ? status : flush_status;
 }
 
 }  // namespace nbrma::engine

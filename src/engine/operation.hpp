@@ -119,8 +119,14 @@ class Operation {
     Status accumulate_by_compare_swap(const TargetView &view, const TypeLayout &target,
                                       std::size_t width, const std::uint8_t *origin_packed,
                                       std::uint8_t *fetched);
+    Status accumulate_locked(const TargetView &view, const TypeLayout &target);
     Status accumulate_under_lock(const TargetView &view, const TypeLayout &target,
-                                 const std::uint8_t *origin_packed, std::uint8_t *fetched);
+                                 const std::uint8_t *origin, std::uint8_t *fetched);
+    Status apply_in_place(const TypeLayout &target, const transport::WholeMapping &mapped,
+                          std::uint64_t byte_offset, const std::uint8_t *origin,
+                          std::uint8_t *fetched);
+    Status apply_by_copies(const TargetView &view, const TypeLayout &target,
+                           const std::uint8_t *origin, std::uint8_t *fetched);
 
     // The layout of one of call_'s types: the one retain_types looked up, else a lookup.
     static Status layout(MPI_Datatype type, const TypeLayout *cached, const TypeLayout **out) {

@@ -12,6 +12,7 @@
 #include "check/races.hpp"
 #include "common/copy.hpp"
 #include "common/log.hpp"
+#include "engine/accumulate_stripes.hpp"
 #include "engine/reduce.hpp"
 #include "engine/window.hpp"
 #include "transport/cpu_atomics.hpp"
@@ -162,106 +163,98 @@ bool Window::contiguous(const RmaCall &call, Status *status, bool may_defer) {
     return true;
 }
 
-// fetch_and_op, compare_and_swap, or an accumulate of up to 16 elements, as the
-// transport's atomics of the element's width (8, 4, 2 or 1 bytes) in the at-once epoch:
-// one an element where one does the op, a compare-and-swap loop an element where not
-// (reduce_by_swapping), exactly as the general path's accumulates do (MPI promises
-// accumulates atomicity per element only); narrow elements accumulated into mapped
-// memory take one 64-bit atomic per word they fill (accumulate_elements). For a shape
-// Operation::check accepted before (atomic_shape_). false, with nothing done, for
-// anything else (the general path checks and runs it).
 bool Window::rma_atomic(const RmaCall &call, Status *status) { return atomic<false>(call, status); }
 
+namespace {
+// Whether [a, a + bytes) and [b, b + bytes) share a byte.
+bool overlap(const void *a, const void *b, std::size_t bytes) {
+    const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+    return x < y + bytes && y < x + bytes;
+}
+}  // namespace
+
+// An accumulate-family call (fetch_and_op, compare_and_swap, accumulate, get_accumulate)
+// in the at-once epoch, or the one open epoch's call run now, over a transport that
+// completes calls inline (shared memory, whose accumulates apply under the target's
+// stripes: Capabilities::locked_accumulates) whose data, of one predefined type at every
+// end, is one block at each (any count), into memory this process maps: the stripes of
+// its bytes taken with CPU atomics, the op applied in place with plain arithmetic (one
+// element of an integer op one atomic would do: apply_plain_of_width; else reduce_apply,
+// whose kernels the compiler vectorizes), the stripes released. Exactly what the general
+// path's accumulate_under_lock does, so the two mix on the same bytes. For a shape
+// Operation::check accepted before (atomic_shape_). false, with nothing done, for anything
+// else (buffers overlapping the target bytes included: the general path copies them).
 template <bool shared>
 bool Window::atomic(const RmaCall &call, Status *status) {
-    constexpr int most_elements = 16;
-    const bool swap = call.kind == RmaKind::compare_and_swap;
-    const bool accumulate = call.kind == RmaKind::accumulate;  // nothing fetched
-    const int elements = accumulate ? call.origin_count : 1;
-    if ((!swap && !accumulate && call.kind != RmaKind::fetch_and_op) || call.notify ||
-        !config_.hardware_atomics || elements < 1 || elements > most_elements ||
-        call.origin_count != elements || call.target_count != elements ||
-        call.origin_type != call.target_type ||
-        (!accumulate && (call.result_count != 1 || call.result_type != call.target_type)))
+    const RmaKind kind = call.kind;
+    const bool swap = kind == RmaKind::compare_and_swap;
+    const bool fetching = kind != RmaKind::accumulate;
+    const MPI_Aint count = call.target_count;
+    const bool reads_origin = swap || call.op != MPI_NO_OP;
+    if (!locked_accumulates_ || kind == RmaKind::put || kind == RmaKind::get || call.notify ||
+        count < 1 ||
+        ((swap || kind == RmaKind::fetch_and_op) && count != 1) ||
+        (reads_origin && (call.origin_count != count || call.origin_type != call.target_type)) ||
+        (fetching && (call.result_count != count || call.result_type != call.target_type)))
         return false;
     AtomicShape &shape = atomic_shape_;
-    if (shape.kind != call.kind || shape.type != call.target_type ||
-        (!swap && shape.op != call.op)) {
+    if (shape.kind != kind || shape.type != call.target_type || (!swap && shape.op != call.op)) {
         if constexpr (shared) return false;  // (atomic_shape looks types up)
         shape = atomic_shape(call);
     }
-    if (!shape.usable ||
-        !transport_.supports_atomics_of_width(call.target, Region::window, shape.width))
-        return false;
+    if (!shape.usable) return false;
     const std::size_t width = shape.width;
-    const std::size_t bytes = width * static_cast<std::size_t>(elements);
+    std::size_t bytes = 0;
     std::uintptr_t end = 0;
-    if ((!shape.operand_zero &&
+    if (__builtin_mul_overflow(width, static_cast<std::size_t>(count), &bytes) ||
+        (reads_origin &&
          __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.origin), bytes, &end)) ||
-        (!accumulate &&
-         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), width, &end)) ||
+        (fetching &&
+         __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.result), bytes, &end)) ||
         (swap &&
          __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(call.compare), width, &end)))
         return false;
     std::uint64_t offset = 0;  // every element in range before the first is touched
     if (is_error(check_range(call, *shape.layout, &offset))) return false;
-    // Where the transport maps the elements, the CPU atomics it would do, done here (the
-    // first element's address aligned, as atomic_aligned asks of the transport's).
     std::uint8_t *mapped = mapped_window(call.target, offset, bytes);
-    if (shared && !mapped) return false;
-    if (mapped
-            ? reinterpret_cast<std::uintptr_t>(mapped) % width != 0
-            : !transport_.atomic_aligned(call.target, RemoteAddress{Region::window, offset}, width))
+    std::uint64_t *stripes = mapped ? stripe_words(call.target) : nullptr;
+    if (!stripes || (reads_origin && overlap(call.origin, mapped, bytes)) ||
+        (fetching && overlap(call.result, mapped, bytes)) ||
+        (swap && overlap(call.compare, mapped, width)))
         return false;
-    const std::uint64_t compare = swap ? transport::load_of_width(call.compare, width) : 0;
-    std::uint64_t previous = 0;
     ++next_age_;
     ++counters().rma_ops;
-    const auto *origin = static_cast<const unsigned char *>(call.origin);
+    const auto *origin = static_cast<const std::uint8_t *>(call.origin);
+    auto *result = static_cast<std::uint8_t *>(call.result);
+    const std::uint32_t mask =
+        layout::ControlLayout::accumulate_stripe_mask(offset, offset + bytes);
+    stripes_lock(stripes, mask, static_cast<std::uint64_t>(rank_) + 1);
     *status = Status::ok;
-    if (shape.by_compare_swap) {
-        for (int i = 0; i < elements && !is_error(*status); ++i) {
-            auto atomic = [&](transport::AtomicOp op, std::uint64_t operand, std::uint64_t compare,
-                              std::uint64_t *before) {
-                if (mapped) {
-                    *before = transport::apply_atomic_of_width(mapped + width * i, width, op,
-                                                               operand, compare);
-                    return Status::ok;
-                }
-                return transport_.atomic_of_width(call.target, op,
-                                                  RemoteAddress{Region::window, offset + width * i},
-                                                  width, operand, compare, before, nullptr);
-            };
-            *status = reduce_by_swapping(call.op, shape.layout->basic, origin + width * i, atomic,
-                                         &previous);
-        }
-    } else if (mapped && accumulate && width < 8 && elements > 1 && !shape.operand_zero) {
-        transport::accumulate_elements(mapped, origin, width, static_cast<std::size_t>(elements),
-                                       shape.atomic);
+    if (count == 1 && shape.plain) {
+        const std::uint64_t operand =
+            shape.operand_zero ? 0 : transport::load_of_width(origin, width);
+        const std::uint64_t previous = transport::apply_plain_of_width(
+            mapped, width, shape.atomic, operand,
+            swap ? transport::load_of_width(call.compare, width) : 0);
+        if (fetching) transport::store_of_width(result, width, previous);
     } else {
-        for (int i = 0; i < elements; ++i) {
-            const std::uint64_t operand =
-                shape.operand_zero ? 0 : transport::load_of_width(origin + width * i, width);
-            if (mapped) {
-                previous = transport::apply_atomic_of_width(mapped + width * i, width, shape.atomic,
-                                                            operand, compare);
-                continue;
-            }
-            *status = transport_.atomic_of_width(call.target, shape.atomic,
-                                                 RemoteAddress{Region::window, offset + width * i},
-                                                 width, operand, compare, &previous, nullptr);
-            if (is_error(*status)) return true;
+        if (fetching) copy_bytes(result, mapped, bytes);
+        if (swap) {
+            if (std::memcmp(mapped, call.compare, width) == 0) std::memcpy(mapped, origin, width);
+        } else if (call.op != MPI_NO_OP) {
+            *status = reduce_apply(call.op, shape.layout->basic, origin, mapped,
+                                   static_cast<std::size_t>(count));
         }
     }
-    if (!accumulate && !is_error(*status)) transport::store_of_width(call.result, width, previous);
+    stripes_unlock(stripes, mask);
     return true;
 }
 
 // The atomic shape of `call` (rma_atomic): usable where Operation::check accepts the call,
-// it moves data, and its type is a predefined one the transport's atomics can do,
-// element by element (reduce_as_atomic, reduce_by_compare_swap).
+// it moves data, and its type is a predefined one whose elements lie back to back; `plain`
+// where one element is an atomic's op (reduce_as_atomic, and compare_and_swap of an
+// integer width).
 Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
-    const bool swap = call.kind == RmaKind::compare_and_swap;
     AtomicShape shape;
     shape.kind = call.kind;
     shape.op = call.op;
@@ -270,18 +263,20 @@ Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
     const TypeLayout *layout;
     if (is_error(Operation::check(call, &empty, nullptr)) || empty ||
         is_error(type_layout_get(call.target_type, &layout)) || layout->basic != call.target_type ||
-        layout->size != layout->basic_size)
+        layout->size != layout->basic_size || !layout->contiguous)
         return shape;
-    if (swap) {
+    const std::size_t width = layout->size;
+    const bool word = width == 8 || width == 4 || width == 2 || width == 1;
+    if (call.kind == RmaKind::compare_and_swap) {
         shape.atomic = transport::AtomicOp::compare_swap;
-        shape.usable = reduce_by_compare_swap(MPI_REPLACE, layout->basic);
-    } else if (reduce_as_atomic(call.op, layout->basic, &shape.atomic, &shape.operand_zero)) {
-        shape.usable = true;
+        shape.plain = word;
     } else {
-        shape.usable = shape.by_compare_swap = reduce_by_compare_swap(call.op, layout->basic);
+        shape.plain =
+            word && reduce_as_atomic(call.op, layout->basic, &shape.atomic, &shape.operand_zero);
     }
+    shape.usable = true;
     shape.layout = layout;
-    shape.width = layout->size;
+    shape.width = width;
     return shape;
 }
 

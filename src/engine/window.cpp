@@ -28,6 +28,7 @@ Window::Window(transport::Transport &transport, const layout::ControlLayout &lay
       at_once_locks_(transport),
       size_(transport.size()),
       completes_inline_(transport.capabilities().completes_inline),
+      locked_accumulates_(transport.capabilities().locked_accumulates),
       flush_is_fence_(transport.capabilities().flush_is_fence),
       config_(std::move(config)),
       peer_flushes_(transport.size()),

@@ -129,7 +129,7 @@ class Window {
     // (threads::SharedSection), with the window's calls serialized by the caller, a
     // blocking call of the at-once epoch toward a target it holds that is a copy into
     // mapped window memory (copy_window), of predefined types this thread looked up last
-    // (rma_contiguous), or CPU atomics on mapped memory of the shape the window's last
+    // (rma_contiguous), or accumulates into mapped memory of the shape the window's last
     // atomic call had (rma_atomic). False, with nothing done, for any other call: the caller
     // then takes the progress lock and calls rma(). (At-once epochs run only over a
     // transport that completes calls inline, whose copy_window_whole and flush touch
@@ -481,6 +481,20 @@ class Window {
     std::uint8_t *copy_window(int target, std::uint64_t offset, std::size_t length) {
         return reach(copied_, &transport::Transport::copy_window_whole, target, offset, length);
     }
+    // The target's accumulate stripes as this process maps them (mapped_control_word of
+    // stripe 0; null: not mapped), from the last target asked for (remembered).
+    std::uint64_t *stripe_words(int target) {
+        if (target != stripes_.target) {
+            stripes_.words = transport_.mapped_control_word(
+                target, layout::ControlLayout::accumulate_stripe(0));
+            stripes_.target = target;
+        }
+        return stripes_.words;
+    }
+    struct CachedStripes {
+        int target = -1;
+        std::uint64_t *words = nullptr;
+    };
     struct CachedMapping {  // a whole map of the last target asked for
         int target = -1;
         transport::WholeMapping whole;
@@ -519,8 +533,8 @@ class Window {
         if (is_error(status) && at_once_) at_once_->fail(status);
     }
     bool rma_atomic(const RmaCall &call, Status *status);
-    // Its body; `shared`: in a shared section (rma_shared), which takes only the atomics
-    // of the window's last atomic shape, on mapped memory.
+    // Its body; `shared`: in a shared section (rma_shared), which takes only calls of the
+    // window's last atomic shape.
     template <bool shared>
     bool atomic(const RmaCall &call, Status *status);
     // Whether `candidate` may activate now, with the first `before` epochs of the queue
@@ -571,8 +585,10 @@ class Window {
     const int rank_;
     sync::AtOnceLocks at_once_locks_;  // the at-once path's lock words
     CachedMapping mapped_, copied_;    // mapped_window's and copy_window's
+    CachedStripes stripes_;            // stripe_words'
     const int size_;
     const bool completes_inline_;
+    const bool locked_accumulates_;  // Capabilities::locked_accumulates
     const bool flush_is_fence_;  // Capabilities::flush_is_fence
     WindowConfig config_;
     std::deque<std::unique_ptr<Epoch>> epochs_;  // not completed, in application order
@@ -593,20 +609,22 @@ class Window {
     std::uint64_t fences_ = 0;
     std::uint64_t next_epoch_id_ = 1;
     std::uint64_t next_age_ = 1;
-    // The last fetch_and_op, compare_and_swap or accumulate shape (kind, op, datatype) rma_atomic
-    // saw, and whether it is one 64-bit transport atomic (Operation::check accepted it,
-    // 8-byte integer data, an op the transport has). Only predefined datatypes and ops
-    // are ever usable, and their handles live as long as the process.
+    // The last accumulate-family shape (kind, op, datatype) rma_atomic saw, and whether it
+    // takes it (Operation::check accepted it, a predefined type whose elements lie back to
+    // back). Only predefined datatypes and ops are ever usable, and their handles live as
+    // long as the process.
     struct AtomicShape {
         RmaKind kind = RmaKind::put;  // put: none yet
         MPI_Op op = MPI_OP_NULL;
         MPI_Datatype type = MPI_DATATYPE_NULL;
         const TypeLayout *layout = nullptr;  // of type, when usable
-        std::size_t width = 0;               // of an element, when usable: 8, 4, 2 or 1
+        std::size_t width = 0;               // of an element, when usable
         bool usable = false;
+        // One element is `atomic`'s op (apply_plain_of_width): integer data of 8, 4, 2 or
+        // 1 bytes with an op one atomic does, and compare_and_swap of such data.
+        bool plain = false;
         transport::AtomicOp atomic = transport::AtomicOp::fetch_add;
-        bool operand_zero = false;     // MPI_NO_OP: add 0, the origin is not read
-        bool by_compare_swap = false;  // no one atomic does the op: reduce_by_swapping
+        bool operand_zero = false;  // MPI_NO_OP: add 0, the origin is not read
     };
     AtomicShape atomic_shape_;
     static AtomicShape atomic_shape(const RmaCall &call);

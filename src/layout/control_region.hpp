@@ -13,8 +13,7 @@ namespace nbrma::layout {
 // Offsets in bytes from the start of a rank's control region.
 //
 //   0   lock word (this rank as lock target; layout in lock_word.hpp)
-//   8   accumulate lock (0 free, holder rank + 1): element-wise atomicity of
-//       accumulates that cannot be one 64-bit atomic
+//   8   (unused)
 //   16  notification counters this rank has now (MPIX_Win_notify_set_num): origins
 //       read it to check an index (the bell of NBRMA_PROGRESS=interrupt lives in the
 //       node's help table)
@@ -26,7 +25,13 @@ namespace nbrma::layout {
 //       here (swap) and retries only once its predecessor has got through, so a burst
 //       of p requests costs each a constant number of atomics, not O(p) CAS retries
 //       (lock_protocol.hpp)
-//   64  directory header of dynamic windows, directory_bytes long: where this
+//   64  accumulate stripes, accumulate_stripe_count of them, one cache line each (the
+//       word at its start: 0 free, holder rank + 1): an accumulate-family call takes
+//       the stripes of the bytes it touches (accumulate_stripe_mask: 4 KiB granules of
+//       the target offset, modulo the count), in ascending order, and applies its op
+//       under them, so one call is atomic as a whole against every other call it
+//       overlaps, and calls on disjoint blocks rarely wait for each other
+//   ..  directory header of dynamic windows, directory_bytes long: where this
 //       rank's table of attached regions lives (layout/directory.hpp)
 //   ..  fence counters, max_fence_slots of them, each fetch-added once a barrier fence
 //       by one sender (so monotone like the counters below). The fence barrier is a
@@ -61,11 +66,27 @@ namespace nbrma::layout {
 class ControlLayout {
   public:
     static constexpr std::size_t lock_word = 0;
-    static constexpr std::size_t accumulate_lock = 8;
     static constexpr std::size_t notify_num = 16;
     static constexpr std::size_t head_rank = 24;
     static constexpr std::size_t door_tail = 32;
-    static constexpr std::size_t directory = 64;
+    static constexpr int accumulate_stripe_count = 16;
+    static constexpr unsigned accumulate_granule_shift = 12;  // 4 KiB of target bytes
+    static constexpr std::size_t accumulate_stripe(int stripe) {
+        return 64 + 64 * static_cast<std::size_t>(stripe);
+    }
+    // The stripes of the target bytes [low, high), high > low, as bits (stripe s: 1 << s);
+    // every origin computes the same for the same bytes.
+    static constexpr std::uint32_t accumulate_stripe_mask(std::uint64_t low, std::uint64_t high) {
+        const std::uint64_t first = low >> accumulate_granule_shift;
+        const std::uint64_t last = (high - 1) >> accumulate_granule_shift;
+        constexpr std::uint32_t all = (std::uint32_t{1} << accumulate_stripe_count) - 1;
+        if (last - first + 1 >= accumulate_stripe_count) return all;
+        std::uint32_t mask = 0;
+        for (std::uint64_t granule = first; granule <= last; ++granule)
+            mask |= std::uint32_t{1} << (granule % accumulate_stripe_count);
+        return mask;
+    }
+    static constexpr std::size_t directory = 64 + 64 * std::size_t{accumulate_stripe_count};
     static constexpr std::size_t directory_bytes = 1024;
     static constexpr std::size_t counter_bytes = 16;
     static constexpr int direct_fence_ranks = 8;  // up to this many: a one-round fence

@@ -1,5 +1,6 @@
 // CPU atomics on memory this process maps: what the shared-memory transport's atomics
-// do, and what the engine's at-once path does itself where the transport maps a window
+// do; and the same ops as plain loads and stores, which the engine's at-once path does
+// itself under the target's accumulate stripes where the transport maps a window
 // (Transport::mapped_window).
 #ifndef NBRMA_TRANSPORT_CPU_ATOMICS_HPP
 #define NBRMA_TRANSPORT_CPU_ATOMICS_HPP
@@ -62,6 +63,43 @@ inline std::uint64_t apply_atomic_of_width(void *word, std::size_t width, Atomic
     }
 }
 
+// What apply_atomic_of_width does, as plain loads and stores: for a word no other
+// thread or process touches meanwhile (held under an accumulate stripe).
+template <typename T>
+T apply_plain(T *word, AtomicOp op, T operand, T compare) {
+    const T previous = *word;
+    switch (op) {
+        case AtomicOp::fetch_add: *word = static_cast<T>(previous + operand); break;
+        case AtomicOp::compare_swap:
+            if (previous == compare) *word = operand;
+            break;
+        case AtomicOp::swap: *word = operand; break;
+        case AtomicOp::fetch_and: *word = previous & operand; break;
+        case AtomicOp::fetch_or: *word = previous | operand; break;
+        case AtomicOp::fetch_xor: *word = previous ^ operand; break;
+    }
+    return previous;
+}
+inline std::uint64_t apply_plain_of_width(void *word, std::size_t width, AtomicOp op,
+                                          std::uint64_t operand, std::uint64_t compare) {
+    switch (width) {
+        case 8:
+            return apply_plain(static_cast<std::uint64_t *>(word), op, operand, compare);
+        case 4:
+            return apply_plain(static_cast<std::uint32_t *>(word), op,
+                               static_cast<std::uint32_t>(operand),
+                               static_cast<std::uint32_t>(compare));
+        case 2:
+            return apply_plain(static_cast<std::uint16_t *>(word), op,
+                               static_cast<std::uint16_t>(operand),
+                               static_cast<std::uint16_t>(compare));
+        default:
+            return apply_plain(static_cast<std::uint8_t *>(word), op,
+                               static_cast<std::uint8_t>(operand),
+                               static_cast<std::uint8_t>(compare));
+    }
+}
+
 // The `width` bytes (8, 4, 2 or 1) at `bytes` as the low bytes of a word, and back: the
 // operands and results of the atomics above (fixed-size copies, no library call).
 inline std::uint64_t load_of_width(const void *bytes, std::size_t width) {
@@ -103,61 +141,6 @@ inline void store_of_width(void *bytes, std::size_t width, std::uint64_t value) 
         default:
             *static_cast<std::uint8_t *>(bytes) = static_cast<std::uint8_t>(value);
     }
-}
-
-// An accumulate (nothing fetched) of `elements` elements of `width` bytes (4, 2 or 1),
-// contiguous at `target` and aligned to their width, by `op` (anything but
-// compare_swap) with the operands at `origin`. On x86-64, every aligned 8-byte word the
-// elements cover whole is one 64-bit atomic on its lanes: a locked and/or/xor, a store
-// for swap, a compare-and-swap loop of a lane-wise sum for fetch_add. x86 keeps locked
-// operations of different sizes on one aligned word atomic toward each other, so each
-// element is still updated atomically against origins that update it alone. The
-// elements of a partly covered word (and every element elsewhere) are one atomic each:
-// no word outside the elements is written, not even with its own value.
-inline void accumulate_elements(std::uint8_t *target, const std::uint8_t *origin, std::size_t width,
-                                std::size_t elements, AtomicOp op) {
-    std::size_t done = 0;
-#if defined(__x86_64__)
-    const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(target);
-    const std::uintptr_t first = (start + 7) & ~std::uintptr_t{7};
-    const std::uintptr_t end = start + width * elements;
-    const std::size_t head = (first - start) / width;  // elements before the first whole word
-    for (; done < head && done < elements; ++done)
-        apply_atomic_of_width(target + width * done, width, op,
-                              load_of_width(origin + width * done, width), 0);
-    const std::uint64_t high = width == 1   ? 0x8080808080808080ull
-                               : width == 2 ? 0x8000800080008000ull
-                                            : 0x8000000080000000ull;
-    for (std::uintptr_t word = first; word + 8 <= end; word += 8, done += 8 / width) {
-        auto *lanes = reinterpret_cast<std::uint64_t *>(word);
-        std::uint64_t operand;
-        __builtin_memcpy(&operand, origin + (word - start), 8);
-        switch (op) {
-            case AtomicOp::fetch_and:
-                __atomic_fetch_and(lanes, operand, __ATOMIC_SEQ_CST);
-                break;
-            case AtomicOp::fetch_or:
-                __atomic_fetch_or(lanes, operand, __ATOMIC_SEQ_CST);
-                break;
-            case AtomicOp::fetch_xor:
-                __atomic_fetch_xor(lanes, operand, __ATOMIC_SEQ_CST);
-                break;
-            case AtomicOp::swap:
-                __atomic_store_n(lanes, operand, __ATOMIC_SEQ_CST);
-                break;
-            default: {  // fetch_add: each lane's sum modulo its width, no carry across lanes
-                std::uint64_t old = __atomic_load_n(lanes, __ATOMIC_RELAXED), sum;
-                do {
-                    sum = ((old & ~high) + (operand & ~high)) ^ ((old ^ operand) & high);
-                } while (!__atomic_compare_exchange_n(lanes, &old, sum, false, __ATOMIC_SEQ_CST,
-                                                      __ATOMIC_RELAXED));
-            }
-        }
-    }
-#endif
-    for (; done < elements; ++done)
-        apply_atomic_of_width(target + width * done, width, op,
-                              load_of_width(origin + width * done, width), 0);
 }
 
 }  // namespace nbrma::transport

@@ -76,6 +76,13 @@ struct Capabilities {
     // by that order (the notice lands after the epoch's calls) instead of a flush's round
     // trip (Window::ordered_by_barrier).
     bool fence_orders = false;
+    // Every origin of the window reaches every target's memory with its CPU (mapped, or
+    // by cross-memory copies), never through a device or a peer's software: accumulates,
+    // fetching ones and single-element atomics alike, then apply with plain arithmetic
+    // under the target's accumulate stripes (engine/accumulate_stripes.hpp) instead of
+    // one atomic per element, so a bulk accumulate runs at memory speed and one call is
+    // atomic as a whole. Every rank of a window answers the same (shm).
+    bool locked_accumulates = false;
 };
 
 // A peer's window memory mapped whole (Transport::mapped_window_whole, copy_window_whole):

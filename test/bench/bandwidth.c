@@ -3,8 +3,8 @@
  * "bandwidth" of nbrma-bench (see bench.h). Needs 2 ranks: rank 0 the origin, rank 1
  * the target (both in osu_put_bibw).
  *
- * Benchmarks, parameter the message bytes (4 KiB to 4 MiB), unit MB/s (10^6 bytes a
- * second; higher is better):
+ * Benchmarks, parameter the message bytes (4 KiB to 4 MiB; the accumulates: elements), unit
+ * MB/s (10^6 bytes a second; higher is better):
  *   osu_put_bw, osu_get_bw   osu_put_bw / osu_get_bw -s flush -w allocate: rank 0 locks
  *                  rank 1 (MPI_LOCK_SHARED) once; an iteration is W puts (gets) of the
  *                  size in MPI_CHAR, at consecutive displacements of rank 1's
@@ -19,6 +19,13 @@
  *   osu_put_bw_create, osu_get_bw_create   osu_put_bw / osu_get_bw -w create: rank 1's
  *                  window is MPI_Win_create over its page-aligned buffer (Open MPI's
  *                  osc/sm does not serve these; nbrma reaches them by cross-memory attach).
+ *   acc_bw_double, acc_bw_int64   parameter the elements (1 to 1 Mi): rank 0 locks rank 1
+ *                  with MPI_Win_lock_all once; an iteration is one MPI_Accumulate (MPI_SUM)
+ *                  of that many MPI_DOUBLE (MPI_INT64_T) ones at displacement 0 of rank
+ *                  1's MPI_Win_allocate window, then MPI_Win_flush: Global Arrays' bulk
+ *                  accumulate. MB/s of the elements' bytes. Data check: rank 1's window is
+ *                  zeroed before each count; after it every element must equal the number
+ *                  of accumulates made.
  * Per size: 2 untimed iterations, then 3 rounds of N iterations (N to fill about 0.02 s
  * a round with --quick, 0.1 s without; 2 to 1000; --iterations N: N); the best round's
  * bandwidth (a "#" line gives the other two). Rank 1 waits in MPI_Barrier meanwhile
@@ -51,7 +58,7 @@ static const struct benchmark benchmarks[] = {
     {"osu_put_bw_create", PUT, 1, 0}, {"osu_get_bw_create", GET, 1, 0},
 };
 #define NUM_BENCHMARKS ((int)(sizeof benchmarks / sizeof benchmarks[0]))
-static const char *names[NUM_BENCHMARKS];
+static const char *names[NUM_BENCHMARKS + 2]; /* and the accumulates' */
 
 static const size_t sizes[] = {4096, 16384, 65536, 262144, 1048576, 4194304};
 #define NUM_SIZES ((int)(sizeof sizes / sizeof sizes[0]))
@@ -243,6 +250,103 @@ static int run_benchmark(const struct benchmark *b, int rank, const struct bench
     return total ? 3 : 0;
 }
 
+/* ------------------------------------------------------------------ accumulates */
+
+static const char *const accumulate_names[] = {"acc_bw_double", "acc_bw_int64"};
+#define NUM_ACCUMULATES 2
+static const int elements[] = {1, 8, 128, 1024, 16384, 131072, 1048576};
+#define NUM_ELEMENTS ((int)(sizeof elements / sizeof elements[0]))
+#define MAX_ELEMENTS 1048576
+
+static double time_accumulates(MPI_Win win, const void *ones, int n, MPI_Datatype type,
+                               int iterations) {
+    const double start = MPI_Wtime();
+    for (int i = 0; i < iterations; i++) {
+        BENCH_MPI(MPI_Accumulate(ones, n, type, TARGET, 0, n, type, MPI_SUM, win));
+        BENCH_MPI(MPI_Win_flush(TARGET, win));
+    }
+    return MPI_Wtime() - start;
+}
+
+/* Every count of one accumulate benchmark (both ranks); returns 0 or 3. */
+static int run_accumulate(int which, int rank, const struct bench_options *options) {
+    const char *name = accumulate_names[which];
+    const MPI_Datatype type = which ? MPI_INT64_T : MPI_DOUBLE;
+    unsigned char *window = NULL;
+    MPI_Win win;
+    bench_win_allocate(rank == TARGET ? (MPI_Aint)MAX_ELEMENTS * 8 : 0, 8, NULL, MPI_COMM_WORLD,
+                       &window, &win);
+    void *ones = NULL;
+    if (rank == ORIGIN) {
+        ones = bench_malloc("bandwidth", (size_t)MAX_ELEMENTS * 8);
+        for (int i = 0; i < MAX_ELEMENTS; i++) {
+            if (which)
+                ((int64_t *)ones)[i] = 1;
+            else
+                ((double *)ones)[i] = 1.0;
+        }
+    }
+    long wrong = 0;
+    for (int k = 0; k < NUM_ELEMENTS; k++) {
+        const int n = elements[k];
+        char parameter[32];
+        snprintf(parameter, sizeof parameter, "%d", n);
+        bench_set_step(BENCH_BLOCKING_SERIES, name);
+        if (rank == TARGET) {
+            BENCH_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, TARGET, 0, win));
+            memset(window, 0, (size_t)n * 8);
+            BENCH_MPI(MPI_Win_unlock(TARGET, win));
+        }
+        BENCH_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        int made = 0;
+        if (rank == ORIGIN) {
+            double seconds[ROUNDS];
+            BENCH_MPI(MPI_Win_lock_all(0, win));
+            const double warm = time_accumulates(win, ones, n, type, WARMUP) / WARMUP;
+            int iterations = options->iterations;
+            if (iterations <= 0) {
+                const double budget = options->quick ? 0.02 : 0.1;
+                iterations = warm > 0 ? (int)(budget / warm) : 100000;
+                if (iterations < MIN_ITERATIONS) iterations = MIN_ITERATIONS;
+                if (iterations > 100000) iterations = 100000;
+            }
+            for (int r = 0; r < ROUNDS; r++)
+                seconds[r] = time_accumulates(win, ones, n, type, iterations);
+            BENCH_MPI(MPI_Win_unlock_all(win));
+            made = WARMUP + ROUNDS * iterations;
+            const double bytes = (double)n * 8 * iterations;
+            qsort(seconds, ROUNDS, sizeof *seconds, bench_compare_doubles);
+            printf("# %s %s %s: best %.1f, median %.1f, worst %.1f MB/s over %d rounds of %d "
+                   "accumulates\n",
+                   BENCH_BLOCKING_SERIES, name, parameter, bytes / seconds[0] / 1e6,
+                   bytes / seconds[ROUNDS / 2] / 1e6, bytes / seconds[ROUNDS - 1] / 1e6, ROUNDS,
+                   iterations);
+            bench_result(BENCH_BLOCKING_SERIES, name, parameter, bytes / seconds[0] / 1e6,
+                         "MB/s");
+        }
+        /* (the target progresses here: MPICH) */
+        BENCH_MPI(MPI_Bcast(&made, 1, MPI_INT, ORIGIN, MPI_COMM_WORLD));
+        if (rank == TARGET) {
+            BENCH_MPI(MPI_Win_lock(MPI_LOCK_SHARED, TARGET, 0, win));
+            long bad = 0;
+            for (int i = 0; i < n; i++)
+                bad += which ? ((int64_t *)window)[i] != made : ((double *)window)[i] != made;
+            BENCH_MPI(MPI_Win_unlock(TARGET, win));
+            if (bad)
+                fprintf(stderr, "bandwidth: %s %s %s: %ld of %d elements wrong (expected %d)\n",
+                        BENCH_BLOCKING_SERIES, name, parameter, bad, n, made);
+            wrong += bad;
+        }
+    }
+    long total = 0;
+    BENCH_MPI(MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (rank == 0) bench_check(BENCH_BLOCKING_SERIES, name, total == 0);
+    bench_set_step("bandwidth", "teardown (MPI_Win_free)");
+    BENCH_MPI(MPI_Win_free(&win));
+    free(ones);
+    return total ? 3 : 0;
+}
+
 void bench_list_bandwidth(void) {
     char parameter[32];
     for (int b = 0; b < NUM_BENCHMARKS; b++)
@@ -250,12 +354,19 @@ void bench_list_bandwidth(void) {
             snprintf(parameter, sizeof parameter, "%zu", sizes[k]);
             bench_row(benchmarks[b].name, parameter, "MB/s");
         }
+    for (int b = 0; b < NUM_ACCUMULATES; b++)
+        for (int k = 0; k < NUM_ELEMENTS; k++) {
+            snprintf(parameter, sizeof parameter, "%d", elements[k]);
+            bench_row(accumulate_names[b], parameter, "MB/s");
+        }
 }
 
 int bench_bandwidth(const struct bench_options *options) {
     for (int b = 0; b < NUM_BENCHMARKS; b++) names[b] = benchmarks[b].name;
+    for (int b = 0; b < NUM_ACCUMULATES; b++) names[NUM_BENCHMARKS + b] = accumulate_names[b];
     int rank, size;
-    bench_start_group("bandwidth", options, names, NUM_BENCHMARKS, &rank, &size);
+    bench_start_group("bandwidth", options, names, NUM_BENCHMARKS + NUM_ACCUMULATES, &rank,
+                      &size);
     if (rank == 0) {
         printf("# bandwidth: %d ranks, messages of %zu to %zu bytes, %d (up to 8 KiB) or %d an "
                "iteration\n",
@@ -266,5 +377,8 @@ int bench_bandwidth(const struct bench_options *options) {
     for (int b = 0; b < NUM_BENCHMARKS; b++)
         if (bench_selected(options, benchmarks[b].name))
             failed |= run_benchmark(&benchmarks[b], rank, options);
+    for (int b = 0; b < NUM_ACCUMULATES; b++)
+        if (bench_selected(options, accumulate_names[b]))
+            failed |= run_accumulate(b, rank, options);
     return failed;
 }

@@ -11,6 +11,7 @@ check_PROGRAMS += \
 	test/rma/datatypes \
 	test/rma/accumulate_ops \
 	test/rma/atomicity \
+	test/rma/accumulate_whole \
 	test/rma/lock_fairness \
 	test/rma/lock_at_once \
 	test/rma/segment_reuse \
@@ -80,6 +81,10 @@ test_rma_accumulate_ops_LDADD = $(RMATEST_LDADD)
 test_rma_atomicity_SOURCES = test/rma/atomicity.c
 test_rma_atomicity_CPPFLAGS = $(RMATEST_CPPFLAGS)
 test_rma_atomicity_LDADD = $(RMATEST_LDADD)
+
+test_rma_accumulate_whole_SOURCES = test/rma/accumulate_whole.c
+test_rma_accumulate_whole_CPPFLAGS = $(RMATEST_CPPFLAGS)
+test_rma_accumulate_whole_LDADD = $(RMATEST_LDADD)
 
 test_rma_lock_fairness_SOURCES = test/rma/lock_fairness.c
 test_rma_lock_fairness_CPPFLAGS = $(RMATEST_CPPFLAGS)

@@ -88,7 +88,7 @@ class ShmTransport final : public Transport {
     Status fence(int peer) override;
     Status flush(int peer, Completion *completion) override;
     int poll() override { return 0; }
-    Capabilities capabilities() const override { return {true, false, true}; }
+    Capabilities capabilities() const override { return {true, false, true, false, true}; }
 
     // Dynamic windows: our directory lives in our heap (header in our control region);
     // origins copy peers' directories with CMA. A MixedTransport enables it too, only to

@@ -717,14 +717,14 @@ TEST_F(LockAtOnce, ActiveTargetCallsRunAtOnceOnlyOnceTheTargetIsReachable) {
     finish_ok({simtest::icomplete(w0), simtest::iwait(w1)});
 }
 
-// A word the window maps but that is not aligned for its width takes the accumulate
-// lock, never a CPU atomic (one location never mixes the two across origins): with the
-// lock held by another rank, the fetch-and-op waits for its release.
-TEST_F(LockAtOnce, AnUnalignedWordWaitsForTheAccumulateLock) {
+// An accumulate-family call over shared memory applies under the target's accumulate
+// stripe of its bytes (an unaligned word here: stripe 0): with the stripe held by
+// another rank, the fetch-and-op waits for its release.
+TEST_F(LockAtOnce, AFetchAndOpWaitsForItsAccumulateStripe) {
     Window &w = *windows_[0];
     ASSERT_EQ(w.lock(MPI_LOCK_SHARED, 1, 0), Status::ok);
     auto *held = reinterpret_cast<std::uint64_t *>(control_[1].data() +
-                                                   layout::ControlLayout::accumulate_lock);
+                                                   layout::ControlLayout::accumulate_stripe(0));
     __atomic_store_n(held, std::uint64_t{2}, __ATOMIC_SEQ_CST);  // rank 1 + 1 holds it
     std::atomic<bool> released{false};
     std::thread holder([&] {

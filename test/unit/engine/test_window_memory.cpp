@@ -83,7 +83,7 @@ TEST(WindowMemory, BytesPerRankPerWindow) {
         const double total = control + heap + lock_bytes + fence_bytes;
         std::printf("[ memory ] %9d %12.1f %12.1f %12.1f %12.1f %12.1f\n", p, control, heap,
                     lock_bytes, fence_bytes, total);
-        EXPECT_LE(control, 65.5) << p;  // 64 a peer + 1.3 KiB
+        EXPECT_LE(control, 66.5) << p;  // 64 a peer + 2.3 KiB (1 KiB of it accumulate stripes)
         // The window's per-peer vectors: sizes and disp_units of every rank (12 bytes),
         // remote-completion state (48: a flush completion of its own a peer; 24 with a
         // pool of completions cost 11 ns on every put + flush over shared memory), a bit

@@ -19,6 +19,33 @@ constexpr std::size_t per_peer_bound = 64;
 constexpr std::size_t constant_bound =
     ControlLayout::watched + 8 * ControlLayout::max_fence_slots + 64;
 
+TEST(ControlLayout, AccumulateStripesCoverEveryGranuleOfARange) {
+    constexpr std::uint64_t granule = std::uint64_t{1} << ControlLayout::accumulate_granule_shift;
+    constexpr std::uint32_t all = (1u << ControlLayout::accumulate_stripe_count) - 1;
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(0, 8), 1u);
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(granule - 8, granule), 1u);
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(granule - 8, granule + 8), 3u);
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(3 * granule, 3 * granule + 1), 8u);
+    // granules wrap around the stripes: 16 granules apart, the same stripe
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(16 * granule + 5, 16 * granule + 6), 1u);
+    // a range over the last and the first granule of a round takes both stripes
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(16 * granule - 1, 16 * granule + 1),
+              1u | (1u << 15));
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(0, 16 * granule), all);
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(granule / 2, 16 * granule - 1), all);
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(0, 15 * granule), all >> 1);
+    // dynamic windows: absolute addresses near the top of memory
+    EXPECT_EQ(ControlLayout::accumulate_stripe_mask(~std::uint64_t{0} - 16, ~std::uint64_t{0}),
+              1u << 15);
+    // two ranges that share a byte always share a stripe
+    for (std::uint64_t a = 0; a < 40 * granule; a += granule / 3)
+        for (std::uint64_t b = a; b < a + granule / 2 + 1; b += 97)
+            EXPECT_NE(ControlLayout::accumulate_stripe_mask(a, a + granule / 2 + 1) &
+                          ControlLayout::accumulate_stripe_mask(b, b + 1),
+                      0u)
+                << a << " " << b;
+}
+
 }  // namespace
 
 TEST(ControlLayout, BytesPerRankStayWithin64APeer) {
@@ -83,9 +110,14 @@ TEST(ControlLayout, NotificationCountersComeOnTop) {
 TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
     for (int p : {1, 2, 3, 7, 64, 1000}) {
         const ControlLayout layout(p);
-        std::set<std::size_t> words = {ControlLayout::lock_word, ControlLayout::accumulate_lock,
-                                       ControlLayout::notify_num, ControlLayout::head_rank,
-                                       ControlLayout::door_tail};
+        std::set<std::size_t> words = {ControlLayout::lock_word, ControlLayout::notify_num,
+                                       ControlLayout::head_rank, ControlLayout::door_tail};
+        for (int stripe = 0; stripe < ControlLayout::accumulate_stripe_count; ++stripe) {
+            const std::size_t word = ControlLayout::accumulate_stripe(stripe);
+            EXPECT_EQ(word % 64, 0u);  // a cache line each
+            EXPECT_LT(word, ControlLayout::directory);
+            EXPECT_TRUE(words.insert(word).second) << "stripe " << stripe;
+        }
         auto add = [&](std::size_t offset) {
             EXPECT_EQ(offset % 8, 0u) << "p = " << p << " offset " << offset;
             EXPECT_GE(offset, ControlLayout::watched) << "p = " << p;
@@ -104,7 +136,8 @@ TEST(ControlLayout, FieldsAreDisjointAlignedAndInside) {
         }
         for (int slot = 0; slot < ControlLayout::max_fence_slots; ++slot)
             add(ControlLayout::fence_slot(slot));
-        EXPECT_EQ(words.size(), 5 + 8 * std::size_t(p) + ControlLayout::max_fence_slots);
+        EXPECT_EQ(words.size(), 4 + ControlLayout::accumulate_stripe_count + 8 * std::size_t(p) +
+                                    ControlLayout::max_fence_slots);
         EXPECT_LE(layout.notifications(), layout.size());
     }
 }

@@ -124,9 +124,9 @@ namespace {
 
 // NBRMA_PROGRESS=interrupt: writes into the part of a peer's control region that its
 // pending epochs wait on (counters, lock-queue nodes) ring the peer's bell; the lock
-// word, the accumulate lock, the directory header and window memory do not.
+// word, the accumulate stripes, the directory header and window memory do not.
 TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
-    constexpr std::size_t size = 2048;
+    constexpr std::size_t size = 4096;
     static_assert(nbrma::layout::ControlLayout::watched + 64 <= size, "room for a watched word");
     alignas(64) static std::uint8_t control[size];
     alignas(64) static std::uint8_t window[64];
@@ -144,6 +144,8 @@ TEST(ShmTransportBell, RingsForWatchedControlWordsOnly) {
     const RemoteAddress data{Region::window, 0};
     ASSERT_EQ(shm.atomic(0, AtomicOp::fetch_add, lock_word, 1, 0, &old, nullptr), Status::ok);
     ASSERT_EQ(shm.put(0, &value, 8, data, nullptr), Status::ok);
+    const RemoteAddress stripe{Region::control, nbrma::layout::ControlLayout::accumulate_stripe(3)};
+    ASSERT_EQ(shm.atomic(0, AtomicOp::compare_swap, stripe, 1, 0, &old, nullptr), Status::ok);
     EXPECT_EQ(bell.load(), 0u);
     ASSERT_EQ(shm.atomic(0, AtomicOp::fetch_add, counter, 1, 0, &old, nullptr), Status::ok);
     EXPECT_EQ(bell.load(), 1u);

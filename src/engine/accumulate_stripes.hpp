@@ -1,0 +1,48 @@
+// The target's accumulate stripes (layout/control_region.hpp) as one accumulate-family
+// call holds them, in a window whose accumulates all apply under them
+// (Capabilities::locked_accumulates, doc/design.md §3): taken in ascending order, each a
+// compare-and-swap of its word from 0 to the origin's rank + 1, released by a store of 0.
+// With the words mapped (mapped_control_word) they are CPU atomics (the at-once paths and
+// the general path alike), else the transport's atomics on the target's control region.
+#ifndef NBRMA_ENGINE_ACCUMULATE_STRIPES_HPP
+#define NBRMA_ENGINE_ACCUMULATE_STRIPES_HPP
+
+#include <cstdint>
+
+#include "common/yield.hpp"
+#include "layout/control_region.hpp"
+
+namespace nbrma::engine {
+
+// Words between two stripes' words (a cache line each).
+constexpr std::uint64_t stripe_stride_words =
+    (layout::ControlLayout::accumulate_stripe(1) - layout::ControlLayout::accumulate_stripe(0)) / 8;
+
+// Takes every stripe of `mask` among the mapped words from `first` (stripe 0's word),
+// lowest first: a stripe another call holds is waited for with loads, politely
+// (Backoff: yielding where ranks outnumber cores).
+inline void stripes_lock(std::uint64_t *first, std::uint32_t mask, std::uint64_t me) {
+    for (std::uint32_t left = mask; left != 0; left &= left - 1) {
+        std::uint64_t *word = first + stripe_stride_words * __builtin_ctz(left);
+        std::uint64_t expected = 0;
+        if (__atomic_compare_exchange_n(word, &expected, me, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            continue;
+        Backoff backoff;
+        do {
+            while (__atomic_load_n(word, __ATOMIC_RELAXED) != 0) backoff.pause();
+            expected = 0;
+        } while (!__atomic_compare_exchange_n(word, &expected, me, false, __ATOMIC_ACQUIRE,
+                                              __ATOMIC_RELAXED));
+    }
+}
+
+// Releases them: what the call wrote is visible to the next holder (release stores).
+inline void stripes_unlock(std::uint64_t *first, std::uint32_t mask) {
+    for (std::uint32_t left = mask; left != 0; left &= left - 1)
+        __atomic_store_n(first + stripe_stride_words * __builtin_ctz(left), 0, __ATOMIC_RELEASE);
+}
+
+}  // namespace nbrma::engine
+
+#endif  // NBRMA_ENGINE_ACCUMULATE_STRIPES_HPP
