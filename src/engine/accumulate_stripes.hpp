@@ -18,27 +18,46 @@ namespace nbrma::engine {
 constexpr std::uint64_t stripe_stride_words =
     (layout::ControlLayout::accumulate_stripe(1) - layout::ControlLayout::accumulate_stripe(0)) / 8;
 
+// Waits for the stripe word another call holds, politely (Backoff: yielding where ranks
+// outnumber cores), and takes it.
+[[gnu::noinline]] inline void stripe_wait(std::uint64_t *word, std::uint64_t me) {
+    Backoff backoff;
+    std::uint64_t expected;
+    do {
+        while (__atomic_load_n(word, __ATOMIC_RELAXED) != 0) backoff.pause();
+        expected = 0;
+    } while (!__atomic_compare_exchange_n(word, &expected, me, false, __ATOMIC_ACQUIRE,
+                                          __ATOMIC_RELAXED));
+}
+
 // Takes every stripe of `mask` among the mapped words from `first` (stripe 0's word),
-// lowest first: a stripe another call holds is waited for with loads, politely
-// (Backoff: yielding where ranks outnumber cores).
+// lowest first.
 inline void stripes_lock(std::uint64_t *first, std::uint32_t mask, std::uint64_t me) {
+    if ((mask & (mask - 1)) == 0) {  // one stripe: the commonest call, without the loop
+        std::uint64_t *word = first + stripe_stride_words * __builtin_ctz(mask);
+        std::uint64_t expected = 0;
+        if (__builtin_expect(!__atomic_compare_exchange_n(word, &expected, me, false,
+                                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                             0))
+            stripe_wait(word, me);
+        return;
+    }
     for (std::uint32_t left = mask; left != 0; left &= left - 1) {
         std::uint64_t *word = first + stripe_stride_words * __builtin_ctz(left);
         std::uint64_t expected = 0;
-        if (__atomic_compare_exchange_n(word, &expected, me, false, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_RELAXED))
-            continue;
-        Backoff backoff;
-        do {
-            while (__atomic_load_n(word, __ATOMIC_RELAXED) != 0) backoff.pause();
-            expected = 0;
-        } while (!__atomic_compare_exchange_n(word, &expected, me, false, __ATOMIC_ACQUIRE,
-                                              __ATOMIC_RELAXED));
+        if (__builtin_expect(!__atomic_compare_exchange_n(word, &expected, me, false,
+                                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                             0))
+            stripe_wait(word, me);
     }
 }
 
 // Releases them: what the call wrote is visible to the next holder (release stores).
 inline void stripes_unlock(std::uint64_t *first, std::uint32_t mask) {
+    if ((mask & (mask - 1)) == 0) {
+        __atomic_store_n(first + stripe_stride_words * __builtin_ctz(mask), 0, __ATOMIC_RELEASE);
+        return;
+    }
     for (std::uint32_t left = mask; left != 0; left &= left - 1)
         __atomic_store_n(first + stripe_stride_words * __builtin_ctz(left), 0, __ATOMIC_RELEASE);
 }

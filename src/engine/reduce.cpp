@@ -457,6 +457,26 @@ Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *tar
     }
 }
 
+bool reduce_kernel(MPI_Op op, MPI_Datatype basic, ReduceKernel *kernel) {
+    try {
+        const OpKind kind = op_kind(op);
+        const TypeInfo *info = type_info(basic);
+        if (check(kind, info) != Status::ok || kind == OpKind::replace || kind == OpKind::no_op)
+            return false;
+        kernel->entry = info;
+        kernel->op = static_cast<std::uint8_t>(kind);
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+void reduce_run(const ReduceKernel &kernel, const void *origin, void *target, std::size_t count) {
+    static_cast<const TypeInfo *>(kernel.entry)
+        ->fn(static_cast<OpKind>(kernel.op), static_cast<const unsigned char *>(origin),
+             static_cast<unsigned char *>(target), count);
+}
+
 bool reduce_same_basic(MPI_Datatype a, MPI_Datatype b) {
     if (a == b) return true;
     try {

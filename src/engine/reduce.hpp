@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/status.hpp"
 #include "transport/transport.hpp"
@@ -24,6 +25,19 @@ namespace nbrma::engine {
 // reduce_check; origin and target must not overlap partially.
 [[nodiscard]] Status reduce_apply(MPI_Op op, MPI_Datatype basic, const void *origin, void *target,
                                   std::size_t count);
+
+// The kernel reduce_apply runs for `op` on `basic`, for a caller that applies one shape
+// many times (the at-once path keeps it with the window's last atomic shape): what
+// reduce_apply does, without looking the op and the type up again.
+struct ReduceKernel {
+    const void *entry = nullptr;  // the type's entry in reduce.cpp's table
+    std::uint8_t op = 0;
+};
+// False where reduce_apply would refuse the pair, and for MPI_REPLACE and MPI_NO_OP (no
+// arithmetic).
+[[nodiscard]] bool reduce_kernel(MPI_Op op, MPI_Datatype basic, ReduceKernel *kernel);
+// reduce_apply's arithmetic with a kernel reduce_kernel gave.
+void reduce_run(const ReduceKernel &kernel, const void *origin, void *target, std::size_t count);
 
 // MPI's rules for which predefined op goes with which type class (MPI_CHAR and
 // Fortran's MPI_CHARACTER count as a signed 8-bit C integer, as in MPICH):

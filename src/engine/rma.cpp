@@ -179,8 +179,8 @@ bool overlap(const void *a, const void *b, std::size_t bytes) {
 // stripes: Capabilities::locked_accumulates) whose data, of one predefined type at every
 // end, is one block at each (any count), into memory this process maps: the stripes of
 // its bytes taken with CPU atomics, the op applied in place with plain arithmetic (one
-// element of an integer op one atomic would do: apply_plain_of_width; else reduce_apply,
-// whose kernels the compiler vectorizes), the stripes released. Exactly what the general
+// element of an integer op one atomic would do: apply_plain_of_width; else reduce_apply's
+// kernel, which the compiler vectorizes, kept with the shape), the stripes released. Exactly what the general
 // path's accumulate_under_lock does, so the two mix on the same bytes. For a shape
 // Operation::check accepted before (atomic_shape_). false, with nothing done, for anything
 // else (buffers overlapping the target bytes included: the general path copies them).
@@ -241,9 +241,10 @@ bool Window::atomic(const RmaCall &call, Status *status) {
         if (fetching) copy_bytes(result, mapped, bytes);
         if (swap) {
             if (std::memcmp(mapped, call.compare, width) == 0) std::memcpy(mapped, origin, width);
+        } else if (call.op == MPI_REPLACE) {
+            copy_bytes(mapped, origin, bytes);
         } else if (call.op != MPI_NO_OP) {
-            *status = reduce_apply(call.op, shape.layout->basic, origin, mapped,
-                                   static_cast<std::size_t>(count));
+            reduce_run(shape.kernel, origin, mapped, static_cast<std::size_t>(count));
         }
     }
     stripes_unlock(stripes, mask);
@@ -274,7 +275,9 @@ Window::AtomicShape Window::atomic_shape(const RmaCall &call) {
         shape.plain =
             word && reduce_as_atomic(call.op, layout->basic, &shape.atomic, &shape.operand_zero);
     }
-    shape.usable = true;
+    // (Operation::check accepted the op on the type: a kernel unless it moves data only)
+    shape.usable = call.kind == RmaKind::compare_and_swap || call.op == MPI_REPLACE ||
+                   call.op == MPI_NO_OP || reduce_kernel(call.op, layout->basic, &shape.kernel);
     shape.layout = layout;
     shape.width = width;
     return shape;

@@ -16,6 +16,7 @@
 #include "engine/epoch.hpp"
 #include "engine/notify.hpp"
 #include "engine/operation.hpp"
+#include "engine/reduce.hpp"
 #include "engine/request.hpp"
 #include "layout/control_region.hpp"
 #include "transport/transport.hpp"
@@ -625,6 +626,7 @@ class Window {
         bool plain = false;
         transport::AtomicOp atomic = transport::AtomicOp::fetch_add;
         bool operand_zero = false;  // MPI_NO_OP: add 0, the origin is not read
+        ReduceKernel kernel;        // the op's arithmetic, unless MPI_REPLACE or MPI_NO_OP
     };
     AtomicShape atomic_shape_;
     static AtomicShape atomic_shape(const RmaCall &call);

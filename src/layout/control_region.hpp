@@ -80,6 +80,7 @@ class ControlLayout {
         const std::uint64_t first = low >> accumulate_granule_shift;
         const std::uint64_t last = (high - 1) >> accumulate_granule_shift;
         constexpr std::uint32_t all = (std::uint32_t{1} << accumulate_stripe_count) - 1;
+        if (first == last) return std::uint32_t{1} << (first % accumulate_stripe_count);
         if (last - first + 1 >= accumulate_stripe_count) return all;
         std::uint32_t mask = 0;
         for (std::uint64_t granule = first; granule <= last; ++granule)
