@@ -108,6 +108,7 @@ EOF
         "Window creation and free, 1 MiB to 1 GiB, 2 ranks=win_create_free_large" \
         "Bandwidth: puts (OSU's loops), 4 KiB to 4 MiB, 2 ranks=osu_put_b" \
         "Bandwidth: gets (OSU's loop), 4 KiB to 4 MiB, 2 ranks=osu_get_bw" \
+        "Bandwidth: accumulates (MPI_SUM + flush), 1 to 1 Mi elements, 2 ranks=acc_bw_" \
         "Threads: 8-byte puts from 1, 2 and 4 threads of rank 0, MPI_THREAD_MULTIPLE=mt_"
     printf 'Plots: %s.\n\n' "$(cd doc && ls bench/latency_*.png bench/creation_*.png bench/bandwidth_*.png bench/threads_*.png 2> /dev/null |
         sed 's|^bench/\(.*\)\.png$|[\1](bench/\1.png)|' | paste -sd, - | sed 's/,/, /g')"

@@ -140,6 +140,27 @@ void each_disjoint(const unsigned char *__restrict origin, unsigned char *__rest
         std::memcpy(target + i * sizeof(T), &b, sizeof(T));
     }
 }
+// The same, compiled for AVX2 as well (x86-64): where the CPU has it, a reduction of
+// cache-resident data (Global Arrays' blocks of a few KiB) runs twice as many elements an
+// instruction as with the SSE2 every x86-64 has. Chosen at run time (avx2()).
+#if defined(__x86_64__)
+template <class T, class F>
+__attribute__((target("avx2"))) void each_disjoint_avx2(const unsigned char *__restrict origin,
+                                                        unsigned char *__restrict target,
+                                                        std::size_t count, F f) {
+    for (std::size_t i = 0; i < count; ++i) {
+        T a, b;
+        std::memcpy(&a, origin + i * sizeof(T), sizeof(T));
+        std::memcpy(&b, target + i * sizeof(T), sizeof(T));
+        b = f(a, b);
+        std::memcpy(target + i * sizeof(T), &b, sizeof(T));
+    }
+}
+bool avx2() {
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+}
+#endif
 #pragma GCC pop_options
 
 // Elements are copied in and out with memcpy: packed buffers (pair types, network
@@ -149,8 +170,12 @@ void each(const unsigned char *origin, unsigned char *target, std::size_t count,
     const std::size_t bytes = count * sizeof(T);
     const auto o = reinterpret_cast<std::uintptr_t>(origin);
     const auto t = reinterpret_cast<std::uintptr_t>(target);
-    if (o + bytes <= t || t + bytes <= o)
+    if (o + bytes <= t || t + bytes <= o) {
+#if defined(__x86_64__)
+        if (count >= 16 && avx2()) return each_disjoint_avx2<T>(origin, target, count, f);
+#endif
         return each_disjoint<T>(origin, target, count, f);
+    }
     for (std::size_t i = 0; i < count; ++i, origin += sizeof(T), target += sizeof(T)) {
         T a, b;
         std::memcpy(&a, origin, sizeof(T));

@@ -174,13 +174,13 @@ bool overlap(const void *a, const void *b, std::size_t bytes) {
 }  // namespace
 
 // An accumulate-family call (fetch_and_op, compare_and_swap, accumulate, get_accumulate)
-// in the at-once epoch, or the one open epoch's call run now, over a transport that
-// completes calls inline (shared memory, whose accumulates apply under the target's
-// stripes: Capabilities::locked_accumulates) whose data, of one predefined type at every
-// end, is one block at each (any count), into memory this process maps: the stripes of
-// its bytes taken with CPU atomics, the op applied in place with plain arithmetic (one
-// element of an integer op one atomic would do: apply_plain_of_width; else reduce_apply's
-// kernel, which the compiler vectorizes, kept with the shape), the stripes released. Exactly what the general
+// of the at-once epoch, or of the one open epoch run now, over a transport that completes
+// calls inline (shared memory, whose accumulates apply under the target's stripes:
+// Capabilities::locked_accumulates), whose data, of one predefined type at every end, is
+// one block at each (any count), into memory this process maps: the stripes of its bytes
+// taken with CPU atomics, the op applied in place with plain arithmetic (one element of
+// an integer op one atomic would do: apply_plain_of_width; else the shape's reduction
+// kernel, which the compiler vectorizes), the stripes released. Exactly what the general
 // path's accumulate_under_lock does, so the two mix on the same bytes. For a shape
 // Operation::check accepted before (atomic_shape_). false, with nothing done, for anything
 // else (buffers overlapping the target bytes included: the general path copies them).

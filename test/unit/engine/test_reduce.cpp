@@ -9,6 +9,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "engine/operation.hpp"
@@ -62,6 +63,53 @@ TEST(ReduceApply, Sum) {
     using C = std::complex<double>;
     EXPECT_EQ(run<C>(MPI_SUM, MPI_C_DOUBLE_COMPLEX, {C(1, 2)}, {C(3, -4)}),
               (std::vector<C>{C(4, -2)}));
+}
+
+// A bulk reduction (the vector kernels: SSE2, or AVX2 where the CPU has it, from 16
+// elements on) equals one element at a time, at lengths around the vector widths and at
+// unaligned starts; and the kernel reduce_kernel hands out does what reduce_apply does.
+template <class T>
+void bulk_equals_one_by_one(MPI_Datatype type, MPI_Op op) {
+    for (std::size_t n : {1u, 15u, 16u, 17u, 31u, 64u, 100u, 1027u})
+        for (std::size_t shift : {0u, 1u, 3u}) {
+            std::vector<unsigned char> origin(n * sizeof(T) + 8), bulk(n * sizeof(T) + 8);
+            for (std::size_t i = 0; i < origin.size(); ++i) {
+                origin[i] = static_cast<unsigned char>(i * 37 + 11);
+                bulk[i] = static_cast<unsigned char>(i * 91 + 5);
+            }
+            if constexpr (std::is_floating_point_v<T>)  // no NaNs: finite values
+                for (std::size_t i = 0; i < n; ++i) {
+                    const T a = static_cast<T>(i) * T(0.5), b = static_cast<T>(n - i) * T(1.25);
+                    std::memcpy(origin.data() + shift + i * sizeof(T), &a, sizeof(T));
+                    std::memcpy(bulk.data() + shift + i * sizeof(T), &b, sizeof(T));
+                }
+            std::vector<unsigned char> single = bulk, kernel = bulk;
+            ASSERT_EQ(reduce_apply(op, type, origin.data() + shift, bulk.data() + shift, n),
+                      Status::ok);
+            for (std::size_t i = 0; i < n; ++i)
+                ASSERT_EQ(reduce_apply(op, type, origin.data() + shift + i * sizeof(T),
+                                       single.data() + shift + i * sizeof(T), 1),
+                          Status::ok);
+            nbrma::engine::ReduceKernel k;
+            ASSERT_TRUE(nbrma::engine::reduce_kernel(op, type, &k));
+            nbrma::engine::reduce_run(k, origin.data() + shift, kernel.data() + shift, n);
+            EXPECT_EQ(bulk, single) << n << " elements from +" << shift;
+            EXPECT_EQ(kernel, single) << n << " elements from +" << shift;
+        }
+}
+
+TEST(ReduceApply, BulkEqualsOneElementAtATime) {
+    bulk_equals_one_by_one<double>(MPI_DOUBLE, MPI_SUM);
+    bulk_equals_one_by_one<double>(MPI_DOUBLE, MPI_MAX);
+    bulk_equals_one_by_one<float>(MPI_FLOAT, MPI_PROD);
+    bulk_equals_one_by_one<std::int64_t>(MPI_INT64_T, MPI_SUM);
+    bulk_equals_one_by_one<std::int32_t>(MPI_INT, MPI_BXOR);
+    bulk_equals_one_by_one<std::int16_t>(MPI_SHORT, MPI_MIN);
+    bulk_equals_one_by_one<std::int8_t>(MPI_CHAR, MPI_SUM);
+    EXPECT_FALSE([] {
+        nbrma::engine::ReduceKernel k;
+        return nbrma::engine::reduce_kernel(MPI_REPLACE, MPI_DOUBLE, &k);
+    }());  // no arithmetic: the caller copies
 }
 
 TEST(ReduceApply, Prod) {
