@@ -64,39 +64,41 @@ inline std::uint64_t apply_atomic_of_width(void *word, std::size_t width, Atomic
 }
 
 // What apply_atomic_of_width does, as plain loads and stores: for a word no other
-// thread or process touches meanwhile (held under an accumulate stripe).
+// thread or process touches meanwhile (held under an accumulate stripe), at any alignment
+// (MPI lets a window start and a displacement fall anywhere).
 template <typename T>
-T apply_plain(T *word, AtomicOp op, T operand, T compare) {
-    const T previous = *word;
+T apply_plain(void *word, AtomicOp op, T operand, T compare) {
+    T previous;
+    __builtin_memcpy(&previous, word, sizeof previous);
+    T next = previous;
     switch (op) {
-        case AtomicOp::fetch_add: *word = static_cast<T>(previous + operand); break;
+        case AtomicOp::fetch_add: next = static_cast<T>(previous + operand); break;
         case AtomicOp::compare_swap:
-            if (previous == compare) *word = operand;
+            if (previous != compare) return previous;
+            next = operand;
             break;
-        case AtomicOp::swap: *word = operand; break;
-        case AtomicOp::fetch_and: *word = previous & operand; break;
-        case AtomicOp::fetch_or: *word = previous | operand; break;
-        case AtomicOp::fetch_xor: *word = previous ^ operand; break;
+        case AtomicOp::swap: next = operand; break;
+        case AtomicOp::fetch_and: next = previous & operand; break;
+        case AtomicOp::fetch_or: next = previous | operand; break;
+        case AtomicOp::fetch_xor: next = previous ^ operand; break;
     }
+    __builtin_memcpy(word, &next, sizeof next);
     return previous;
 }
 inline std::uint64_t apply_plain_of_width(void *word, std::size_t width, AtomicOp op,
                                           std::uint64_t operand, std::uint64_t compare) {
     switch (width) {
         case 8:
-            return apply_plain(static_cast<std::uint64_t *>(word), op, operand, compare);
+            return apply_plain<std::uint64_t>(word, op, operand, compare);
         case 4:
-            return apply_plain(static_cast<std::uint32_t *>(word), op,
-                               static_cast<std::uint32_t>(operand),
-                               static_cast<std::uint32_t>(compare));
+            return apply_plain<std::uint32_t>(word, op, static_cast<std::uint32_t>(operand),
+                                              static_cast<std::uint32_t>(compare));
         case 2:
-            return apply_plain(static_cast<std::uint16_t *>(word), op,
-                               static_cast<std::uint16_t>(operand),
-                               static_cast<std::uint16_t>(compare));
+            return apply_plain<std::uint16_t>(word, op, static_cast<std::uint16_t>(operand),
+                                              static_cast<std::uint16_t>(compare));
         default:
-            return apply_plain(static_cast<std::uint8_t *>(word), op,
-                               static_cast<std::uint8_t>(operand),
-                               static_cast<std::uint8_t>(compare));
+            return apply_plain<std::uint8_t>(word, op, static_cast<std::uint8_t>(operand),
+                                             static_cast<std::uint8_t>(compare));
     }
 }
 

@@ -1,7 +1,7 @@
 // The CPU atomics of mapped memory and their plain twins (transport/cpu_atomics.hpp):
 // apply_plain_of_width, which the at-once path runs under an accumulate stripe, leaves the
 // word and returns the previous value exactly as apply_atomic_of_width does, at every
-// width and op, and touches no byte beside the word.
+// width and op, and touches no byte beside the word; at an unaligned address too.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -23,6 +23,7 @@ TEST(CpuAtomics, PlainOpsEqualTheAtomicOnes) {
                 alignas(16) std::array<std::uint8_t, 24> atomic, plain;
                 for (auto &byte : atomic) byte = static_cast<std::uint8_t>(random());
                 plain = atomic;
+                const std::array<std::uint8_t, 24> unchanged = atomic;
                 const std::uint64_t operand = random();
                 // half the compare-and-swaps find the word they compare with
                 std::uint64_t compare = random();
@@ -34,6 +35,12 @@ TEST(CpuAtomics, PlainOpsEqualTheAtomicOnes) {
                 EXPECT_EQ(before_plain, before_atomic) << int(op) << " width " << width;
                 EXPECT_EQ(std::memcmp(plain.data(), atomic.data(), plain.size()), 0)
                     << int(op) << " width " << width;
+                // the same word three bytes further on (not aligned): the same result
+                alignas(16) std::array<std::uint8_t, 24> shifted{};
+                std::memcpy(shifted.data() + 11, unchanged.data() + 8, width);
+                EXPECT_EQ(apply_plain_of_width(shifted.data() + 11, width, op, operand, compare),
+                          before_atomic);
+                EXPECT_EQ(std::memcmp(shifted.data() + 11, atomic.data() + 8, width), 0);
             }
 }
 
