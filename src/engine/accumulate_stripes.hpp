@@ -30,26 +30,24 @@ constexpr std::uint64_t stripe_stride_words =
                                           __ATOMIC_RELAXED));
 }
 
+// Takes one stripe word: a compare-and-swap from 0, else stripe_wait.
+inline void stripe_take(std::uint64_t *word, std::uint64_t me) {
+    std::uint64_t expected = 0;
+    if (__builtin_expect(!__atomic_compare_exchange_n(word, &expected, me, false,
+                                                      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+                         0))
+        stripe_wait(word, me);
+}
+
 // Takes every stripe of `mask` among the mapped words from `first` (stripe 0's word),
 // lowest first.
 inline void stripes_lock(std::uint64_t *first, std::uint32_t mask, std::uint64_t me) {
     if ((mask & (mask - 1)) == 0) {  // one stripe: the commonest call, without the loop
-        std::uint64_t *word = first + stripe_stride_words * __builtin_ctz(mask);
-        std::uint64_t expected = 0;
-        if (__builtin_expect(!__atomic_compare_exchange_n(word, &expected, me, false,
-                                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
-                             0))
-            stripe_wait(word, me);
+        stripe_take(first + stripe_stride_words * __builtin_ctz(mask), me);
         return;
     }
-    for (std::uint32_t left = mask; left != 0; left &= left - 1) {
-        std::uint64_t *word = first + stripe_stride_words * __builtin_ctz(left);
-        std::uint64_t expected = 0;
-        if (__builtin_expect(!__atomic_compare_exchange_n(word, &expected, me, false,
-                                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
-                             0))
-            stripe_wait(word, me);
-    }
+    for (std::uint32_t left = mask; left != 0; left &= left - 1)
+        stripe_take(first + stripe_stride_words * __builtin_ctz(left), me);
 }
 
 // Releases them: what the call wrote is visible to the next holder (release stores).

@@ -130,8 +130,9 @@ struct is_complex<std::complex<F>> : std::true_type {};
 #pragma GCC push_options
 #pragma GCC optimize("vect-cost-model=cheap")
 template <class T, class F>
-void each_disjoint(const unsigned char *__restrict origin, unsigned char *__restrict target,
-                   std::size_t count, F f) {
+[[gnu::always_inline]] inline void each_disjoint_loop(const unsigned char *__restrict origin,
+                                                      unsigned char *__restrict target,
+                                                      std::size_t count, F f) {
     for (std::size_t i = 0; i < count; ++i) {
         T a, b;
         std::memcpy(&a, origin + i * sizeof(T), sizeof(T));
@@ -140,7 +141,12 @@ void each_disjoint(const unsigned char *__restrict origin, unsigned char *__rest
         std::memcpy(target + i * sizeof(T), &b, sizeof(T));
     }
 }
-// The same, compiled for AVX2 as well (x86-64): where the CPU has it, a reduction of
+template <class T, class F>
+void each_disjoint(const unsigned char *__restrict origin, unsigned char *__restrict target,
+                   std::size_t count, F f) {
+    each_disjoint_loop<T>(origin, target, count, f);
+}
+// The same loop compiled for AVX2 as well (x86-64): where the CPU has it, a reduction of
 // cache-resident data (Global Arrays' blocks of a few KiB) runs twice as many elements an
 // instruction as with the SSE2 every x86-64 has. Chosen at run time (avx2()).
 #if defined(__x86_64__)
@@ -148,13 +154,7 @@ template <class T, class F>
 __attribute__((target("avx2"))) void each_disjoint_avx2(const unsigned char *__restrict origin,
                                                         unsigned char *__restrict target,
                                                         std::size_t count, F f) {
-    for (std::size_t i = 0; i < count; ++i) {
-        T a, b;
-        std::memcpy(&a, origin + i * sizeof(T), sizeof(T));
-        std::memcpy(&b, target + i * sizeof(T), sizeof(T));
-        b = f(a, b);
-        std::memcpy(target + i * sizeof(T), &b, sizeof(T));
-    }
+    each_disjoint_loop<T>(origin, target, count, f);
 }
 bool avx2() {
     static const bool has = __builtin_cpu_supports("avx2");
